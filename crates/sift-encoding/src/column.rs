@@ -1,0 +1,489 @@
+//! Arrow arrays to encoded column chunks and back.
+//!
+//! Every supported Arrow type maps to one [`PhysicalKind`]; dates, times, timestamps and
+//! durations are stored as their integers, decimals as scaled `i128`.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, BooleanArray, make_array};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
+use arrow_data::ArrayDataBuilder;
+use arrow_schema::DataType;
+use sift_bits::Bitmap;
+
+use crate::bytes::{ByteValues, decode_bytes, encode_bytes};
+use crate::error::{EncodingError, Result, corrupt};
+use crate::int::{decode_ints, encode_ints};
+use crate::node::{BufferSink, Buffers, ColumnEncoding, Node, Validity};
+use crate::stats::{ChunkStats, Scalar, bytes_bounds, float_bounds, int_bounds};
+
+/// Integer storage types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntType {
+    I8,
+    I16,
+    I32,
+    I64,
+    I128,
+    U8,
+    U16,
+    U32,
+    U64,
+}
+
+/// How an Arrow type is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhysicalKind {
+    /// The Null type: nothing stored.
+    Null,
+    /// Booleans.
+    Bool,
+    /// Integers (including dates, times, timestamps, durations and decimals).
+    Int(IntType),
+    /// Floating point, stored by bit pattern; the width in bytes.
+    Float(u32),
+    /// Variable-length byte strings (utf8 and binary in all their layouts).
+    Bytes,
+    /// Fixed-size binary of the given width.
+    FixedBytes(u32),
+}
+
+/// The storage kind of `dt`, or an error for types Sift does not store yet.
+pub fn physical_kind(dt: &DataType) -> Result<PhysicalKind> {
+    use DataType as D;
+    use IntType as I;
+    Ok(match dt {
+        D::Null => PhysicalKind::Null,
+        D::Boolean => PhysicalKind::Bool,
+        D::Int8 => PhysicalKind::Int(I::I8),
+        D::Int16 => PhysicalKind::Int(I::I16),
+        D::Int32 | D::Date32 | D::Time32(_) => PhysicalKind::Int(I::I32),
+        D::Int64 | D::Date64 | D::Time64(_) | D::Timestamp(_, _) | D::Duration(_) => {
+            PhysicalKind::Int(I::I64)
+        }
+        D::Decimal128(_, _) => PhysicalKind::Int(I::I128),
+        D::UInt8 => PhysicalKind::Int(I::U8),
+        D::UInt16 => PhysicalKind::Int(I::U16),
+        D::UInt32 => PhysicalKind::Int(I::U32),
+        D::UInt64 => PhysicalKind::Int(I::U64),
+        D::Float16 => PhysicalKind::Float(2),
+        D::Float32 => PhysicalKind::Float(4),
+        D::Float64 => PhysicalKind::Float(8),
+        D::Utf8 | D::LargeUtf8 | D::Utf8View | D::Binary | D::LargeBinary | D::BinaryView => {
+            PhysicalKind::Bytes
+        }
+        D::FixedSizeBinary(w) if *w >= 0 => PhysicalKind::FixedBytes(*w as u32),
+        other => return Err(EncodingError::Unsupported(other.to_string())),
+    })
+}
+
+/// Runs `$body` with `$T` bound to the native integer type of `$it`.
+macro_rules! with_int {
+    ($it:expr, $T:ident => $body:expr) => {
+        match $it {
+            IntType::I8 => {
+                type $T = i8;
+                $body
+            }
+            IntType::I16 => {
+                type $T = i16;
+                $body
+            }
+            IntType::I32 => {
+                type $T = i32;
+                $body
+            }
+            IntType::I64 => {
+                type $T = i64;
+                $body
+            }
+            IntType::I128 => {
+                type $T = i128;
+                $body
+            }
+            IntType::U8 => {
+                type $T = u8;
+                $body
+            }
+            IntType::U16 => {
+                type $T = u16;
+                $body
+            }
+            IntType::U32 => {
+                type $T = u32;
+                $body
+            }
+            IntType::U64 => {
+                type $T = u64;
+                $body
+            }
+        }
+    };
+}
+
+/// An encoded column chunk: the encoding tree and the buffers it points at.
+#[derive(Debug)]
+pub struct EncodedColumn {
+    /// The tree, stored in the footer.
+    pub encoding: ColumnEncoding,
+    /// The buffers, stored as segments.
+    pub buffers: Vec<Vec<u8>>,
+    /// Zone-map statistics of the chunk.
+    pub stats: ChunkStats,
+}
+
+/// Encodes one column chunk.
+pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
+    let kind = physical_kind(array.data_type())?;
+    let len = array.len();
+    let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
+    let mut sink = BufferSink::default();
+    let validity = match &nulls {
+        Some(n) if n.null_count() == len => {
+            return Ok(EncodedColumn {
+                encoding: ColumnEncoding {
+                    validity: Validity::AllNull,
+                    nodes: vec![],
+                },
+                buffers: vec![],
+                stats: ChunkStats {
+                    null_count: len as u64,
+                    ..ChunkStats::default()
+                },
+            });
+        }
+        Some(n) => Validity::Bitmap {
+            buffer: sink.buffer(bitmap_bytes(n.inner())),
+        },
+        None => Validity::AllValid,
+    };
+    let data = array.to_data();
+    let valid = |i: &usize| nulls.as_ref().is_none_or(|n| n.is_valid(*i));
+    let mut stats = ChunkStats {
+        null_count: nulls.as_ref().map_or(0, |n| n.null_count() as u64),
+        ..Default::default()
+    };
+    match kind {
+        PhysicalKind::Null => {
+            // Every value of the Null type is null, so `len == 0` is the only way here.
+            encode_ints::<u8>(&[], &mut sink);
+        }
+        PhysicalKind::Bool => {
+            let Some(bools) = array.as_any().downcast_ref::<BooleanArray>() else {
+                return Err(EncodingError::Unsupported(format!(
+                    "{} as booleans",
+                    array.data_type()
+                )));
+            };
+            let bits = Bitmap::from_bools((0..len).filter(valid).map(|i| bools.value(i)));
+            let ones = bits.count_ones();
+            if !bits.is_empty() {
+                stats.min = Some(Scalar::Bool(ones == bits.len()));
+                stats.max = Some(Scalar::Bool(ones > 0));
+            }
+            let buffer = sink.buffer(bits.to_le_bytes());
+            sink.push_node(Node::Bitmap { buffer });
+        }
+        PhysicalKind::Int(it) => with_int!(it, T => {
+            let all = &data.buffers()[0].typed_data::<T>()[data.offset()..data.offset() + len];
+            if nulls.is_some() {
+                let compact: Vec<T> = (0..len).filter(valid).map(|i| all[i]).collect();
+                (stats.min, stats.max) = int_bounds(&compact);
+                encode_ints(&compact, &mut sink);
+            } else {
+                (stats.min, stats.max) = int_bounds(all);
+                encode_ints(all, &mut sink);
+            }
+        }),
+        PhysicalKind::Float(w) => {
+            let w = w as usize;
+            let all = &data.buffers()[0].as_slice()[data.offset() * w..(data.offset() + len) * w];
+            let bytes = if nulls.is_some() {
+                (0..len)
+                    .filter(valid)
+                    .flat_map(|i| &all[i * w..(i + 1) * w])
+                    .copied()
+                    .collect()
+            } else {
+                all.to_vec()
+            };
+            (stats.min, stats.max, stats.has_nan) = float_bounds(&bytes, w);
+            let buffer = sink.buffer(bytes);
+            sink.push_node(Node::Plain {
+                width: w as u32,
+                buffer,
+            });
+        }
+        PhysicalKind::Bytes | PhysicalKind::FixedBytes(_) => {
+            let values = byte_values(array, nulls.as_ref())?;
+            let fixed = match kind {
+                PhysicalKind::FixedBytes(w) => Some(w),
+                _ => None,
+            };
+            (stats.min, stats.max) = bytes_bounds(&values);
+            encode_bytes(&values, fixed, &mut sink);
+        }
+    }
+    Ok(EncodedColumn {
+        encoding: ColumnEncoding {
+            validity,
+            nodes: sink.nodes,
+        },
+        buffers: sink.buffers,
+        stats,
+    })
+}
+
+fn bitmap_bytes(bits: &BooleanBuffer) -> Vec<u8> {
+    let mut bytes = bits.sliced().as_slice().to_vec();
+    bytes.resize(bits.len().div_ceil(64) * 8, 0);
+    bytes
+}
+
+/// The non-null values of a byte-string array.
+fn byte_values<'a>(array: &'a dyn Array, nulls: Option<&NullBuffer>) -> Result<Vec<&'a [u8]>> {
+    use arrow_array::cast::AsArray;
+    let len = array.len();
+    let valid = |i: &usize| nulls.is_none_or(|n| n.is_valid(*i));
+    let values: Vec<&[u8]> = match array.data_type() {
+        DataType::Utf8 => {
+            let a = array.as_string::<i32>();
+            (0..len)
+                .filter(valid)
+                .map(|i| a.value(i).as_bytes())
+                .collect()
+        }
+        DataType::LargeUtf8 => {
+            let a = array.as_string::<i64>();
+            (0..len)
+                .filter(valid)
+                .map(|i| a.value(i).as_bytes())
+                .collect()
+        }
+        DataType::Utf8View => {
+            let a = array.as_string_view();
+            (0..len)
+                .filter(valid)
+                .map(|i| a.value(i).as_bytes())
+                .collect()
+        }
+        DataType::Binary => {
+            let a = array.as_binary::<i32>();
+            (0..len).filter(valid).map(|i| a.value(i)).collect()
+        }
+        DataType::LargeBinary => {
+            let a = array.as_binary::<i64>();
+            (0..len).filter(valid).map(|i| a.value(i)).collect()
+        }
+        DataType::BinaryView => {
+            let a = array.as_binary_view();
+            (0..len).filter(valid).map(|i| a.value(i)).collect()
+        }
+        DataType::FixedSizeBinary(_) => {
+            let a = array.as_fixed_size_binary();
+            (0..len).filter(valid).map(|i| a.value(i)).collect()
+        }
+        other => return Err(EncodingError::Unsupported(format!("{other} as bytes"))),
+    };
+    Ok(values)
+}
+
+/// Decodes one column chunk of `len` rows into an Arrow array of type `dt`.
+pub fn decode_array(
+    enc: &ColumnEncoding,
+    dt: &DataType,
+    len: usize,
+    buffers: &[&[u8]],
+) -> Result<ArrayRef> {
+    let kind = physical_kind(dt)?;
+    let bufs = Buffers(buffers);
+    let nulls = match enc.validity {
+        Validity::AllNull => return Ok(arrow_array::new_null_array(dt, len)),
+        Validity::AllValid => None,
+        Validity::Bitmap { buffer } => {
+            let words = len.div_ceil(64);
+            let bytes = bufs.get(buffer, words * 8)?;
+            let bits = BooleanBuffer::new(Buffer::from(&bytes[..words * 8]), 0, len);
+            Some(NullBuffer::new(bits))
+        }
+    };
+    let count = nulls.as_ref().map_or(len, |n| len - n.null_count());
+    if count > 0 && enc.nodes.is_empty() {
+        return Err(corrupt(format!("{count} values but no encoding")));
+    }
+    let builder = ArrayDataBuilder::new(dt.clone())
+        .len(len)
+        .nulls(nulls.clone());
+    let data = match kind {
+        PhysicalKind::Null => {
+            if len > 0 {
+                return Err(corrupt("values stored for a Null column"));
+            }
+            return Ok(arrow_array::new_null_array(dt, 0));
+        }
+        PhysicalKind::Bool => {
+            let Node::Bitmap { buffer } = enc.node(0)? else {
+                return Err(corrupt("booleans need a bitmap node"));
+            };
+            let bytes = bufs.get(*buffer, count.div_ceil(64) * 8)?;
+            let compact =
+                BooleanBuffer::new(Buffer::from(&bytes[..count.div_ceil(64) * 8]), 0, count);
+            let values = match &nulls {
+                None => compact,
+                Some(n) => {
+                    let mut out = vec![false; len];
+                    for (i, pos) in n.valid_indices().enumerate() {
+                        out[pos] = compact.value(i);
+                    }
+                    BooleanBuffer::from(out)
+                }
+            };
+            return Ok(Arc::new(BooleanArray::new(values, nulls)));
+        }
+        PhysicalKind::Int(it) => with_int!(it, T => {
+            let values = scatter(decode_ints::<T>(enc, 0, count, &bufs)?, nulls.as_ref(), len);
+            builder.add_buffer(Buffer::from_vec(values))
+        }),
+        PhysicalKind::Float(w) => {
+            let w = w as usize;
+            let Node::Plain { width, buffer } = enc.node(0)? else {
+                return Err(corrupt("floats need a plain node"));
+            };
+            if *width as usize != w {
+                return Err(corrupt(format!("plain width {width} for a {w}-byte float")));
+            }
+            let bytes = &bufs.get(*buffer, count * w)?[..count * w];
+            let values = match &nulls {
+                None => bytes.to_vec(),
+                Some(n) => {
+                    let mut out = vec![0u8; len * w];
+                    for (i, pos) in n.valid_indices().enumerate() {
+                        out[pos * w..(pos + 1) * w].copy_from_slice(&bytes[i * w..(i + 1) * w]);
+                    }
+                    out
+                }
+            };
+            builder.add_buffer(Buffer::from_vec(values))
+        }
+        PhysicalKind::Bytes | PhysicalKind::FixedBytes(_) => {
+            let values = decode_bytes(enc, 0, count, &bufs, 0)?;
+            return bytes_array(values, dt, len, nulls);
+        }
+    };
+    Ok(make_array(data.build()?))
+}
+
+/// Spreads compacted values over their valid positions, filling nulls with the default.
+fn scatter<T: Copy + Default>(compact: Vec<T>, nulls: Option<&NullBuffer>, len: usize) -> Vec<T> {
+    let Some(n) = nulls else { return compact };
+    let mut out = vec![T::default(); len];
+    for (v, pos) in compact.into_iter().zip(n.valid_indices()) {
+        out[pos] = v;
+    }
+    out
+}
+
+fn bytes_array(
+    values: ByteValues,
+    dt: &DataType,
+    len: usize,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
+    use arrow_array::builder::{BinaryViewBuilder, StringViewBuilder};
+    let value_at = |n: &Option<NullBuffer>| -> Vec<Option<usize>> {
+        let mut idx = Vec::with_capacity(len);
+        let mut next = 0;
+        for i in 0..len {
+            if n.as_ref().is_none_or(|n| n.is_valid(i)) {
+                idx.push(Some(next));
+                next += 1;
+            } else {
+                idx.push(None);
+            }
+        }
+        idx
+    };
+    match dt {
+        DataType::Utf8 | DataType::Binary => offsets_array::<i32>(values, dt, len, nulls),
+        DataType::LargeUtf8 | DataType::LargeBinary => offsets_array::<i64>(values, dt, len, nulls),
+        DataType::Utf8View => {
+            let mut b = StringViewBuilder::with_capacity(len);
+            for slot in value_at(&nulls) {
+                match slot {
+                    Some(i) => {
+                        let s = std::str::from_utf8(values.value(i))
+                            .map_err(|e| corrupt(format!("invalid UTF-8: {e}")))?;
+                        b.append_value(s);
+                    }
+                    None => b.append_null(),
+                }
+            }
+            Ok(Arc::new(b.finish()))
+        }
+        DataType::BinaryView => {
+            let mut b = BinaryViewBuilder::with_capacity(len);
+            for slot in value_at(&nulls) {
+                match slot {
+                    Some(i) => b.append_value(values.value(i)),
+                    None => b.append_null(),
+                }
+            }
+            Ok(Arc::new(b.finish()))
+        }
+        DataType::FixedSizeBinary(w) => {
+            let w = *w as usize;
+            let data = match &nulls {
+                None => values.data,
+                Some(n) => {
+                    let mut out = vec![0u8; len * w];
+                    for (i, pos) in n.valid_indices().enumerate() {
+                        out[pos * w..(pos + 1) * w].copy_from_slice(values.value(i));
+                    }
+                    out
+                }
+            };
+            let data = ArrayDataBuilder::new(dt.clone())
+                .len(len)
+                .nulls(nulls)
+                .add_buffer(Buffer::from_vec(data));
+            Ok(make_array(data.build()?))
+        }
+        other => Err(EncodingError::Unsupported(format!("{other} as bytes"))),
+    }
+}
+
+fn offsets_array<O: arrow_array::OffsetSizeTrait>(
+    values: ByteValues,
+    dt: &DataType,
+    len: usize,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
+    let to_o = |v: usize| {
+        O::from_usize(v).ok_or_else(|| corrupt(format!("{v} bytes overflow {dt} offsets")))
+    };
+    let offsets: Vec<O> = match &nulls {
+        None => values
+            .offsets
+            .iter()
+            .map(|&o| to_o(o))
+            .collect::<Result<_>>()?,
+        Some(n) => {
+            let mut out = Vec::with_capacity(len + 1);
+            out.push(O::usize_as(0));
+            let mut next = 0usize;
+            for i in 0..len {
+                if n.is_valid(i) {
+                    next += 1;
+                }
+                out.push(to_o(values.offsets[next])?);
+            }
+            out
+        }
+    };
+    let data = ArrayDataBuilder::new(dt.clone())
+        .len(len)
+        .nulls(nulls)
+        .add_buffer(Buffer::from_vec(offsets))
+        .add_buffer(Buffer::from_vec(values.data));
+    Ok(make_array(data.build()?))
+}

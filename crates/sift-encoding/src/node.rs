@@ -1,0 +1,156 @@
+//! The encoding tree stored in the footer, and access to its buffers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, corrupt};
+
+/// Index of a node in [`ColumnEncoding::nodes`].
+pub type NodeId = u32;
+
+/// Deepest nesting of nodes a reader accepts (guards recursion on hostile footers).
+pub const MAX_DEPTH: usize = 8;
+
+/// One step of an encoding cascade. Children are referenced by index, always to a later
+/// node, so the tree is a flat, acyclic list that deserializes without recursion.
+///
+/// The number of values a node holds is not stored in it: the parent (or the chunk, for the
+/// root) knows it, which keeps the format free of redundant counts that could disagree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Node {
+    /// Fixed-width little-endian values, `width` bytes each, in buffer `buffer`.
+    Plain { width: u32, buffer: u32 },
+    /// Frame of reference plus bit-packing: value = `base` + code, codes `bits` wide,
+    /// packed little-endian contiguously in buffer `buffer`.
+    For { base: i128, bits: u8, buffer: u32 },
+    /// Booleans as a bitmap (bit `i` of little-endian word `i / 64`).
+    Bitmap { buffer: u32 },
+    /// Variable-length byte strings: integer `lengths` (a node) and concatenated bytes.
+    Bytes { lengths: NodeId, data: u32 },
+    /// A sorted dictionary of `len` distinct `values` (a node) and integer `codes` (a node).
+    Dict {
+        values: NodeId,
+        len: u32,
+        codes: NodeId,
+    },
+}
+
+/// Where the non-null values of a chunk go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Validity {
+    /// No nulls.
+    AllValid,
+    /// Only nulls; the chunk has no nodes.
+    AllNull,
+    /// A validity bitmap in buffer `buffer` (bit set = value present).
+    Bitmap { buffer: u32 },
+}
+
+/// The encoding of one column chunk: validity plus a node tree rooted at `nodes[0]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnEncoding {
+    /// Where the values are.
+    pub validity: Validity,
+    /// The node tree; empty only when there are no non-null values.
+    pub nodes: Vec<Node>,
+}
+
+impl ColumnEncoding {
+    /// The node with index `id`, checked.
+    pub(crate) fn node(&self, id: NodeId) -> Result<&Node> {
+        self.nodes
+            .get(id as usize)
+            .ok_or_else(|| corrupt(format!("node {id} does not exist")))
+    }
+
+    /// A child of `parent`, checked to come after it (so recursion always terminates).
+    pub(crate) fn child(&self, parent: NodeId, child: NodeId) -> Result<&Node> {
+        if child <= parent {
+            return Err(corrupt(format!(
+                "node {parent} refers back to node {child}"
+            )));
+        }
+        self.node(child)
+    }
+
+    /// A short human-readable description of the tree, e.g. `dict(bytes(for8), for5)`.
+    pub fn describe(&self) -> String {
+        match self.validity {
+            Validity::AllNull => "all-null".into(),
+            _ if self.nodes.is_empty() => "empty".into(),
+            _ => self.describe_node(0, 0),
+        }
+    }
+
+    fn describe_node(&self, id: NodeId, depth: usize) -> String {
+        let Some(node) = self.nodes.get(id as usize) else {
+            return "?".into();
+        };
+        if depth > MAX_DEPTH {
+            return "…".into();
+        }
+        match node {
+            Node::Plain { width, .. } => format!("plain{}", width * 8),
+            Node::For { bits, .. } => format!("for{bits}"),
+            Node::Bitmap { .. } => "bitmap".into(),
+            Node::Bytes { lengths, .. } => {
+                format!("bytes({})", self.describe_node(*lengths, depth + 1))
+            }
+            Node::Dict { values, codes, len } => format!(
+                "dict[{len}]({}, {})",
+                self.describe_node(*values, depth + 1),
+                self.describe_node(*codes, depth + 1)
+            ),
+        }
+    }
+}
+
+/// The buffers of a chunk, as read from the file.
+pub(crate) struct Buffers<'a>(pub &'a [&'a [u8]]);
+
+impl<'a> Buffers<'a> {
+    /// Buffer `i`, which must hold at least `min_len` bytes.
+    pub(crate) fn get(&self, i: u32, min_len: usize) -> Result<&'a [u8]> {
+        let b = self.0.get(i as usize).ok_or_else(|| {
+            corrupt(format!(
+                "buffer {i} does not exist ({} buffers)",
+                self.0.len()
+            ))
+        })?;
+        if b.len() < min_len {
+            return Err(corrupt(format!(
+                "buffer {i} holds {} bytes, {min_len} needed",
+                b.len()
+            )));
+        }
+        Ok(b)
+    }
+}
+
+/// Collects buffers while encoding.
+#[derive(Default)]
+pub(crate) struct BufferSink {
+    pub(crate) buffers: Vec<Vec<u8>>,
+    pub(crate) nodes: Vec<Node>,
+}
+
+impl BufferSink {
+    pub(crate) fn buffer(&mut self, bytes: Vec<u8>) -> u32 {
+        self.buffers.push(bytes);
+        (self.buffers.len() - 1) as u32
+    }
+
+    /// Reserves a node slot so that children pushed afterwards get larger indices.
+    pub(crate) fn reserve_node(&mut self) -> NodeId {
+        self.nodes.push(Node::Bitmap { buffer: u32::MAX });
+        (self.nodes.len() - 1) as NodeId
+    }
+
+    pub(crate) fn set_node(&mut self, id: NodeId, node: Node) {
+        self.nodes[id as usize] = node;
+    }
+
+    pub(crate) fn push_node(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        (self.nodes.len() - 1) as NodeId
+    }
+}

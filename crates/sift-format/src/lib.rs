@@ -1,0 +1,30 @@
+//! The Sift file format, version 1.
+//!
+//! ```text
+//! "SIFTDATA"                         8-byte magic
+//! segments …                         the buffers of every column chunk, block by block;
+//!                                    a chunk's segments are contiguous (one range read)
+//! footer                             postcard-encoded [`Footer`]
+//! footer_len: u64 LE
+//! footer_crc32: u32 LE
+//! version: u32 LE                    refused unless supported
+//! "SIFTDATA"                         8-byte magic
+//! ```
+//!
+//! Blocks hold up to 64Ki rows and are aligned across all columns. The footer holds the
+//! schema, and per block and column the encoding tree, zone-map statistics and the offset,
+//! length and CRC-32 of every segment. Opening a file reads the tail (one range, two if the
+//! footer is larger than the first guess).
+
+mod error;
+mod footer;
+mod reader;
+mod schema;
+mod writer;
+
+pub use error::{Error, Result};
+pub use footer::{BlockMeta, ChunkMeta, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN};
+pub use reader::{BlockBatches, ReadOptions, SiftFile};
+pub use schema::{ColumnType, StoredField, check_schema};
+pub use sift_encoding::{ChunkStats, Scalar};
+pub use writer::{MAX_BLOCK_ROWS, SiftWriter, WriteOptions, WriteSummary};

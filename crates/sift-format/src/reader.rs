@@ -1,0 +1,308 @@
+//! The reader: footer in at most two range reads, then blocks as Arrow batches.
+
+use std::fs::File;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_schema::SchemaRef;
+use sift_encoding::decode_array;
+
+use crate::error::{Error, Result, corrupt, io_err};
+use crate::footer::{ChunkMeta, Footer, MAGIC, TRAILER_LEN};
+use crate::schema::to_arrow_schema;
+
+/// How much of the tail the first read fetches; footers up to this size need one read.
+const TAIL_GUESS: u64 = 64 * 1024;
+
+/// Reader settings.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Verify the CRC-32 of every segment read (default true).
+    pub verify_checksums: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            verify_checksums: true,
+        }
+    }
+}
+
+/// An open Sift file.
+#[derive(Debug)]
+pub struct SiftFile {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    footer: Footer,
+    schema: SchemaRef,
+    options: ReadOptions,
+}
+
+impl SiftFile {
+    /// Opens a file with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, ReadOptions::default())
+    }
+
+    /// Opens a file: reads the tail (and, for a footer larger than 64 KiB, the rest of the
+    /// footer), checks magic, version and footer checksum, and validates the footer.
+    pub fn open_with(path: impl AsRef<Path>, options: ReadOptions) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::open(&path).map_err(io_err(&path))?;
+        let len = file.metadata().map_err(io_err(&path))?.len();
+        let min_len = (MAGIC.len() + TRAILER_LEN) as u64;
+        if len < min_len {
+            return Err(corrupt(
+                &path,
+                format!("{len} bytes is too short for a Sift file (at least {min_len})"),
+            ));
+        }
+        let tail_len = len.min(TAIL_GUESS);
+        let mut tail = vec![0u8; tail_len as usize];
+        file.read_exact_at(&mut tail, len - tail_len)
+            .map_err(io_err(&path))?;
+        let (footer_len, crc) =
+            Footer::parse_trailer(&path, &tail[tail.len() - TRAILER_LEN..], len)?;
+        let footer_offset = len - TRAILER_LEN as u64 - footer_len;
+        let have = tail_len - TRAILER_LEN as u64;
+        let footer_bytes = if footer_len <= have {
+            let start = (have - footer_len) as usize;
+            tail[start..start + footer_len as usize].to_vec()
+        } else {
+            // footer_len is bounded by the file length (checked in parse_trailer).
+            let mut bytes = vec![0u8; footer_len as usize];
+            file.read_exact_at(&mut bytes, footer_offset)
+                .map_err(io_err(&path))?;
+            bytes
+        };
+        if tail_len == len && tail[..MAGIC.len()] != MAGIC {
+            return Err(corrupt(
+                &path,
+                "not a Sift file (no SIFTDATA magic at the start)",
+            ));
+        }
+        let footer = Footer::from_bytes(&path, &footer_bytes, crc, footer_offset)?;
+        let schema =
+            to_arrow_schema(&footer.fields, &footer.metadata).map_err(|e| corrupt(&path, e))?;
+        Ok(Self {
+            path,
+            file,
+            len,
+            footer,
+            schema,
+            options,
+        })
+    }
+
+    /// The file path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// File size in bytes.
+    pub fn file_len(&self) -> u64 {
+        self.len
+    }
+
+    /// The decoded footer.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// The Arrow schema of the file.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Total rows.
+    pub fn num_rows(&self) -> u64 {
+        self.footer.num_rows
+    }
+
+    /// Number of blocks.
+    pub fn num_blocks(&self) -> usize {
+        self.footer.blocks.len()
+    }
+
+    /// Index of the column called `name`.
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.footer.fields.iter().position(|f| f.name == name)
+    }
+
+    /// Resolves column names to indices, with an error naming an unknown column.
+    pub fn projection(&self, names: &[impl AsRef<str>]) -> Result<Vec<usize>> {
+        names
+            .iter()
+            .map(|n| {
+                let n = n.as_ref();
+                self.column_index(n).ok_or_else(|| {
+                    let known: Vec<&str> =
+                        self.footer.fields.iter().map(|f| f.name.as_str()).collect();
+                    Error::Invalid(format!(
+                        "{}: no column '{n}' (columns: {})",
+                        self.path.display(),
+                        known.join(", ")
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    /// Reads and decodes one column of one block.
+    pub fn read_chunk(&self, block: usize, column: usize) -> Result<ArrayRef> {
+        let meta = self.block_meta(block)?;
+        let field = self.footer.fields.get(column).ok_or_else(|| {
+            Error::Invalid(format!(
+                "column {column} out of range ({})",
+                self.footer.fields.len()
+            ))
+        })?;
+        let chunk = &meta.columns[column];
+        let rows = meta.rows as usize;
+        let where_ =
+            |offset: u64| format!("block {block} column '{}' at offset {offset}", field.name);
+        let bytes = self.read_chunk_bytes(chunk, &where_)?;
+        let (start, _) = chunk.byte_range();
+        let buffers: Vec<&[u8]> = chunk
+            .segments
+            .iter()
+            .map(|s| {
+                let from = (s.offset - start) as usize;
+                &bytes[from..from + s.len as usize]
+            })
+            .collect();
+        let dt = self.schema.field(column).data_type();
+        let array = decode_array(&chunk.encoding, dt, rows, &buffers)
+            .map_err(|e| corrupt(&self.path, format!("{}: {e}", where_(start))))?;
+        let nulls = array.logical_null_count() as u64;
+        if nulls != chunk.stats.null_count || (nulls > 0 && !field.nullable) {
+            return Err(corrupt(
+                &self.path,
+                format!(
+                    "{}: {nulls} nulls decoded, footer says {}",
+                    where_(start),
+                    chunk.stats.null_count
+                ),
+            ));
+        }
+        Ok(array)
+    }
+
+    fn block_meta(&self, block: usize) -> Result<&crate::footer::BlockMeta> {
+        self.footer.blocks.get(block).ok_or_else(|| {
+            Error::Invalid(format!(
+                "block {block} out of range ({} blocks)",
+                self.footer.blocks.len()
+            ))
+        })
+    }
+
+    /// One range read for all segments of a chunk, with checksums verified.
+    fn read_chunk_bytes(
+        &self,
+        chunk: &ChunkMeta,
+        where_: &dyn Fn(u64) -> String,
+    ) -> Result<Vec<u8>> {
+        let (start, len) = chunk.byte_range();
+        // The footer was validated: segments lie inside the file, in order.
+        let mut bytes = vec![0u8; len as usize];
+        self.file
+            .read_exact_at(&mut bytes, start)
+            .map_err(io_err(&self.path))?;
+        if self.options.verify_checksums {
+            for (i, s) in chunk.segments.iter().enumerate() {
+                let from = (s.offset - start) as usize;
+                let actual = crc32fast::hash(&bytes[from..from + s.len as usize]);
+                if actual != s.crc32 {
+                    return Err(corrupt(
+                        &self.path,
+                        format!(
+                            "{}: segment {i} checksum mismatch (stored {:#010x}, computed {actual:#010x})",
+                            where_(s.offset),
+                            s.crc32
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// Reads one block; `projection` lists column indices (all columns if `None`).
+    pub fn read_block(&self, block: usize, projection: Option<&[usize]>) -> Result<RecordBatch> {
+        let all: Vec<usize>;
+        let cols = match projection {
+            Some(p) => p,
+            None => {
+                all = (0..self.footer.fields.len()).collect();
+                &all
+            }
+        };
+        let schema = SchemaRef::new(self.schema.project(cols)?);
+        let rows = self.block_meta(block)?.rows as usize;
+        let arrays = cols
+            .iter()
+            .map(|&c| self.read_chunk(block, c))
+            .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(schema, arrays, &options)?)
+    }
+
+    /// Iterates over blocks `blocks` (clamped to the file), one batch per block.
+    pub fn batches(
+        &self,
+        projection: Option<Vec<usize>>,
+        blocks: Range<usize>,
+    ) -> Result<BlockBatches<'_>> {
+        if let Some(p) = &projection {
+            if let Some(&bad) = p.iter().find(|&&c| c >= self.footer.fields.len()) {
+                return Err(Error::Invalid(format!(
+                    "column {bad} out of range ({})",
+                    self.footer.fields.len()
+                )));
+            }
+        }
+        let end = blocks.end.min(self.num_blocks());
+        Ok(BlockBatches {
+            file: self,
+            projection,
+            next: blocks.start.min(end),
+            end,
+        })
+    }
+
+    /// Reads every block into one list of batches.
+    pub fn read_all(&self, projection: Option<Vec<usize>>) -> Result<Vec<RecordBatch>> {
+        self.batches(projection, 0..self.num_blocks())?.collect()
+    }
+}
+
+/// Iterator over the blocks of a file as record batches.
+pub struct BlockBatches<'a> {
+    file: &'a SiftFile,
+    projection: Option<Vec<usize>>,
+    next: usize,
+    end: usize,
+}
+
+impl Iterator for BlockBatches<'_> {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.end {
+            return None;
+        }
+        let b = self.next;
+        self.next += 1;
+        Some(self.file.read_block(b, self.projection.as_deref()))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.next;
+        (n, Some(n))
+    }
+}

@@ -1,0 +1,230 @@
+//! The schema as stored in the footer: a closed, versioned set of column types.
+//!
+//! Arrow's own `DataType` is not stored directly: its serialized form is not a stable file
+//! format, and it is recursive (a hostile footer could nest it without bound).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use serde::{Deserialize, Serialize};
+use sift_encoding::physical_kind;
+
+use crate::error::{Error, Result};
+
+/// Time units, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unit {
+    /// Seconds.
+    Second,
+    /// Milliseconds.
+    Millisecond,
+    /// Microseconds.
+    Microsecond,
+    /// Nanoseconds.
+    Nanosecond,
+}
+
+impl From<TimeUnit> for Unit {
+    fn from(u: TimeUnit) -> Self {
+        match u {
+            TimeUnit::Second => Unit::Second,
+            TimeUnit::Millisecond => Unit::Millisecond,
+            TimeUnit::Microsecond => Unit::Microsecond,
+            TimeUnit::Nanosecond => Unit::Nanosecond,
+        }
+    }
+}
+
+impl From<Unit> for TimeUnit {
+    fn from(u: Unit) -> Self {
+        match u {
+            Unit::Second => TimeUnit::Second,
+            Unit::Millisecond => TimeUnit::Millisecond,
+            Unit::Microsecond => TimeUnit::Microsecond,
+            Unit::Nanosecond => TimeUnit::Nanosecond,
+        }
+    }
+}
+
+/// A column type as stored in the footer.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ColumnType {
+    Null,
+    Bool,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    UInt8,
+    UInt16,
+    UInt32,
+    UInt64,
+    Float16,
+    Float32,
+    Float64,
+    Decimal128 { precision: u8, scale: i8 },
+    Date32,
+    Date64,
+    Time32(Unit),
+    Time64(Unit),
+    Timestamp { unit: Unit, tz: Option<String> },
+    Duration(Unit),
+    Utf8,
+    LargeUtf8,
+    Utf8View,
+    Binary,
+    LargeBinary,
+    BinaryView,
+    FixedSizeBinary(i32),
+}
+
+impl ColumnType {
+    /// The stored type of an Arrow type, or `None` if Sift cannot store it.
+    pub fn from_arrow(dt: &DataType) -> Option<Self> {
+        use ColumnType as C;
+        use DataType as D;
+        physical_kind(dt).ok()?;
+        Some(match dt {
+            D::Null => C::Null,
+            D::Boolean => C::Bool,
+            D::Int8 => C::Int8,
+            D::Int16 => C::Int16,
+            D::Int32 => C::Int32,
+            D::Int64 => C::Int64,
+            D::UInt8 => C::UInt8,
+            D::UInt16 => C::UInt16,
+            D::UInt32 => C::UInt32,
+            D::UInt64 => C::UInt64,
+            D::Float16 => C::Float16,
+            D::Float32 => C::Float32,
+            D::Float64 => C::Float64,
+            D::Decimal128(p, s) => C::Decimal128 {
+                precision: *p,
+                scale: *s,
+            },
+            D::Date32 => C::Date32,
+            D::Date64 => C::Date64,
+            D::Time32(u) => C::Time32((*u).into()),
+            D::Time64(u) => C::Time64((*u).into()),
+            D::Timestamp(u, tz) => C::Timestamp {
+                unit: (*u).into(),
+                tz: tz.as_ref().map(|t| t.to_string()),
+            },
+            D::Duration(u) => C::Duration((*u).into()),
+            D::Utf8 => C::Utf8,
+            D::LargeUtf8 => C::LargeUtf8,
+            D::Utf8View => C::Utf8View,
+            D::Binary => C::Binary,
+            D::LargeBinary => C::LargeBinary,
+            D::BinaryView => C::BinaryView,
+            D::FixedSizeBinary(w) => C::FixedSizeBinary(*w),
+            _ => return None,
+        })
+    }
+
+    /// The Arrow type, or an error message if the stored type is invalid.
+    pub fn to_arrow(&self) -> std::result::Result<DataType, String> {
+        use ColumnType as C;
+        use DataType as D;
+        let valid_time32 = |u: Unit| matches!(u, Unit::Second | Unit::Millisecond);
+        Ok(match self {
+            C::Null => D::Null,
+            C::Bool => D::Boolean,
+            C::Int8 => D::Int8,
+            C::Int16 => D::Int16,
+            C::Int32 => D::Int32,
+            C::Int64 => D::Int64,
+            C::UInt8 => D::UInt8,
+            C::UInt16 => D::UInt16,
+            C::UInt32 => D::UInt32,
+            C::UInt64 => D::UInt64,
+            C::Float16 => D::Float16,
+            C::Float32 => D::Float32,
+            C::Float64 => D::Float64,
+            C::Decimal128 { precision, scale } => {
+                if *precision == 0 || *precision > 38 || i16::from(*scale).abs() > 38 {
+                    return Err(format!(
+                        "invalid decimal precision {precision} / scale {scale}"
+                    ));
+                }
+                D::Decimal128(*precision, *scale)
+            }
+            C::Date32 => D::Date32,
+            C::Date64 => D::Date64,
+            C::Time32(u) if valid_time32(*u) => D::Time32((*u).into()),
+            C::Time64(u) if !valid_time32(*u) => D::Time64((*u).into()),
+            C::Time32(u) | C::Time64(u) => return Err(format!("invalid time unit {u:?}")),
+            C::Timestamp { unit, tz } => D::Timestamp((*unit).into(), tz.as_deref().map(Arc::from)),
+            C::Duration(u) => D::Duration((*u).into()),
+            C::Utf8 => D::Utf8,
+            C::LargeUtf8 => D::LargeUtf8,
+            C::Utf8View => D::Utf8View,
+            C::Binary => D::Binary,
+            C::LargeBinary => D::LargeBinary,
+            C::BinaryView => D::BinaryView,
+            C::FixedSizeBinary(w) if *w >= 0 => D::FixedSizeBinary(*w),
+            C::FixedSizeBinary(w) => return Err(format!("invalid fixed-size binary width {w}")),
+        })
+    }
+}
+
+/// A field as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredField {
+    /// Column name.
+    pub name: String,
+    /// Column type.
+    pub ty: ColumnType,
+    /// Whether nulls are allowed.
+    pub nullable: bool,
+    /// Field metadata.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// Checks that every column of `schema` can be stored, naming the first that cannot.
+pub fn check_schema(schema: &Schema) -> Result<Vec<StoredField>> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let ty =
+                ColumnType::from_arrow(f.data_type()).ok_or_else(|| Error::UnsupportedType {
+                    column: f.name().clone(),
+                    data_type: f.data_type().to_string(),
+                })?;
+            let mut metadata: Vec<(String, String)> = f
+                .metadata()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            metadata.sort();
+            Ok(StoredField {
+                name: f.name().clone(),
+                ty,
+                nullable: f.is_nullable(),
+                metadata,
+            })
+        })
+        .collect()
+}
+
+/// Rebuilds the Arrow schema from stored fields and schema metadata.
+pub(crate) fn to_arrow_schema(
+    fields: &[StoredField],
+    metadata: &[(String, String)],
+) -> std::result::Result<SchemaRef, String> {
+    let fields = fields
+        .iter()
+        .map(|f| {
+            let dt =
+                f.ty.to_arrow()
+                    .map_err(|e| format!("column '{}': {e}", f.name))?;
+            let md: HashMap<String, String> = f.metadata.iter().cloned().collect();
+            Ok(Field::new(&f.name, dt, f.nullable).with_metadata(md))
+        })
+        .collect::<std::result::Result<Vec<_>, String>>()?;
+    let md: HashMap<String, String> = metadata.iter().cloned().collect();
+    Ok(Arc::new(Schema::new_with_metadata(fields, md)))
+}

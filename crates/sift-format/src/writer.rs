@@ -1,0 +1,278 @@
+//! The streaming writer: Arrow batches in, a Sift file out, atomically.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use sift_encoding::encode_array;
+
+use crate::error::{Error, Result, io_err};
+use crate::footer::{BlockMeta, ChunkMeta, Footer, MAGIC, Segment};
+use crate::schema::{StoredField, check_schema};
+
+/// The largest (and default) number of rows in a block: 64Ki.
+pub const MAX_BLOCK_ROWS: usize = 1 << 16;
+
+/// Writer settings.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    /// Rows per block, 1..=[`MAX_BLOCK_ROWS`]. Smaller blocks are for tests and experiments.
+    pub block_rows: usize,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            block_rows: MAX_BLOCK_ROWS,
+        }
+    }
+}
+
+/// What a finished write produced.
+#[derive(Debug, Clone)]
+pub struct WriteSummary {
+    /// Rows written.
+    pub rows: u64,
+    /// Blocks written.
+    pub blocks: usize,
+    /// File size in bytes.
+    pub bytes: u64,
+}
+
+/// Writes a Sift file from a stream of record batches.
+///
+/// Memory is bounded by one block of input plus its encoding: rows are buffered until a
+/// block is full, then encoded and written. The file is written under a temporary name in
+/// the target directory and renamed into place by [`SiftWriter::finish`]; if the writer is
+/// dropped without finishing, the temporary file is removed and the target is untouched.
+pub struct SiftWriter {
+    path: PathBuf,
+    tmp_path: PathBuf,
+    out: Option<BufWriter<File>>,
+    schema: SchemaRef,
+    fields: Vec<StoredField>,
+    options: WriteOptions,
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    offset: u64,
+    blocks: Vec<BlockMeta>,
+    rows: u64,
+}
+
+impl SiftWriter {
+    /// Starts writing `path` with the given schema.
+    ///
+    /// Fails at once, naming the column, if the schema holds a type Sift cannot store.
+    pub fn create(
+        path: impl AsRef<Path>,
+        schema: SchemaRef,
+        options: WriteOptions,
+    ) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let fields = check_schema(&schema)?;
+        if options.block_rows == 0 || options.block_rows > MAX_BLOCK_ROWS {
+            return Err(Error::Invalid(format!(
+                "block_rows must be in 1..={MAX_BLOCK_ROWS}"
+            )));
+        }
+        let tmp_path = temp_path(&path);
+        let file = File::create(&tmp_path).map_err(io_err(&tmp_path))?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        out.write_all(&MAGIC).map_err(io_err(&tmp_path))?;
+        Ok(Self {
+            path,
+            tmp_path,
+            out: Some(out),
+            schema,
+            fields,
+            options,
+            pending: Vec::new(),
+            pending_rows: 0,
+            offset: MAGIC.len() as u64,
+            blocks: Vec::new(),
+            rows: 0,
+        })
+    }
+
+    /// The schema being written.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Rows accepted so far (written or buffered).
+    pub fn rows(&self) -> u64 {
+        self.rows + self.pending_rows as u64
+    }
+
+    /// Appends a batch. Its schema must have the writer's column types, in order.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_columns() != self.fields.len() {
+            return Err(Error::Invalid(format!(
+                "batch has {} columns, the file {}",
+                batch.num_columns(),
+                self.fields.len()
+            )));
+        }
+        for (i, (col, field)) in batch.columns().iter().zip(self.schema.fields()).enumerate() {
+            if col.data_type() != field.data_type() {
+                return Err(Error::Invalid(format!(
+                    "column {i} '{}': batch has type {}, the file {}",
+                    field.name(),
+                    col.data_type(),
+                    field.data_type()
+                )));
+            }
+            if !field.is_nullable() && col.logical_null_count() > 0 {
+                return Err(Error::Invalid(format!(
+                    "column '{}' is not nullable but the batch has nulls",
+                    field.name()
+                )));
+            }
+        }
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        // Re-wrap with the writer's schema so field names and metadata are the file's.
+        let batch = RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec())?;
+        self.pending_rows += batch.num_rows();
+        self.pending.push(batch);
+        while self.pending_rows >= self.options.block_rows {
+            self.flush_block(self.options.block_rows)?;
+        }
+        Ok(())
+    }
+
+    /// Encodes and writes the first `rows` pending rows as one block.
+    fn flush_block(&mut self, rows: usize) -> Result<()> {
+        // Take the block's rows off the front; slices are zero-copy, so a large input batch
+        // is not copied again for every block cut from it.
+        let mut take = Vec::new();
+        let mut rest = Vec::new();
+        let mut need = rows;
+        for b in self.pending.drain(..) {
+            if need == 0 {
+                rest.push(b);
+            } else if b.num_rows() <= need {
+                need -= b.num_rows();
+                take.push(b);
+            } else {
+                take.push(b.slice(0, need));
+                rest.push(b.slice(need, b.num_rows() - need));
+                need = 0;
+            }
+        }
+        self.pending = rest;
+        self.pending_rows -= rows;
+        let block = match take.as_slice() {
+            [one] => one.clone(),
+            _ => arrow_select::concat::concat_batches(&self.schema, &take)?,
+        };
+        let mut columns = Vec::with_capacity(block.num_columns());
+        for (c, array) in block.columns().iter().enumerate() {
+            let encoded = encode_array(array.as_ref()).map_err(|e| {
+                Error::Invalid(format!(
+                    "column '{}', block {}: {e}",
+                    self.fields[c].name,
+                    self.blocks.len()
+                ))
+            })?;
+            let mut segments = Vec::with_capacity(encoded.buffers.len());
+            for buffer in &encoded.buffers {
+                segments.push(self.write_segment(buffer)?);
+            }
+            columns.push(ChunkMeta {
+                encoding: encoded.encoding,
+                stats: encoded.stats,
+                segments,
+            });
+        }
+        self.blocks.push(BlockMeta {
+            rows: rows as u32,
+            columns,
+        });
+        self.rows += rows as u64;
+        Ok(())
+    }
+
+    fn write_segment(&mut self, bytes: &[u8]) -> Result<Segment> {
+        let out = self
+            .out
+            .as_mut()
+            .ok_or_else(|| Error::Invalid("writer already finished".into()))?;
+        out.write_all(bytes).map_err(io_err(&self.tmp_path))?;
+        let seg = Segment {
+            offset: self.offset,
+            len: bytes.len() as u64,
+            crc32: crc32fast::hash(bytes),
+        };
+        self.offset += bytes.len() as u64;
+        Ok(seg)
+    }
+
+    /// Writes the remaining rows and the footer, syncs, and renames the file into place.
+    pub fn finish(mut self) -> Result<WriteSummary> {
+        if self.pending_rows > 0 {
+            self.flush_block(self.pending_rows)?;
+        }
+        let footer = Footer {
+            fields: self.fields.clone(),
+            metadata: sorted_metadata(&self.schema),
+            num_rows: self.rows,
+            blocks: std::mem::take(&mut self.blocks),
+            created_by: format!("sift {}", env!("CARGO_PKG_VERSION")),
+        };
+        let bytes = footer
+            .to_bytes()
+            .map_err(|e| Error::Invalid(format!("footer does not serialize: {e}")))?;
+        let Some(mut out) = self.out.take() else {
+            return Err(Error::Invalid("writer already finished".into()));
+        };
+        out.write_all(&bytes).map_err(io_err(&self.tmp_path))?;
+        let file = out.into_inner().map_err(|e| Error::Io {
+            path: self.tmp_path.clone(),
+            source: e.into_error(),
+        })?;
+        file.sync_all().map_err(io_err(&self.tmp_path))?;
+        drop(file);
+        std::fs::rename(&self.tmp_path, &self.path).map_err(io_err(&self.path))?;
+        Ok(WriteSummary {
+            rows: footer.num_rows,
+            blocks: footer.blocks.len(),
+            bytes: self.offset + bytes.len() as u64,
+        })
+    }
+}
+
+impl Drop for SiftWriter {
+    fn drop(&mut self) {
+        if self.out.take().is_some() {
+            // Not finished: never leave a partial file behind.
+            let _ = std::fs::remove_file(&self.tmp_path);
+        }
+    }
+}
+
+fn sorted_metadata(schema: &SchemaRef) -> Vec<(String, String)> {
+    let mut md: Vec<(String, String)> = schema
+        .metadata()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    md.sort();
+    md
+}
+
+/// A temporary name next to the target, so the final rename stays on one file system.
+pub(crate) fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    path.with_file_name(format!(".{name}.tmp-{}-{nanos}", std::process::id()))
+}

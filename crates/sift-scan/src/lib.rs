@@ -1,0 +1,1 @@
+//! Scan engine (filters and pushdown arrive with the scan issue).
