@@ -31,13 +31,11 @@ impl Bitmap {
         let mut words = Vec::new();
         let mut len = 0usize;
         for b in bits {
-            if len % 64 == 0 {
+            if len.is_multiple_of(64) {
                 words.push(0);
             }
-            if b {
-                if let Some(w) = words.last_mut() {
-                    *w |= 1 << (len % 64);
-                }
+            if let (true, Some(w)) = (b, words.last_mut()) {
+                *w |= 1 << (len % 64);
             }
             len += 1;
         }
@@ -58,10 +56,8 @@ impl Bitmap {
 
     fn clear_tail(&mut self) {
         let rem = self.len % 64;
-        if rem != 0 {
-            if let Some(w) = self.words.last_mut() {
-                *w &= (1u64 << rem) - 1;
-            }
+        if let (true, Some(w)) = (rem != 0, self.words.last_mut()) {
+            *w &= (1u64 << rem) - 1;
         }
     }
 

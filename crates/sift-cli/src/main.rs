@@ -1,1 +1,89 @@
-fn main() {}
+//! `sift`: convert, inspect, print and demo Sift files.
+//!
+//! This file only wires the command line; each command lives in its own module.
+
+mod cat;
+mod convert;
+mod demo;
+mod display;
+mod inspect;
+mod io;
+mod measure;
+mod table;
+mod ui;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::ui::Ui;
+
+/// Sift: a columnar file format that filters data while it is still compressed.
+#[derive(Debug, Parser)]
+#[command(
+    name = "sift",
+    version,
+    about,
+    long_about = "Sift: a columnar file format that filters data while it is still compressed.\n\n\
+        Convert between Sift, Parquet, Arrow IPC (and from CSV), look inside Sift files, print their \
+        rows, or run an end-to-end demo on generated TPC-H data.",
+    after_help = "Examples:\n  \
+        sift demo --scale 0.1\n  \
+        sift convert lineitem.parquet lineitem.sift\n  \
+        sift inspect lineitem.sift --blocks\n  \
+        sift cat lineitem.sift --columns l_orderkey,l_comment --limit 10"
+)]
+struct Cli {
+    /// Hide progress bars and status messages (they are also hidden when stderr is not a
+    /// terminal).
+    #[arg(short, long, global = true)]
+    quiet: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Convert(convert::ConvertArgs),
+    Inspect(inspect::InspectArgs),
+    Cat(cat::CatArgs),
+    Demo(demo::DemoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let ui = Ui::new(cli.quiet);
+    let result = match cli.command {
+        Command::Convert(args) => convert::run(&args, &ui),
+        Command::Inspect(args) => inspect::run(&args, &ui),
+        Command::Cat(args) => cat::run(&args, &ui),
+        Command::Demo(args) => demo::run(&args, &ui),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader of our stdout went away (`sift cat f | head`): not an error.
+        Err(_) if io::stdout_closed() => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sift: error: {}", error_message(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line, `outer: inner: root`, leaving out a cause whose
+/// text the message already holds (some errors print their source themselves).
+fn error_message(e: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
+}

@@ -25,22 +25,22 @@ impl ByteValues {
 ///
 /// A sorted dictionary is chosen when its estimated size is smaller than plain storage.
 pub(crate) fn encode_bytes(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink) -> NodeId {
-    if let Some(dict) = Dictionary::build(values) {
-        if dict.estimated_size(values.len()) < plain_size(values) {
-            let id = sink.reserve_node();
-            let len = dict.sorted.len() as u32;
-            let vals = encode_plain(&dict.sorted, fixed, sink);
-            let codes = encode_for(0, &dict.codes, sink);
-            sink.set_node(
-                id,
-                Node::Dict {
-                    values: vals,
-                    len,
-                    codes,
-                },
-            );
-            return id;
-        }
+    if let Some(dict) = Dictionary::build(values)
+        && dict.estimated_size(values.len()) < plain_size(values)
+    {
+        let id = sink.reserve_node();
+        let len = dict.sorted.len() as u32;
+        let vals = encode_plain(&dict.sorted, fixed, sink);
+        let codes = encode_for(0, &dict.codes, sink);
+        sink.set_node(
+            id,
+            Node::Dict {
+                values: vals,
+                len,
+                codes,
+            },
+        );
+        return id;
     }
     encode_plain(values, fixed, sink)
 }

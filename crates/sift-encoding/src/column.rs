@@ -132,10 +132,31 @@ pub struct EncodedColumn {
     pub stats: ChunkStats,
 }
 
+/// The largest value buffer of one fixed-size binary chunk. Nulls take `width` bytes too, so
+/// the stored bytes do not bound it: a hostile footer (a huge width on an all-null chunk) could
+/// otherwise ask for terabytes. The writer refuses such chunks, so what it writes stays readable.
+const MAX_FIXED_CHUNK_BYTES: usize = i32::MAX as usize;
+
+/// `len` values of `kind` fit in one chunk (only fixed-size binary can fail).
+fn fixed_chunk_fits(kind: PhysicalKind, len: usize) -> bool {
+    match kind {
+        PhysicalKind::FixedBytes(w) => len
+            .checked_mul(w as usize)
+            .is_some_and(|b| b <= MAX_FIXED_CHUNK_BYTES),
+        _ => true,
+    }
+}
+
 /// Encodes one column chunk.
 pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
     let kind = physical_kind(array.data_type())?;
     let len = array.len();
+    if !fixed_chunk_fits(kind, len) {
+        return Err(EncodingError::Unsupported(format!(
+            "{len} values of {} exceed {MAX_FIXED_CHUNK_BYTES} bytes in one block (use smaller blocks)",
+            array.data_type()
+        )));
+    }
     let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
     let mut sink = BufferSink::default();
     let validity = match &nulls {
@@ -296,6 +317,11 @@ pub fn decode_array(
     buffers: &[&[u8]],
 ) -> Result<ArrayRef> {
     let kind = physical_kind(dt)?;
+    if !fixed_chunk_fits(kind, len) {
+        return Err(corrupt(format!(
+            "{len} values of {dt} exceed {MAX_FIXED_CHUNK_BYTES} bytes"
+        )));
+    }
     let bufs = Buffers(buffers);
     let nulls = match enc.validity {
         Validity::AllNull => return Ok(arrow_array::new_null_array(dt, len)),
@@ -432,6 +458,16 @@ fn bytes_array(
         }
         DataType::FixedSizeBinary(w) => {
             let w = *w as usize;
+            if let Some(bad) = values
+                .offsets
+                .windows(2)
+                .map(|o| o[1] - o[0])
+                .find(|&l| l != w)
+            {
+                return Err(corrupt(format!(
+                    "a {bad}-byte value in a {w}-byte fixed-size binary column"
+                )));
+            }
             let data = match &nulls {
                 None => values.data,
                 Some(n) => {

@@ -7,12 +7,12 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum Error {
     /// An I/O error on a file.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (part of the message, so not also reported as the cause).
+        error: std::io::Error,
     },
     /// The file is not a Sift file, or is damaged.
     #[error("{path}: corrupt file: {msg}")]
@@ -54,9 +54,9 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 pub(crate) fn io_err(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
+    move |error| Error::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 

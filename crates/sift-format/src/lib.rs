@@ -25,6 +25,6 @@ mod writer;
 pub use error::{Error, Result};
 pub use footer::{BlockMeta, ChunkMeta, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN};
 pub use reader::{BlockBatches, ReadOptions, SiftFile};
-pub use schema::{ColumnType, StoredField, check_schema};
+pub use schema::{ColumnType, StoredField, Unit, check_schema};
 pub use sift_encoding::{ChunkStats, Scalar};
 pub use writer::{MAX_BLOCK_ROWS, SiftWriter, WriteOptions, WriteSummary};

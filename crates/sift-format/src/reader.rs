@@ -11,7 +11,7 @@ use sift_encoding::decode_array;
 
 use crate::error::{Error, Result, corrupt, io_err};
 use crate::footer::{ChunkMeta, Footer, MAGIC, TRAILER_LEN};
-use crate::schema::to_arrow_schema;
+use crate::schema::{ColumnType, to_arrow_schema};
 
 /// How much of the tail the first read fetches; footers up to this size need one read.
 const TAIL_GUESS: u64 = 64 * 1024;
@@ -179,7 +179,8 @@ impl SiftFile {
         let array = decode_array(&chunk.encoding, dt, rows, &buffers)
             .map_err(|e| corrupt(&self.path, format!("{}: {e}", where_(start))))?;
         let nulls = array.logical_null_count() as u64;
-        if nulls != chunk.stats.null_count || (nulls > 0 && !field.nullable) {
+        let null_type = field.ty == ColumnType::Null;
+        if nulls != chunk.stats.null_count || (nulls > 0 && !field.nullable && !null_type) {
             return Err(corrupt(
                 &self.path,
                 format!(
@@ -258,13 +259,13 @@ impl SiftFile {
         projection: Option<Vec<usize>>,
         blocks: Range<usize>,
     ) -> Result<BlockBatches<'_>> {
-        if let Some(p) = &projection {
-            if let Some(&bad) = p.iter().find(|&&c| c >= self.footer.fields.len()) {
-                return Err(Error::Invalid(format!(
-                    "column {bad} out of range ({})",
-                    self.footer.fields.len()
-                )));
-            }
+        if let Some(p) = &projection
+            && let Some(&bad) = p.iter().find(|&&c| c >= self.footer.fields.len())
+        {
+            return Err(Error::Invalid(format!(
+                "column {bad} out of range ({})",
+                self.footer.fields.len()
+            )));
         }
         let end = blocks.end.min(self.num_blocks());
         Ok(BlockBatches {

@@ -4,8 +4,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_schema::{DataType, SchemaRef};
 use sift_encoding::encode_array;
 
 use crate::error::{Error, Result, io_err};
@@ -124,7 +124,9 @@ impl SiftWriter {
                     field.data_type()
                 )));
             }
-            if !field.is_nullable() && col.logical_null_count() > 0 {
+            // The Null type is all nulls by definition; Arrow allows it in non-nullable fields.
+            let null_type = field.data_type() == &DataType::Null;
+            if !field.is_nullable() && !null_type && col.logical_null_count() > 0 {
                 return Err(Error::Invalid(format!(
                     "column '{}' is not nullable but the batch has nulls",
                     field.name()
@@ -135,7 +137,13 @@ impl SiftWriter {
             return Ok(());
         }
         // Re-wrap with the writer's schema so field names and metadata are the file's.
-        let batch = RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec())?;
+        // The row count is explicit so that a schema without columns keeps its rows.
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        let batch = RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            batch.columns().to_vec(),
+            &options,
+        )?;
         self.pending_rows += batch.num_rows();
         self.pending.push(batch);
         while self.pending_rows >= self.options.block_rows {
@@ -232,7 +240,7 @@ impl SiftWriter {
         out.write_all(&bytes).map_err(io_err(&self.tmp_path))?;
         let file = out.into_inner().map_err(|e| Error::Io {
             path: self.tmp_path.clone(),
-            source: e.into_error(),
+            error: e.into_error(),
         })?;
         file.sync_all().map_err(io_err(&self.tmp_path))?;
         drop(file);
@@ -247,10 +255,11 @@ impl SiftWriter {
 
 impl Drop for SiftWriter {
     fn drop(&mut self) {
-        if self.out.take().is_some() {
-            // Not finished: never leave a partial file behind.
-            let _ = std::fs::remove_file(&self.tmp_path);
-        }
+        // Not finished, or `finish` failed after taking the output (e.g. disk full while
+        // writing the footer): never leave a partial file behind. After a successful finish
+        // the temporary name no longer exists and this does nothing.
+        drop(self.out.take());
+        let _ = std::fs::remove_file(&self.tmp_path);
     }
 }
 

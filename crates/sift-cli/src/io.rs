@@ -1,0 +1,430 @@
+//! Files in and out: readers that stream record batches from every supported input
+//! format, writers that stream them into every output format (atomically), and stdout.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, bail};
+use arrow::array::{RecordBatch, RecordBatchReader};
+use arrow::datatypes::SchemaRef;
+use arrow::ipc::reader::{FileReader, StreamReader};
+use arrow::ipc::writer::{FileWriter, StreamWriter};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use sift_format::{SiftFile, SiftWriter, WriteOptions};
+
+/// A file format, recognized by the file name's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `.sift`
+    Sift,
+    /// `.parquet`, `.pq`
+    Parquet,
+    /// `.csv` (input only)
+    Csv,
+    /// Arrow IPC file format: `.arrow`, `.feather`, `.ipc`
+    ArrowFile,
+    /// Arrow IPC stream format: `.arrows`
+    ArrowStream,
+}
+
+impl Format {
+    /// The format of `path`, from its extension.
+    pub fn of(path: &Path) -> Result<Self> {
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        Ok(match ext.as_str() {
+            "sift" => Format::Sift,
+            "parquet" | "pq" => Format::Parquet,
+            "csv" => Format::Csv,
+            "arrow" | "feather" | "ipc" => Format::ArrowFile,
+            "arrows" => Format::ArrowStream,
+            _ => bail!(
+                "{}: unknown file type '.{ext}' (expected .sift, .parquet, .csv, \
+                 .arrow/.feather/.ipc or .arrows)",
+                path.display()
+            ),
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Sift => "Sift",
+            Format::Parquet => "Parquet",
+            Format::Csv => "CSV",
+            Format::ArrowFile => "Arrow IPC file",
+            Format::ArrowStream => "Arrow IPC stream",
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------ input
+
+/// Settings for reading inputs.
+#[derive(Debug, Clone)]
+pub struct InputOptions {
+    /// Rows per batch where the reader lets us choose (Parquet, CSV).
+    pub batch_rows: usize,
+    /// Rows of a CSV file used to infer its schema.
+    pub csv_infer_rows: usize,
+}
+
+/// A stream of record batches from a file, never holding more than one batch.
+pub struct Input {
+    /// The schema of every batch.
+    pub schema: SchemaRef,
+    /// Total rows, when the format says so up front (for progress bars).
+    pub rows: Option<u64>,
+    /// The batches; errors name the file.
+    pub batches: Box<dyn Iterator<Item = Result<RecordBatch>>>,
+}
+
+/// Opens `path` for streaming, choosing the reader by extension.
+pub fn open_input(path: &Path, options: &InputOptions) -> Result<Input> {
+    let format = Format::of(path)?;
+    let owned = path.to_path_buf();
+    let ctx = move || format!("cannot read {}", owned.display());
+    match format {
+        Format::Sift => {
+            let file =
+                SiftFile::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            let schema = file.schema().clone();
+            let rows = Some(file.num_rows());
+            Ok(Input {
+                schema,
+                rows,
+                batches: Box::new(SiftBlocks { file, next: 0 }),
+            })
+        }
+        Format::Parquet => {
+            let file = open_file(path)?;
+            let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+                .with_context(|| format!("cannot open {} as Parquet", path.display()))?;
+            let rows = u64::try_from(builder.metadata().file_metadata().num_rows()).ok();
+            let reader = builder
+                .with_batch_size(options.batch_rows)
+                .build()
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let schema = reader.schema();
+            Ok(Input {
+                schema,
+                rows,
+                batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+            })
+        }
+        Format::Csv => {
+            let format = arrow::csv::reader::Format::default().with_header(true);
+            let (schema, _) = format
+                .infer_schema(
+                    BufReader::new(open_file(path)?),
+                    Some(options.csv_infer_rows),
+                )
+                .with_context(|| format!("cannot infer the schema of {}", path.display()))?;
+            let schema = SchemaRef::new(schema);
+            let reader = arrow::csv::ReaderBuilder::new(schema.clone())
+                .with_format(format)
+                .with_batch_size(options.batch_rows)
+                .build(BufReader::new(open_file(path)?))
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Ok(Input {
+                schema,
+                rows: None,
+                batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+            })
+        }
+        Format::ArrowFile => {
+            let reader = FileReader::try_new(BufReader::new(open_file(path)?), None)
+                .with_context(|| format!("cannot open {} as an Arrow IPC file", path.display()))?;
+            Ok(Input {
+                schema: reader.schema(),
+                rows: None,
+                batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+            })
+        }
+        Format::ArrowStream => {
+            let reader = StreamReader::try_new(BufReader::new(open_file(path)?), None)
+                .with_context(|| {
+                    format!("cannot open {} as an Arrow IPC stream", path.display())
+                })?;
+            Ok(Input {
+                schema: reader.schema(),
+                rows: None,
+                batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+            })
+        }
+    }
+}
+
+fn open_file(path: &Path) -> Result<File> {
+    File::open(path).with_context(|| format!("cannot open {}", path.display()))
+}
+
+/// The blocks of a Sift file, one batch each; owns the file so it can be boxed.
+struct SiftBlocks {
+    file: SiftFile,
+    next: usize,
+}
+
+impl Iterator for SiftBlocks {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.file.num_blocks() {
+            return None;
+        }
+        let block = self.next;
+        self.next += 1;
+        Some(self.file.read_block(block, None).with_context(|| {
+            format!(
+                "cannot read block {block} of {}",
+                self.file.path().display()
+            )
+        }))
+    }
+}
+
+// ----------------------------------------------------------------------------- output
+
+/// Parquet compression codecs offered on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ParquetCompression {
+    /// Zstandard, level 1 (the default).
+    Zstd,
+    /// Snappy.
+    Snappy,
+    /// Uncompressed.
+    None,
+}
+
+impl ParquetCompression {
+    fn codec(self) -> Compression {
+        match self {
+            ParquetCompression::Zstd => Compression::ZSTD(ZstdLevel::default()),
+            ParquetCompression::Snappy => Compression::SNAPPY,
+            ParquetCompression::None => Compression::UNCOMPRESSED,
+        }
+    }
+}
+
+/// Settings for writing outputs.
+#[derive(Debug, Clone)]
+pub struct OutputOptions {
+    /// Rows per Sift block.
+    pub block_rows: usize,
+    /// Parquet codec.
+    pub compression: ParquetCompression,
+}
+
+impl Default for OutputOptions {
+    fn default() -> Self {
+        Self {
+            block_rows: sift_format::MAX_BLOCK_ROWS,
+            compression: ParquetCompression::Zstd,
+        }
+    }
+}
+
+/// A file being written batch by batch. Nothing appears at the target path until
+/// [`Output::finish`] succeeds; dropping an unfinished output removes its temporary file.
+pub struct Output {
+    path: PathBuf,
+    sink: Sink,
+}
+
+enum Sink {
+    Sift(SiftWriter),
+    Parquet(ArrowWriter<File>, AtomicFile),
+    ArrowFile(FileWriter<BufWriter<File>>, AtomicFile),
+    ArrowStream(StreamWriter<BufWriter<File>>, AtomicFile),
+}
+
+impl Output {
+    /// Starts writing `path` with the writer its extension names.
+    pub fn create(path: &Path, schema: &SchemaRef, options: &OutputOptions) -> Result<Self> {
+        let format = Format::of(path)?;
+        let ctx = || format!("cannot write {}", path.display());
+        let sink = match format {
+            Format::Sift => {
+                let options = WriteOptions {
+                    block_rows: options.block_rows,
+                };
+                Sink::Sift(SiftWriter::create(path, schema.clone(), options).with_context(ctx)?)
+            }
+            Format::Parquet => {
+                let (tmp, file) = AtomicFile::create(path)?;
+                let props = WriterProperties::builder()
+                    .set_compression(options.compression.codec())
+                    .build();
+                let writer =
+                    ArrowWriter::try_new(file, schema.clone(), Some(props)).with_context(ctx)?;
+                Sink::Parquet(writer, tmp)
+            }
+            Format::ArrowFile => {
+                let (tmp, file) = AtomicFile::create(path)?;
+                let writer = FileWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema)
+                    .with_context(ctx)?;
+                Sink::ArrowFile(writer, tmp)
+            }
+            Format::ArrowStream => {
+                let (tmp, file) = AtomicFile::create(path)?;
+                let writer = StreamWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema)
+                    .with_context(ctx)?;
+                Sink::ArrowStream(writer, tmp)
+            }
+            Format::Csv => bail!(
+                "{}: writing CSV files is not supported; use `sift cat FILE --output csv`",
+                path.display()
+            ),
+        };
+        Ok(Self {
+            path: path.to_path_buf(),
+            sink,
+        })
+    }
+
+    /// Appends a batch.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let ctx = || format!("cannot write {}", self.path.display());
+        match &mut self.sink {
+            Sink::Sift(w) => w.write(batch).with_context(ctx),
+            Sink::Parquet(w, _) => w.write(batch).with_context(ctx),
+            Sink::ArrowFile(w, _) => w.write(batch).with_context(ctx),
+            Sink::ArrowStream(w, _) => w.write(batch).with_context(ctx),
+        }
+    }
+
+    /// Finishes the file and moves it into place; returns its size in bytes.
+    pub fn finish(self) -> Result<u64> {
+        let path = self.path;
+        let ctx = || format!("cannot write {}", path.display());
+        match self.sink {
+            Sink::Sift(w) => Ok(w.finish().with_context(ctx)?.bytes),
+            Sink::Parquet(w, tmp) => {
+                let file = w.into_inner().with_context(ctx)?;
+                tmp.commit(file)
+            }
+            Sink::ArrowFile(mut w, tmp) => {
+                w.finish().with_context(ctx)?;
+                let file = w
+                    .into_inner()
+                    .with_context(ctx)?
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .with_context(ctx)?;
+                tmp.commit(file)
+            }
+            Sink::ArrowStream(mut w, tmp) => {
+                w.finish().with_context(ctx)?;
+                let file = w
+                    .into_inner()
+                    .with_context(ctx)?
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .with_context(ctx)?;
+                tmp.commit(file)
+            }
+        }
+    }
+}
+
+/// A file written under a temporary name next to its target and renamed into place on
+/// [`AtomicFile::commit`]; removed if dropped before that.
+pub struct AtomicFile {
+    target: PathBuf,
+    tmp: PathBuf,
+    committed: bool,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file for `target`.
+    pub fn create(target: &Path) -> Result<(Self, File)> {
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "out".into());
+        let tmp = target.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        let file = File::create(&tmp).with_context(|| {
+            format!("cannot create {} (for {})", tmp.display(), target.display())
+        })?;
+        Ok((
+            Self {
+                target: target.to_path_buf(),
+                tmp,
+                committed: false,
+            },
+            file,
+        ))
+    }
+
+    /// Syncs `file` (which must be the one `create` returned) and renames it into place;
+    /// returns its size.
+    pub fn commit(mut self, file: File) -> Result<u64> {
+        let ctx = || format!("cannot write {}", self.target.display());
+        file.sync_all().with_context(ctx)?;
+        let len = file.metadata().with_context(ctx)?.len();
+        drop(file);
+        std::fs::rename(&self.tmp, &self.target).with_context(ctx)?;
+        self.committed = true;
+        Ok(len)
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------- stdout
+
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// True once a write to stdout failed because its reader went away (`sift cat | head`).
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// Buffered stdout that remembers a broken pipe, however deep inside a library writer the
+/// error is wrapped.
+pub struct Stdout {
+    inner: BufWriter<std::io::StdoutLock<'static>>,
+}
+
+impl Stdout {
+    pub fn new() -> Self {
+        Self {
+            inner: BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+        }
+    }
+}
+
+fn note_broken_pipe<T>(r: std::io::Result<T>) -> std::io::Result<T> {
+    if let Err(e) = &r
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+    r
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        note_broken_pipe(self.inner.write(buf))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        note_broken_pipe(self.inner.write_all(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        note_broken_pipe(self.inner.flush())
+    }
+}

@@ -1,0 +1,706 @@
+//! End-to-end tests of the `sift` binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, FixedSizeBinaryArray,
+    Float32Array, Float64Array, Int8Array, Int16Array, Int32Array, Int64Array, LargeStringArray,
+    ListArray, RecordBatch, StringArray, StringViewArray, Time64MicrosecondArray,
+    TimestampMicrosecondArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+};
+use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
+use arrow::util::pretty::pretty_format_batches;
+use parquet::arrow::ArrowWriter;
+
+fn sift<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args(args)
+        .output()
+        .expect("run sift")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn ok(o: Output) -> Output {
+    assert!(
+        o.status.success(),
+        "sift failed ({:?})\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        stdout(&o),
+        stderr(&o)
+    );
+    o
+}
+
+/// Fails with a clean error: exit code 1 (not a panic's 101), a message, no backtrace.
+#[track_caller]
+fn clean_failure(o: &Output) -> String {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "stderr:\n{err}");
+    assert!(err.contains("sift: error:"), "stderr:\n{err}");
+    assert!(!err.contains("panicked"), "stderr:\n{err}");
+    err
+}
+
+/// A batch with every kind of column Sift stores, nulls included.
+fn sample_batch(rows: usize) -> RecordBatch {
+    let n = rows as i64;
+    let opt = |i: i64| (i % 7 != 3).then_some(i);
+    let cols: Vec<(&str, ArrayRef)> = vec![
+        (
+            "i8",
+            Arc::new(Int8Array::from_iter(
+                (0..n).map(|i| opt(i).map(|v| (v % 100) as i8)),
+            )),
+        ),
+        (
+            "i16",
+            Arc::new(Int16Array::from_iter_values(
+                (0..n).map(|i| (i * 3 - 500) as i16),
+            )),
+        ),
+        (
+            "i32",
+            Arc::new(Int32Array::from_iter(
+                (0..n).map(|i| opt(i).map(|v| (v * v) as i32)),
+            )),
+        ),
+        (
+            "i64",
+            Arc::new(Int64Array::from_iter_values(
+                (0..n).map(|i| i * 1_000_003 - (1 << 40)),
+            )),
+        ),
+        (
+            "u8",
+            Arc::new(UInt8Array::from_iter_values(
+                (0..n).map(|i| (i % 256) as u8),
+            )),
+        ),
+        (
+            "u16",
+            Arc::new(UInt16Array::from_iter_values(
+                (0..n).map(|i| (i * 7) as u16),
+            )),
+        ),
+        (
+            "u32",
+            Arc::new(UInt32Array::from_iter(
+                (0..n).map(|i| opt(i).map(|v| v as u32)),
+            )),
+        ),
+        (
+            "u64",
+            Arc::new(UInt64Array::from_iter_values(
+                (0..n).map(|i| u64::MAX - i as u64),
+            )),
+        ),
+        (
+            "f16",
+            arrow::compute::cast(
+                &Float32Array::from_iter_values((0..n).map(|i| i as f32 / 4.0)),
+                &DataType::Float16,
+            )
+            .unwrap(),
+        ),
+        (
+            "f32",
+            Arc::new(Float32Array::from_iter(
+                (0..n).map(|i| opt(i).map(|v| v as f32 * 0.5)),
+            )),
+        ),
+        (
+            "f64",
+            Arc::new(Float64Array::from_iter_values(
+                (0..n).map(|i| (i as f64).sin() * 1e6),
+            )),
+        ),
+        (
+            "bool",
+            Arc::new(BooleanArray::from_iter(
+                (0..n).map(|i| opt(i).map(|v| v % 3 == 0)),
+            )),
+        ),
+        (
+            "utf8",
+            Arc::new(StringArray::from_iter((0..n).map(|i| {
+                opt(i).map(|v| format!("value {} {}", v % 13, "x".repeat((v % 20) as usize)))
+            }))),
+        ),
+        (
+            "large_utf8",
+            Arc::new(LargeStringArray::from_iter_values(
+                (0..n).map(|i| ["alpha", "beta", "gamma"][(i % 3) as usize]),
+            )),
+        ),
+        (
+            "utf8_view",
+            Arc::new(StringViewArray::from_iter_values(
+                (0..n).map(|i| format!("a somewhat longer string number {i}")),
+            )),
+        ),
+        (
+            "binary",
+            Arc::new(BinaryArray::from_iter((0..n).map(|i| {
+                opt(i).map(|v| v.to_le_bytes()[..(v % 8) as usize].to_vec())
+            }))),
+        ),
+        (
+            "fixed",
+            Arc::new(
+                FixedSizeBinaryArray::try_from_iter((0..n).map(|i| (i as u32).to_be_bytes()))
+                    .unwrap(),
+            ),
+        ),
+        (
+            "date",
+            Arc::new(Date32Array::from_iter_values(
+                (0..n).map(|i| 8000 + (i % 2500) as i32),
+            )),
+        ),
+        (
+            "time",
+            Arc::new(Time64MicrosecondArray::from_iter_values(
+                (0..n).map(|i| (i * 1_000_117) % 86_400_000_000),
+            )),
+        ),
+        (
+            "ts",
+            Arc::new(
+                TimestampMicrosecondArray::from_iter(
+                    (0..n).map(|i| opt(i).map(|v| 1_600_000_000_000_000 + v * 1_234_567)),
+                )
+                .with_timezone("UTC"),
+            ),
+        ),
+        (
+            "dec",
+            Arc::new(
+                Decimal128Array::from_iter((0..n).map(|i| opt(i).map(|v| v as i128 * 12_345 - 99)))
+                    .with_precision_and_scale(20, 3)
+                    .unwrap(),
+            ),
+        ),
+    ];
+    let fields: Vec<Field> = cols
+        .iter()
+        .map(|(name, a)| Field::new(*name, a.data_type().clone(), a.null_count() > 0))
+        .collect();
+    let arrays = cols.into_iter().map(|(_, a)| a).collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).unwrap()
+}
+
+fn write_parquet(path: &Path, batch: &RecordBatch) {
+    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), None).unwrap();
+    // Several batches, so readers see more than one.
+    let mut offset = 0;
+    while offset < batch.num_rows() {
+        let len = 700.min(batch.num_rows() - offset);
+        w.write(&batch.slice(offset, len)).unwrap();
+        offset += len;
+    }
+    w.close().unwrap();
+}
+
+fn read_ipc_file(path: &Path) -> (SchemaRef, RecordBatch) {
+    let reader = arrow::ipc::reader::FileReader::try_new(File::open(path).unwrap(), None).unwrap();
+    let schema = reader.schema();
+    let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+    let all = arrow::compute::concat_batches(&schema, &batches).unwrap();
+    (schema, all)
+}
+
+fn assert_same_data(expected: &RecordBatch, actual: &RecordBatch) {
+    assert_eq!(expected.num_rows(), actual.num_rows());
+    assert_eq!(expected.num_columns(), actual.num_columns());
+    for (i, field) in expected.schema().fields().iter().enumerate() {
+        let got = actual.schema().field(i).clone();
+        assert_eq!(got.name(), field.name());
+        assert_eq!(
+            got.data_type(),
+            field.data_type(),
+            "column {}",
+            field.name()
+        );
+        assert_eq!(
+            got.is_nullable(),
+            field.is_nullable(),
+            "column {}",
+            field.name()
+        );
+        assert!(
+            expected.column(i).as_ref() == actual.column(i).as_ref(),
+            "column {} differs:\nexpected {:?}\nactual {:?}",
+            field.name(),
+            expected.column(i).slice(0, 10.min(expected.num_rows())),
+            actual.column(i).slice(0, 10.min(actual.num_rows()))
+        );
+    }
+}
+
+/// Converts the sample to a Sift file with small blocks; returns its path.
+fn sample_sift(dir: &Path, rows: usize, block_rows: usize) -> PathBuf {
+    let pq = dir.join("sample.parquet");
+    write_parquet(&pq, &sample_batch(rows));
+    let sift_path = dir.join("sample.sift");
+    ok(sift([
+        OsStr::new("convert"),
+        pq.as_os_str(),
+        sift_path.as_os_str(),
+        OsStr::new("--block-rows"),
+        OsStr::new(&block_rows.to_string()),
+    ]));
+    sift_path
+}
+
+fn dir_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn help_for_every_command() {
+    for cmd in [
+        vec!["--help"],
+        vec!["convert", "--help"],
+        vec!["inspect", "--help"],
+        vec!["cat", "--help"],
+        vec!["demo", "--help"],
+    ] {
+        let o = ok(sift(&cmd));
+        assert!(stdout(&o).contains("Usage:"), "{cmd:?}");
+    }
+    let o = ok(sift(["--version"]));
+    assert!(stdout(&o).starts_with("sift "));
+}
+
+#[test]
+fn demo_at_tiny_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = ok(sift([
+        OsStr::new("demo"),
+        OsStr::new("--scale"),
+        OsStr::new("0.01"),
+        OsStr::new("--dir"),
+        dir.path().as_os_str(),
+    ]));
+    let out = stdout(&o);
+    for needle in [
+        "TPC-H lineitem",
+        "Arrow (memory)",
+        "Sift",
+        "Parquet zstd",
+        "Parquet snappy",
+        "read GB/s",
+        "read back equal",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+    // Without --keep the files are removed.
+    assert!(
+        dir_names(dir.path()).is_empty(),
+        "{:?}",
+        dir_names(dir.path())
+    );
+}
+
+#[test]
+fn parquet_sift_parquet_arrow_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = sample_batch(2500);
+    let sift_path = sample_sift(d, 2500, 1000);
+    let back = d.join("back.parquet");
+    let arrow_path = d.join("back.arrow");
+    let o = ok(sift([
+        OsStr::new("convert"),
+        sift_path.as_os_str(),
+        back.as_os_str(),
+        OsStr::new("--compression"),
+        OsStr::new("snappy"),
+    ]));
+    assert!(stdout(&o).contains("2,500 rows"), "{}", stdout(&o));
+    ok(sift([
+        OsStr::new("convert"),
+        back.as_os_str(),
+        arrow_path.as_os_str(),
+    ]));
+    let (_, actual) = read_ipc_file(&arrow_path);
+    assert_same_data(&input, &actual);
+    // No temporary files left behind.
+    assert_eq!(
+        dir_names(d),
+        [
+            "back.arrow",
+            "back.parquet",
+            "sample.parquet",
+            "sample.sift"
+        ]
+    );
+}
+
+#[test]
+fn arrow_stream_and_csv_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = sample_batch(300);
+    let sift_path = sample_sift(d, 300, 128);
+    let stream = d.join("x.arrows");
+    let sift2 = d.join("x.sift");
+    let file = d.join("x.arrow");
+    ok(sift([
+        OsStr::new("convert"),
+        sift_path.as_os_str(),
+        stream.as_os_str(),
+    ]));
+    ok(sift([
+        OsStr::new("convert"),
+        stream.as_os_str(),
+        sift2.as_os_str(),
+    ]));
+    ok(sift([
+        OsStr::new("convert"),
+        sift2.as_os_str(),
+        file.as_os_str(),
+    ]));
+    assert_same_data(&input, &read_ipc_file(&file).1);
+
+    let csv = d.join("t.csv");
+    std::fs::write(&csv, "id,name,score\n1,ann,1.5\n2,,2.25\n3,carl,\n").unwrap();
+    let csv_sift = d.join("t.sift");
+    ok(sift([
+        OsStr::new("convert"),
+        csv.as_os_str(),
+        csv_sift.as_os_str(),
+    ]));
+    let o = ok(sift([
+        OsStr::new("cat"),
+        csv_sift.as_os_str(),
+        OsStr::new("--output"),
+        OsStr::new("csv"),
+    ]));
+    assert_eq!(stdout(&o), "id,name,score\n1,ann,1.5\n2,,2.25\n3,carl,\n");
+}
+
+#[test]
+fn inspect_json_has_row_count_and_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let sift_path = sample_sift(dir.path(), 2500, 1000);
+    let o = ok(sift([
+        OsStr::new("inspect"),
+        sift_path.as_os_str(),
+        OsStr::new("--json"),
+        OsStr::new("--blocks"),
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["num_rows"], 2500);
+    assert_eq!(v["num_blocks"], 3);
+    let cols = v["columns"].as_array().unwrap();
+    assert_eq!(cols.len(), sample_batch(1).num_columns());
+    let i64_col = cols.iter().find(|c| c["name"] == "i64").unwrap();
+    assert_eq!(i64_col["data_type"], "Int64");
+    assert_eq!(i64_col["null_count"], 0);
+    assert_eq!(i64_col["arrow_bytes"], 2500 * 8);
+    assert_eq!(i64_col["min"], (-(1i64 << 40)).to_string());
+    let enc_blocks: u64 = i64_col["encodings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["blocks"].as_u64().unwrap())
+        .sum();
+    assert_eq!(enc_blocks, 3);
+    let i8_col = cols.iter().find(|c| c["name"] == "i8").unwrap();
+    assert_eq!(
+        i8_col["null_count"],
+        (0..2500).filter(|i| i % 7 == 3).count()
+    );
+    let date = cols.iter().find(|c| c["name"] == "date").unwrap();
+    assert_eq!(date["min"], "1991-11-27");
+    assert!(cols.iter().all(|c| c["arrow_bytes"].is_u64()));
+    let blocks = v["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 3);
+    assert_eq!(blocks[2]["first_row"], 2000);
+    assert_eq!(blocks[2]["rows"], 500);
+
+    // The text form shows the same things.
+    let o = ok(sift([OsStr::new("inspect"), sift_path.as_os_str()]));
+    let out = stdout(&o);
+    assert!(out.contains("2,500 in 3 blocks"), "{out}");
+    assert!(out.contains("Decimal128(20, 3)"), "{out}");
+}
+
+#[test]
+fn cat_limit_columns_and_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let sift_path = sample_sift(dir.path(), 2500, 1000);
+    let p = sift_path.as_os_str();
+    let o = ok(sift([
+        OsStr::new("cat"),
+        p,
+        OsStr::new("--limit"),
+        OsStr::new("5"),
+        OsStr::new("--columns"),
+        OsStr::new("i64,utf8"),
+        OsStr::new("--output"),
+        OsStr::new("csv"),
+    ]));
+    let expected = pretty_csv(&sample_batch(5), &["i64", "utf8"]);
+    assert_eq!(stdout(&o), expected);
+
+    // Table output with a limit crossing a block boundary.
+    let o = ok(sift([
+        OsStr::new("cat"),
+        p,
+        OsStr::new("--blocks"),
+        OsStr::new("0..2"),
+        OsStr::new("-n"),
+        OsStr::new("1001"),
+        OsStr::new("-c"),
+        OsStr::new("u16"),
+    ]));
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 1001 + 4, "{}", lines[..6].join("\n"));
+    assert!(lines[1].contains("u16"));
+
+    // JSON lines from the last block only.
+    let o = ok(sift([
+        OsStr::new("cat"),
+        p,
+        OsStr::new("--blocks"),
+        OsStr::new("2.."),
+        OsStr::new("-c"),
+        OsStr::new("i16"),
+        OsStr::new("-o"),
+        OsStr::new("json"),
+    ]));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 500);
+    assert_eq!(lines[0], format!("{{\"i16\":{}}}", 2000 * 3 - 500));
+
+    // Timestamps in a named zone print (as UTC) instead of failing.
+    let o = ok(sift([
+        OsStr::new("cat"),
+        p,
+        OsStr::new("-c"),
+        OsStr::new("ts"),
+        OsStr::new("-n"),
+        OsStr::new("1"),
+        OsStr::new("-o"),
+        OsStr::new("csv"),
+    ]));
+    assert_eq!(stdout(&o), "ts\n2020-09-13T12:26:40Z\n");
+
+    // --output none decodes and prints nothing on stdout.
+    let o = ok(sift([
+        OsStr::new("cat"),
+        p,
+        OsStr::new("-o"),
+        OsStr::new("none"),
+    ]));
+    assert!(o.stdout.is_empty());
+}
+
+fn pretty_csv(batch: &RecordBatch, columns: &[&str]) -> String {
+    let idx: Vec<usize> = columns
+        .iter()
+        .map(|c| batch.schema().index_of(c).unwrap())
+        .collect();
+    let b = batch.project(&idx).unwrap();
+    let mut w = arrow::csv::WriterBuilder::new()
+        .with_header(true)
+        .build(Vec::new());
+    w.write(&b).unwrap();
+    String::from_utf8(w.into_inner()).unwrap()
+}
+
+#[test]
+fn cat_unknown_column_lists_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let sift_path = sample_sift(dir.path(), 100, 1000);
+    let o = sift([
+        OsStr::new("cat"),
+        sift_path.as_os_str(),
+        OsStr::new("--columns"),
+        OsStr::new("i64,nope"),
+    ]);
+    let err = clean_failure(&o);
+    assert!(err.contains("no column 'nope'"), "{err}");
+    assert!(err.contains("i8, i16, i32"), "{err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn unsupported_type_names_the_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let list = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+        Some(vec![Some(1), Some(2)]),
+        None,
+        Some(vec![]),
+    ]);
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("tags", list.data_type().clone(), true),
+    ]);
+    let batch = RecordBatch::try_new(
+        Arc::new(schema),
+        vec![Arc::new(Int64Array::from(vec![1, 2, 3])), Arc::new(list)],
+    )
+    .unwrap();
+    let pq = d.join("nested.parquet");
+    write_parquet(&pq, &batch);
+    let out = d.join("nested.sift");
+    let o = sift([OsStr::new("convert"), pq.as_os_str(), out.as_os_str()]);
+    let err = clean_failure(&o);
+    assert!(err.contains("'tags'"), "{err}");
+    assert!(err.contains("not supported"), "{err}");
+    assert!(err.contains("nested.sift"), "{err}");
+    assert_eq!(dir_names(d), ["nested.parquet"]);
+}
+
+#[test]
+fn truncated_file_is_a_clean_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let sift_path = sample_sift(dir.path(), 2500, 1000);
+    let len = std::fs::metadata(&sift_path).unwrap().len();
+    for keep in [len / 2, len - 1, 10, 0] {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&sift_path)
+            .unwrap();
+        f.set_len(keep).unwrap();
+        drop(f);
+        for cmd in ["inspect", "cat"] {
+            let o = sift([OsStr::new(cmd), sift_path.as_os_str()]);
+            let err = clean_failure(&o);
+            assert!(err.contains(&*sift_path.to_string_lossy()), "{err}");
+        }
+        let back = dir.path().join("back.parquet");
+        let o = sift([
+            OsStr::new("convert"),
+            sift_path.as_os_str(),
+            back.as_os_str(),
+        ]);
+        clean_failure(&o);
+        assert!(!back.exists());
+    }
+}
+
+#[test]
+fn corrupt_segment_is_a_clean_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let sift_path = sample_sift(dir.path(), 2500, 1000);
+    let mut bytes = std::fs::read(&sift_path).unwrap();
+    bytes[100] ^= 0xFF;
+    std::fs::write(&sift_path, &bytes).unwrap();
+    let o = sift([
+        OsStr::new("cat"),
+        sift_path.as_os_str(),
+        OsStr::new("-o"),
+        OsStr::new("none"),
+    ]);
+    let err = clean_failure(&o);
+    assert!(err.contains("checksum"), "{err}");
+    assert!(err.contains(&*sift_path.to_string_lossy()), "{err}");
+}
+
+#[test]
+fn broken_pipe_is_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let sift_path = sample_sift(dir.path(), 20_000, 4096);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args([
+            OsStr::new("cat"),
+            sift_path.as_os_str(),
+            OsStr::new("-o"),
+            OsStr::new("csv"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 100];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    // The read end is closed here, while sift still has megabytes to write.
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{:?} {}", o.status, stderr(&o));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sift_path = sample_sift(d, 10, 1000);
+    let o = sift([
+        OsStr::new("convert"),
+        sift_path.as_os_str(),
+        d.join("x.txt").as_os_str(),
+    ]);
+    assert!(clean_failure(&o).contains("unknown file type"));
+    let o = sift([
+        OsStr::new("convert"),
+        sift_path.as_os_str(),
+        d.join("x.sift").as_os_str(),
+        OsStr::new("--compression"),
+        OsStr::new("zstd"),
+    ]);
+    assert!(clean_failure(&o).contains("--compression"));
+    let o = sift([
+        OsStr::new("convert"),
+        sift_path.as_os_str(),
+        d.join("x.sift").as_os_str(),
+        OsStr::new("--block-rows"),
+        OsStr::new("0"),
+    ]);
+    assert!(clean_failure(&o).contains("block_rows"));
+    let o = sift([
+        OsStr::new("convert"),
+        d.join("missing.parquet").as_os_str(),
+        d.join("x.sift").as_os_str(),
+    ]);
+    assert!(clean_failure(&o).contains("missing.parquet"));
+    let o = sift([
+        OsStr::new("cat"),
+        sift_path.as_os_str(),
+        OsStr::new("--blocks"),
+        OsStr::new("3..5"),
+    ]);
+    assert!(clean_failure(&o).contains("out of range"));
+    // Nothing was written.
+    assert_eq!(dir_names(d), ["sample.parquet", "sample.sift"]);
+    // Sanity check that the table printer is what cat uses by default.
+    let o = ok(sift([
+        OsStr::new("cat"),
+        sift_path.as_os_str(),
+        OsStr::new("-c"),
+        OsStr::new("u8"),
+    ]));
+    let expected = pretty_format_batches(&[sample_batch(10).project(&[4]).unwrap()])
+        .unwrap()
+        .to_string();
+    assert_eq!(stdout(&o).trim_end(), expected.trim_end());
+}

@@ -1,0 +1,1270 @@
+//! Damaged and hostile files: truncation, byte corruption (with and without checksums),
+//! footer mutations with a valid footer checksum, and hand-crafted hostile footers. Every
+//! case must end in an error (or, where the damage is harmless, a result), never a panic, a
+//! hang, or an allocation out of proportion to the file.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock, mpsc};
+use std::time::Duration;
+
+use arrow::array::*;
+use arrow::datatypes::*;
+use arrow::record_batch::RecordBatch;
+use common::{Nulls, hash};
+use sift_encoding::{Node, Validity};
+use sift_format::{
+    ColumnType, Error, FORMAT_VERSION, Footer, MAGIC, ReadOptions, SiftFile, TRAILER_LEN,
+};
+
+/// Records the largest single allocation per thread, to catch allocations sized by hostile
+/// metadata rather than by the file.
+struct Tracking;
+
+thread_local! {
+    // A const-initialized Cell without destructor: accessing it never allocates.
+    static LARGEST_ALLOC: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Far above anything these small files need, far below what a hostile length would ask.
+const ALLOC_LIMIT: usize = 16 << 20;
+
+fn note(size: usize) {
+    let _ = LARGEST_ALLOC.try_with(|m| m.set(m.get().max(size)));
+}
+
+// SAFETY: forwards to the system allocator unchanged; only records sizes.
+unsafe impl GlobalAlloc for Tracking {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Tracking = Tracking;
+
+/// Runs `f`, returning its result and the largest allocation it made on this thread.
+fn tracked<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    LARGEST_ALLOC.with(|m| m.set(0));
+    let out = f();
+    (out, LARGEST_ALLOC.with(|m| m.get()))
+}
+
+/// A valid sample file: its bytes and what it holds.
+struct Sample {
+    name: &'static str,
+    bytes: Vec<u8>,
+    batch: RecordBatch,
+}
+
+fn mixed_batch(n: usize) -> RecordBatch {
+    let keep = [
+        "bool",
+        "i32",
+        "i64_narrow",
+        "u64_narrow",
+        "f64",
+        "f32",
+        "utf8_low",
+        "utf8_high",
+        "utf8_view_low",
+        "binary_low",
+        "fsb_16_3",
+        "dec_10_2",
+        "ts_Microsecond_UTC",
+        "null",
+    ];
+    let mut cols: Vec<(Field, ArrayRef)> = common::all_types(n, Nulls::Some)
+        .into_iter()
+        .filter(|(f, _)| keep.contains(&f.name().as_str()))
+        .collect();
+    // A column that is entirely null in some blocks and not in others.
+    let sparse: Int64Array = (0..n).map(|i| (i >= 250).then_some(i as i64)).collect();
+    cols.push((
+        Field::new("sparse", DataType::Int64, true),
+        Arc::new(sparse),
+    ));
+    common::batch_of(cols)
+}
+
+fn plain_batch(n: usize) -> RecordBatch {
+    let keep = [
+        "i8",
+        "u64",
+        "binary",
+        "fsb_5_18446744073709551615",
+        "date32",
+        "bool",
+    ];
+    common::batch_of(
+        common::all_types(n, Nulls::None)
+            .into_iter()
+            .filter(|(f, _)| keep.contains(&f.name().as_str()))
+            .collect(),
+    )
+}
+
+fn make_sample(name: &'static str, batch: RecordBatch, block_rows: usize) -> Sample {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    let bytes = common::write(
+        &path,
+        &batch.schema(),
+        std::slice::from_ref(&batch),
+        block_rows,
+    );
+    Sample { name, bytes, batch }
+}
+
+fn samples() -> &'static [Sample] {
+    static SAMPLES: OnceLock<Vec<Sample>> = OnceLock::new();
+    SAMPLES.get_or_init(|| {
+        vec![
+            make_sample("mixed.sift", mixed_batch(350), 100),
+            make_sample("plain.sift", plain_batch(230), 100),
+            make_sample("tiny.sift", mixed_batch(1), 100),
+            make_sample("empty.sift", mixed_batch(0), 100),
+        ]
+    })
+}
+
+fn sample(name: &str) -> &'static Sample {
+    samples().iter().find(|s| s.name == name).unwrap()
+}
+
+/// Where the footer starts (from the trailer of a valid file).
+fn footer_offset(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    let len = u64::from_le_bytes(
+        bytes[n - TRAILER_LEN..n - TRAILER_LEN + 8]
+            .try_into()
+            .unwrap(),
+    );
+    n - TRAILER_LEN - len as usize
+}
+
+/// Opens and reads a whole file.
+fn open_read(path: &Path, options: ReadOptions) -> Result<RecordBatch, Error> {
+    let f = SiftFile::open_with(path, options)?;
+    let batches = f.read_all(None)?;
+    Ok(arrow::compute::concat_batches(f.schema(), &batches)?)
+}
+
+/// The outcome of reading damaged bytes.
+enum Outcome {
+    Same,
+    Different,
+    Failed(Error),
+    Panicked(String),
+    /// An allocation of this many bytes happened while reading.
+    HugeAlloc(usize),
+}
+
+/// Writes `bytes` to `path` and reads it, catching panics.
+fn attempt(path: &Path, bytes: &[u8], options: ReadOptions, original: &RecordBatch) -> Outcome {
+    std::fs::write(path, bytes).unwrap();
+    let (result, largest) = tracked(|| catch_unwind(AssertUnwindSafe(|| open_read(path, options))));
+    if largest > ALLOC_LIMIT {
+        return Outcome::HugeAlloc(largest);
+    }
+    match result {
+        Ok(Ok(b)) if common::same(original, &b) => Outcome::Same,
+        Ok(Ok(_)) => Outcome::Different,
+        Ok(Err(e)) => Outcome::Failed(e),
+        Err(p) => Outcome::Panicked(
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default(),
+        ),
+    }
+}
+
+/// Collects problems per case, so one run reports all of them.
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn check(&mut self, case: &str, path: &Path, outcome: Outcome, allow_different: bool) {
+        match outcome {
+            Outcome::Same => {}
+            Outcome::Different if allow_different => {}
+            Outcome::Different => self
+                .0
+                .push(format!("{case}: read succeeded with different data")),
+            Outcome::Panicked(msg) => self.0.push(format!("{case}: PANIC: {msg}")),
+            Outcome::HugeAlloc(n) => self.0.push(format!("{case}: allocated {n} bytes")),
+            Outcome::Failed(e) => {
+                let msg = e.to_string();
+                if !msg.contains(&path.display().to_string()) {
+                    self.0
+                        .push(format!("{case}: error does not name the file: {msg}"));
+                }
+            }
+        }
+    }
+
+    fn assert_none(self, what: &str) {
+        assert!(
+            self.0.is_empty(),
+            "{what}: {} problems:\n{}",
+            self.0.len(),
+            self.0
+                .iter()
+                .take(40)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
+
+fn checked() -> ReadOptions {
+    ReadOptions::default()
+}
+
+fn unchecked() -> ReadOptions {
+    ReadOptions {
+        verify_checksums: false,
+    }
+}
+
+#[test]
+fn samples_are_valid_and_small() {
+    let dir = tempfile::tempdir().unwrap();
+    for s in samples() {
+        let path = dir.path().join(s.name);
+        std::fs::write(&path, &s.bytes).unwrap();
+        let f = SiftFile::open(&path).unwrap();
+        assert!(
+            s.bytes.len() < 40_000,
+            "{}: {} bytes",
+            s.name,
+            s.bytes.len()
+        );
+        let out = open_read(&path, checked()).unwrap();
+        common::assert_same(&s.batch, &out);
+        if s.name == "mixed.sift" {
+            assert_eq!(f.num_blocks(), 4);
+            let kinds: Vec<String> = f
+                .footer()
+                .blocks
+                .iter()
+                .flat_map(|b| b.columns.iter().map(|c| c.encoding.describe()))
+                .collect();
+            for k in ["dict", "for", "plain64", "bitmap", "all-null", "bytes"] {
+                assert!(kinds.iter().any(|d| d.contains(k)), "no {k} in {kinds:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn truncated_files_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut problems = Problems::default();
+    for s in samples() {
+        let path = dir.path().join(s.name);
+        let n = s.bytes.len();
+        // Every length near both ends, a spread in between.
+        let mut lengths: Vec<usize> = (0..n.min(400)).chain(n.saturating_sub(400)..n).collect();
+        lengths.extend((0..300).map(|k| k * n / 300));
+        lengths.sort_unstable();
+        lengths.dedup();
+        lengths.retain(|&l| l < n);
+        for len in lengths {
+            let outcome = attempt(&path, &s.bytes[..len], checked(), &s.batch);
+            if matches!(outcome, Outcome::Same | Outcome::Different) {
+                problems.0.push(format!(
+                    "{}: truncated to {len} bytes, yet it opened",
+                    s.name
+                ));
+            }
+            problems.check(
+                &format!("{} truncated to {len}", s.name),
+                &path,
+                outcome,
+                false,
+            );
+        }
+    }
+    problems.assert_none("truncation");
+}
+
+/// Byte mutations: xor with 0x01 and 0xFF, and a pseudo-random byte.
+fn mutations(pos: usize, byte: u8) -> [u8; 3] {
+    let r = hash(pos as u64 ^ 0x5EED) as u8;
+    [byte ^ 0x01, byte ^ 0xFF, if r == byte { !r } else { r }]
+}
+
+/// How many positions to try per region; `SIFT_ROBUSTNESS_SCALE=10` for a deeper local run.
+fn budget(base: usize) -> usize {
+    let scale = std::env::var("SIFT_ROBUSTNESS_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or(1);
+    base * scale.max(1)
+}
+
+fn positions(from: usize, to: usize, max: usize) -> Vec<usize> {
+    let n = to - from;
+    if n <= max {
+        (from..to).collect()
+    } else {
+        let mut v: Vec<usize> = (0..max).map(|k| from + k * n / max).collect();
+        v.dedup();
+        v
+    }
+}
+
+#[test]
+fn corruption_with_checksums_is_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut problems = Problems::default();
+    for s in samples() {
+        let path = dir.path().join(s.name);
+        let footer = footer_offset(&s.bytes);
+        // Every byte of the header, footer and trailer; a spread of the data region.
+        let mut pos = positions(0, 8, 8);
+        pos.extend(positions(8, footer, budget(300)));
+        pos.extend(positions(footer, s.bytes.len(), budget(1_000)));
+        for p in pos {
+            for m in mutations(p, s.bytes[p]) {
+                let mut bytes = s.bytes.clone();
+                bytes[p] = m;
+                let outcome = attempt(&path, &bytes, checked(), &s.batch);
+                // Every byte is covered by the magic, a checksum or the trailer.
+                problems.check(
+                    &format!("{} byte {p} := {m:#04x}", s.name),
+                    &path,
+                    outcome,
+                    false,
+                );
+            }
+        }
+    }
+    problems.assert_none("corruption with checksums");
+}
+
+#[test]
+fn corruption_without_checksums_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut problems = Problems::default();
+    for s in samples() {
+        let path = dir.path().join(s.name);
+        let footer = footer_offset(&s.bytes);
+        for p in positions(8, footer, budget(700)) {
+            for m in mutations(p, s.bytes[p]) {
+                let mut bytes = s.bytes.clone();
+                bytes[p] = m;
+                let outcome = attempt(&path, &bytes, unchecked(), &s.batch);
+                problems.check(
+                    &format!("{} byte {p} := {m:#04x}", s.name),
+                    &path,
+                    outcome,
+                    true,
+                );
+            }
+        }
+        // Runs of damage, as a torn write would leave.
+        for p in positions(8, footer, 50) {
+            let mut bytes = s.bytes.clone();
+            let end = (p + 64).min(footer);
+            bytes[p..end].iter_mut().for_each(|b| *b = 0xFF);
+            let outcome = attempt(&path, &bytes, unchecked(), &s.batch);
+            problems.check(
+                &format!("{} bytes {p}..{end} := 0xff", s.name),
+                &path,
+                outcome,
+                true,
+            );
+        }
+    }
+    problems.assert_none("corruption without checksums");
+}
+
+/// A file made of `data` (header and segments) followed by `footer` and a trailer.
+fn assemble(data: &[u8], footer: &[u8], version: u32, magic: &[u8; 8]) -> Vec<u8> {
+    let mut out = data.to_vec();
+    out.extend_from_slice(footer);
+    out.extend_from_slice(&(footer.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(footer).to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(magic);
+    out
+}
+
+fn with_footer(s: &Sample, footer: &Footer) -> Vec<u8> {
+    let data = &s.bytes[..footer_offset(&s.bytes)];
+    assemble(
+        data,
+        &postcard::to_stdvec(footer).unwrap(),
+        FORMAT_VERSION,
+        &MAGIC,
+    )
+}
+
+fn footer_of(s: &Sample) -> Footer {
+    let fb = &s.bytes[footer_offset(&s.bytes)..s.bytes.len() - TRAILER_LEN];
+    postcard::from_bytes(fb).unwrap()
+}
+
+#[test]
+fn footer_mutations_with_valid_checksum_never_panic() {
+    // The footer checksum only catches accidents; a hostile footer has a valid one.
+    let dir = tempfile::tempdir().unwrap();
+    let mut problems = Problems::default();
+    // tiny and empty have footers like mixed's, only shorter.
+    for s in [sample("mixed.sift"), sample("plain.sift")] {
+        let path = dir.path().join(s.name);
+        let start = footer_offset(&s.bytes);
+        let data = &s.bytes[..start];
+        let footer = &s.bytes[start..s.bytes.len() - TRAILER_LEN];
+        for p in positions(0, footer.len(), budget(1_000)) {
+            for m in mutations(p, footer[p]) {
+                let mut f = footer.to_vec();
+                f[p] = m;
+                let bytes = assemble(data, &f, FORMAT_VERSION, &MAGIC);
+                let outcome = attempt(&path, &bytes, unchecked(), &s.batch);
+                problems.check(
+                    &format!("{} footer byte {p} := {m:#04x}", s.name),
+                    &path,
+                    outcome,
+                    true,
+                );
+            }
+        }
+        // Truncated and extended footers.
+        for cut in positions(0, footer.len(), budget(100)) {
+            let bytes = assemble(data, &footer[..cut], FORMAT_VERSION, &MAGIC);
+            let outcome = attempt(&path, &bytes, unchecked(), &s.batch);
+            problems.check(
+                &format!("{} footer cut at {cut}", s.name),
+                &path,
+                outcome,
+                false,
+            );
+        }
+        let mut longer = footer.to_vec();
+        longer.extend_from_slice(&[0xFF; 16]);
+        let outcome = attempt(
+            &path,
+            &assemble(data, &longer, FORMAT_VERSION, &MAGIC),
+            unchecked(),
+            &s.batch,
+        );
+        problems.check(
+            &format!("{} footer with trailing bytes", s.name),
+            &path,
+            outcome,
+            true,
+        );
+    }
+    problems.assert_none("footer mutations");
+}
+
+/// Runs `f` on another thread and fails the test if it does not finish in time.
+fn with_timeout<T: Send + 'static>(case: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(v) => v,
+        Err(_) => panic!("{case}: no result after 30 s (hang?)"),
+    }
+}
+
+/// How a hostile case must end.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Expect {
+    /// An error naming the file.
+    Error,
+    /// An error or a result (the damage may be harmless), but no panic.
+    Anything,
+    /// An error when checksums are verified, anything when they are not.
+    Checksum,
+}
+
+struct Hostile {
+    name: String,
+    bytes: Vec<u8>,
+    expect: Expect,
+}
+
+fn column(footer: &Footer, name: &str) -> usize {
+    footer.fields.iter().position(|f| f.name == name).unwrap()
+}
+
+fn hostile_cases() -> Vec<Hostile> {
+    let s = sample("mixed.sift");
+    let base = footer_of(s);
+    let mut cases = Vec::new();
+    let mut add = |name: &str, expect: Expect, edit: &dyn Fn(&mut Footer)| {
+        let mut f = base.clone();
+        edit(&mut f);
+        assert!(f != base, "case {name} changes nothing");
+        cases.push(Hostile {
+            name: name.to_string(),
+            bytes: with_footer(s, &f),
+            expect,
+        });
+    };
+    use Expect::*;
+    let low = column(&base, "utf8_low");
+    let high = column(&base, "utf8_high");
+    let narrow = column(&base, "i64_narrow");
+    let fsb = column(&base, "fsb_16_3");
+    let float = column(&base, "f64");
+    let boolean = column(&base, "bool");
+    let dec = column(&base, "dec_10_2");
+    let null = column(&base, "null");
+    let sparse = column(&base, "sparse");
+    let binlow = column(&base, "binary_low");
+    let rows: u64 = base.num_rows;
+    assert!(matches!(
+        base.blocks[0].columns[low].encoding.nodes[0],
+        Node::Dict { .. }
+    ));
+    assert!(matches!(
+        base.blocks[0].columns[high].encoding.nodes[0],
+        Node::Bytes { .. }
+    ));
+    assert!(matches!(
+        base.blocks[0].columns[narrow].encoding.nodes[0],
+        Node::For { .. }
+    ));
+    assert!(matches!(
+        base.blocks[0].columns[fsb].encoding.nodes[0],
+        Node::Dict { .. }
+    ));
+    assert!(matches!(
+        base.blocks[0].columns[narrow].encoding.validity,
+        Validity::Bitmap { .. }
+    ));
+    assert!(matches!(
+        base.blocks[0].columns[sparse].encoding.validity,
+        Validity::AllNull
+    ));
+
+    // Row counts.
+    add("num_rows u64::MAX", Error, &|f| f.num_rows = u64::MAX);
+    add("num_rows + 1", Error, &|f| f.num_rows += 1);
+    add("num_rows 0", Error, &|f| f.num_rows = 0);
+    add("block rows u32::MAX", Error, &|f| {
+        f.blocks[0].rows = u32::MAX
+    });
+    add("block rows 0", Error, &|f| f.blocks[0].rows = 0);
+    add("block rows 64Ki", Error, &|f| {
+        f.num_rows = f.num_rows - u64::from(f.blocks[0].rows) + 65_536;
+        f.blocks[0].rows = 65_536;
+    });
+    add("block rows 64Ki+1", Error, &|f| {
+        f.num_rows = f.num_rows - u64::from(f.blocks[0].rows) + 65_537;
+        f.blocks[0].rows = 65_537;
+    });
+    add("block rows - 1", Anything, &|f| {
+        f.blocks[0].rows -= 1;
+        f.num_rows -= 1;
+    });
+    add("no blocks", Error, &|f| f.blocks.clear());
+    add("no blocks, no rows", Anything, &|f| {
+        f.blocks.clear();
+        f.num_rows = 0;
+    });
+    add("a block repeated", Error, &|f| {
+        let b = f.blocks[0].clone();
+        f.blocks.push(b);
+        f.num_rows = rows + 100;
+    });
+    add("huge block list", Error, &|f| {
+        let b = f.blocks[3].clone();
+        f.blocks.extend(std::iter::repeat_n(b, 2_000));
+    });
+
+    // Segments.
+    add("segment past EOF", Error, &|f| {
+        f.blocks[1].columns[high].segments[0].offset = 1 << 40
+    });
+    add("segment len u64::MAX", Error, &|f| {
+        f.blocks[1].columns[high].segments[0].len = u64::MAX
+    });
+    add("segment offset u64::MAX", Error, &|f| {
+        f.blocks[3].columns[high].segments[0].offset = u64::MAX
+    });
+    add("last segment into the footer", Error, &|f| {
+        let seg = f.blocks[3]
+            .columns
+            .iter_mut()
+            .rev()
+            .find_map(|c| c.segments.last_mut())
+            .unwrap();
+        seg.len += 1;
+    });
+    add("segments overlap", Error, &|f| {
+        let segs = &mut f.blocks[1].columns[high].segments;
+        segs[1].offset = segs[0].offset;
+    });
+    add("segment over the magic", Error, &|f| {
+        f.blocks[0].columns[0].segments[0].offset = 0
+    });
+    add("blocks swapped", Error, &|f| f.blocks.swap(0, 1));
+    add("chunk segments swapped", Error, &|f| {
+        f.blocks[0].columns[high].segments.swap(0, 1)
+    });
+    add("segment shortened", Error, &|f| {
+        f.blocks[0].columns[high].segments[1].len -= 1
+    });
+    add("segment dropped", Error, &|f| {
+        f.blocks[0].columns[high].segments.pop();
+    });
+    add("segment crc", Checksum, &|f| {
+        f.blocks[2].columns[low].segments[0].crc32 ^= 1
+    });
+    add("segment shifted", Error, &|f| {
+        for seg in &mut f.blocks[2].columns[low].segments {
+            seg.offset += 1;
+        }
+    });
+
+    // Encoding trees.
+    let node = |f: &mut Footer, col: usize, n: usize, v: Node| {
+        f.blocks[0].columns[col].encoding.nodes[n] = v
+    };
+    add("dict len u32::MAX", Error, &|f| {
+        if let Node::Dict { len, .. } = &mut f.blocks[0].columns[low].encoding.nodes[0] {
+            *len = u32::MAX;
+        }
+    });
+    add("dict len 0", Error, &|f| {
+        if let Node::Dict { len, .. } = &mut f.blocks[0].columns[low].encoding.nodes[0] {
+            *len = 0;
+        }
+    });
+    // An unused extra entry (decoded from the padding of the packed lengths) is harmless.
+    add("dict len + 1", Anything, &|f| {
+        if let Node::Dict { len, .. } = &mut f.blocks[0].columns[low].encoding.nodes[0] {
+            *len += 1;
+        }
+    });
+    add("dict len - 1", Error, &|f| {
+        if let Node::Dict { len, .. } = &mut f.blocks[0].columns[low].encoding.nodes[0] {
+            *len -= 1;
+        }
+    });
+    add("dict values self", Error, &|f| {
+        if let Node::Dict { values, .. } = &mut f.blocks[0].columns[low].encoding.nodes[0] {
+            *values = 0;
+        }
+    });
+    add("dict codes self", Error, &|f| {
+        if let Node::Dict { codes, .. } = &mut f.blocks[0].columns[low].encoding.nodes[0] {
+            *codes = 0;
+        }
+    });
+    add("dict codes out of range", Error, &|f| {
+        if let Node::Dict { codes, .. } = &mut f.blocks[0].columns[low].encoding.nodes[0] {
+            *codes = u32::MAX;
+        }
+    });
+    add("bytes lengths backward", Error, &|f| {
+        let nodes = &mut f.blocks[0].columns[low].encoding.nodes;
+        let i = nodes
+            .iter()
+            .position(|n| matches!(n, Node::Bytes { .. }))
+            .unwrap();
+        if let Node::Bytes { lengths, .. } = &mut nodes[i] {
+            *lengths = 0;
+        }
+    });
+    add("bytes lengths self", Error, &|f| {
+        if let Node::Bytes { lengths, .. } = &mut f.blocks[0].columns[high].encoding.nodes[0] {
+            *lengths = 0;
+        }
+    });
+    add("bytes lengths to a bytes node", Error, &|f| {
+        let nodes = &mut f.blocks[0].columns[high].encoding.nodes;
+        nodes.push(Node::Bytes {
+            lengths: 1,
+            data: 1,
+        });
+        if let Node::Bytes { lengths, .. } = &mut nodes[0] {
+            *lengths = 2;
+        }
+    });
+    add("for bits 200", Error, &|f| {
+        if let Node::For { bits, .. } = &mut f.blocks[0].columns[narrow].encoding.nodes[0] {
+            *bits = 200;
+        }
+    });
+    add("for bits 65", Error, &|f| {
+        if let Node::For { bits, .. } = &mut f.blocks[0].columns[narrow].encoding.nodes[0] {
+            *bits = 65;
+        }
+    });
+    add("for bits 64", Error, &|f| {
+        if let Node::For { bits, .. } = &mut f.blocks[0].columns[narrow].encoding.nodes[0] {
+            *bits = 64;
+        }
+    });
+    add("for bits 0", Anything, &|f| {
+        if let Node::For { bits, .. } = &mut f.blocks[0].columns[narrow].encoding.nodes[0] {
+            *bits = 0;
+        }
+    });
+    add("for base i128::MIN", Error, &|f| {
+        if let Node::For { base, .. } = &mut f.blocks[0].columns[narrow].encoding.nodes[0] {
+            *base = i128::MIN;
+        }
+    });
+    add("for base wraps", Anything, &|f| {
+        if let Node::For { base, .. } = &mut f.blocks[0].columns[narrow].encoding.nodes[0] {
+            *base = i128::from(i64::MAX);
+        }
+    });
+    add("lengths base negative", Error, &|f| {
+        let nodes = &mut f.blocks[0].columns[high].encoding.nodes;
+        if let Node::For { base, .. } = &mut nodes[1] {
+            *base = -1;
+        }
+    });
+    add("for buffer out of range", Error, &|f| {
+        node(
+            f,
+            narrow,
+            0,
+            Node::For {
+                base: 0,
+                bits: 3,
+                buffer: 99,
+            },
+        )
+    });
+    add("for buffer u32::MAX", Error, &|f| {
+        node(
+            f,
+            narrow,
+            0,
+            Node::For {
+                base: 0,
+                bits: 3,
+                buffer: u32::MAX,
+            },
+        )
+    });
+    add("validity buffer out of range", Error, &|f| {
+        f.blocks[0].columns[narrow].encoding.validity = Validity::Bitmap { buffer: 99 }
+    });
+    add("validity is the values buffer", Anything, &|f| {
+        f.blocks[0].columns[narrow].encoding.validity = Validity::Bitmap { buffer: 1 }
+    });
+    add("validity dropped", Error, &|f| {
+        f.blocks[0].columns[narrow].encoding.validity = Validity::AllValid
+    });
+    add("all null but not", Error, &|f| {
+        f.blocks[0].columns[narrow].encoding.validity = Validity::AllNull
+    });
+    add("all null for a non-null column", Error, &|f| {
+        f.fields[narrow].nullable = false;
+        f.blocks[0].columns[narrow].encoding.validity = Validity::AllNull;
+        f.blocks[0].columns[narrow].stats.null_count = u64::from(f.blocks[0].rows);
+    });
+    add("nodes removed", Error, &|f| {
+        f.blocks[0].columns[narrow].encoding.nodes.clear()
+    });
+    add("many nodes", Anything, &|f| {
+        f.blocks[0].columns[narrow]
+            .encoding
+            .nodes
+            .extend(std::iter::repeat_n(Node::Bitmap { buffer: 0 }, 10_000))
+    });
+    add("plain width 0 for ints", Error, &|f| {
+        node(
+            f,
+            narrow,
+            0,
+            Node::Plain {
+                width: 0,
+                buffer: 1,
+            },
+        )
+    });
+    add("plain width u32::MAX for ints", Error, &|f| {
+        node(
+            f,
+            narrow,
+            0,
+            Node::Plain {
+                width: u32::MAX,
+                buffer: 1,
+            },
+        )
+    });
+    add("plain width u32::MAX for strings", Error, &|f| {
+        node(
+            f,
+            high,
+            0,
+            Node::Plain {
+                width: u32::MAX,
+                buffer: 1,
+            },
+        )
+    });
+    add("plain width 0 for strings", Anything, &|f| {
+        node(
+            f,
+            high,
+            0,
+            Node::Plain {
+                width: 0,
+                buffer: 1,
+            },
+        )
+    });
+    add("float width 4", Error, &|f| {
+        node(
+            f,
+            float,
+            0,
+            Node::Plain {
+                width: 4,
+                buffer: 1,
+            },
+        )
+    });
+    add("float as for", Error, &|f| {
+        node(
+            f,
+            float,
+            0,
+            Node::For {
+                base: 0,
+                bits: 1,
+                buffer: 1,
+            },
+        )
+    });
+    add("bool as for", Error, &|f| {
+        node(
+            f,
+            boolean,
+            0,
+            Node::For {
+                base: 0,
+                bits: 1,
+                buffer: 1,
+            },
+        )
+    });
+    add("ints as bitmap", Error, &|f| {
+        node(f, narrow, 0, Node::Bitmap { buffer: 1 })
+    });
+    add("ints as dict", Error, &|f| {
+        node(
+            f,
+            narrow,
+            0,
+            Node::Dict {
+                values: 1,
+                len: 1,
+                codes: 2,
+            },
+        )
+    });
+    add("decimal as bytes", Error, &|f| {
+        node(
+            f,
+            dec,
+            0,
+            Node::Bytes {
+                lengths: 1,
+                data: 1,
+            },
+        )
+    });
+    add("null column with values", Error, &|f| {
+        f.blocks[0].columns[null].encoding = f.blocks[0].columns[narrow].encoding.clone();
+        f.blocks[0].columns[null].encoding.validity = Validity::AllValid;
+    });
+    add("fsb dict values as bytes", Error, &|f| {
+        // The dictionary of a fixed-size column replaced by variable-length strings.
+        let from = f.blocks[0].columns[low].encoding.clone();
+        f.blocks[0].columns[fsb].encoding.nodes = from.nodes;
+    });
+
+    // Statistics and structure.
+    add("null_count + 1", Error, &|f| {
+        f.blocks[0].columns[narrow].stats.null_count += 1
+    });
+    add("null_count > rows", Error, &|f| {
+        f.blocks[0].columns[narrow].stats.null_count = u64::MAX
+    });
+    add("stats min/max swapped", Anything, &|f| {
+        let st = &mut f.blocks[0].columns[narrow].stats;
+        std::mem::swap(&mut st.min, &mut st.max);
+    });
+    add("column chunk missing", Error, &|f| {
+        f.blocks[0].columns.pop();
+    });
+    add("extra column chunk", Error, &|f| {
+        let c = f.blocks[0].columns[0].clone();
+        f.blocks[0].columns.push(c);
+    });
+    add("field missing", Error, &|f| {
+        f.fields.pop();
+    });
+
+    // Schema.
+    let ty = |f: &mut Footer, col: usize, t: ColumnType| f.fields[col].ty = t;
+    add("decimal precision 0", Error, &|f| {
+        ty(
+            f,
+            dec,
+            ColumnType::Decimal128 {
+                precision: 0,
+                scale: 0,
+            },
+        )
+    });
+    add("decimal precision 39", Error, &|f| {
+        ty(
+            f,
+            dec,
+            ColumnType::Decimal128 {
+                precision: 39,
+                scale: 0,
+            },
+        )
+    });
+    add("decimal scale 127", Error, &|f| {
+        ty(
+            f,
+            dec,
+            ColumnType::Decimal128 {
+                precision: 10,
+                scale: 127,
+            },
+        )
+    });
+    add("decimal scale -128", Error, &|f| {
+        ty(
+            f,
+            dec,
+            ColumnType::Decimal128 {
+                precision: 10,
+                scale: -128,
+            },
+        )
+    });
+    add("decimal scale > precision", Anything, &|f| {
+        ty(
+            f,
+            dec,
+            ColumnType::Decimal128 {
+                precision: 2,
+                scale: 10,
+            },
+        )
+    });
+    add("time32 ns", Error, &|f| {
+        ty(f, narrow, ColumnType::Time32(unit(3)))
+    });
+    add("time64 s", Error, &|f| {
+        ty(f, narrow, ColumnType::Time64(unit(0)))
+    });
+    add("fixed size binary -1", Error, &|f| {
+        ty(f, fsb, ColumnType::FixedSizeBinary(-1))
+    });
+    add("fixed size binary narrower", Error, &|f| {
+        ty(f, fsb, ColumnType::FixedSizeBinary(15))
+    });
+    add("fixed size binary wider", Error, &|f| {
+        ty(f, fsb, ColumnType::FixedSizeBinary(17))
+    });
+    add("fixed size binary 0", Error, &|f| {
+        ty(f, fsb, ColumnType::FixedSizeBinary(0))
+    });
+    add("fixed size binary i32::MAX", Error, &|f| {
+        ty(f, fsb, ColumnType::FixedSizeBinary(i32::MAX))
+    });
+    add("all-null fixed size binary i32::MAX", Error, &|f| {
+        ty(f, sparse, ColumnType::FixedSizeBinary(i32::MAX))
+    });
+    add("strings read as ints", Error, &|f| {
+        ty(f, high, ColumnType::Int64)
+    });
+    add("dict read as ints", Error, &|f| {
+        ty(f, low, ColumnType::Int32)
+    });
+    add("ints read as strings", Error, &|f| {
+        ty(f, narrow, ColumnType::Utf8)
+    });
+    add("ints read as bools", Error, &|f| {
+        ty(f, narrow, ColumnType::Bool)
+    });
+    add("ints read as narrower ints", Anything, &|f| {
+        ty(f, narrow, ColumnType::Int8)
+    });
+    add("ints read as decimals", Anything, &|f| {
+        ty(
+            f,
+            narrow,
+            ColumnType::Decimal128 {
+                precision: 38,
+                scale: 0,
+            },
+        )
+    });
+    add("binary read as utf8", Anything, &|f| {
+        ty(f, binlow, ColumnType::Utf8)
+    });
+    add("binary read as utf8 view", Anything, &|f| {
+        ty(f, binlow, ColumnType::Utf8View)
+    });
+    add("strings read as fixed size", Error, &|f| {
+        ty(f, high, ColumnType::FixedSizeBinary(4))
+    });
+    add("bools read as null", Error, &|f| {
+        ty(f, boolean, ColumnType::Null)
+    });
+    add("weird time zone", Anything, &|f| {
+        ty(
+            f,
+            narrow,
+            ColumnType::Timestamp {
+                unit: unit(0),
+                tz: Some("Not/AZone\u{0}".into()),
+            },
+        )
+    });
+    cases
+}
+
+/// A stored time unit by its index (Second, Millisecond, Microsecond, Nanosecond); the type
+/// itself is not exported, so it is decoded the way a footer would carry it.
+fn unit<U: serde::de::DeserializeOwned>(index: u8) -> U {
+    postcard::from_bytes(&[index]).unwrap()
+}
+
+#[test]
+fn hostile_footers_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sample("mixed.sift");
+    let mut cases = hostile_cases();
+    let data = &s.bytes[..footer_offset(&s.bytes)];
+    let footer = &s.bytes[footer_offset(&s.bytes)..s.bytes.len() - TRAILER_LEN];
+    // Trailers.
+    for (name, version, magic) in [
+        ("version 2", FORMAT_VERSION + 1, MAGIC),
+        ("version 0", 0, MAGIC),
+        ("version u32::MAX", u32::MAX, MAGIC),
+        ("wrong end magic", FORMAT_VERSION, *b"SIFTDATB"),
+        ("parquet magic", FORMAT_VERSION, *b"PAR1PAR1"),
+    ] {
+        cases.push(Hostile {
+            name: name.into(),
+            bytes: assemble(data, footer, version, &magic),
+            expect: Expect::Error,
+        });
+    }
+    let mut bad_start = s.bytes.clone();
+    bad_start[0] = b'X';
+    cases.push(Hostile {
+        name: "wrong start magic".into(),
+        bytes: bad_start,
+        expect: Expect::Error,
+    });
+    for (name, len) in [
+        ("footer len u64::MAX", u64::MAX),
+        ("footer len = file", s.bytes.len() as u64),
+        ("footer len 0", 0),
+        ("footer len + 1", footer.len() as u64 + 1),
+        ("footer len - 1", footer.len() as u64 - 1),
+    ] {
+        let mut b = s.bytes.clone();
+        let at = b.len() - TRAILER_LEN;
+        b[at..at + 8].copy_from_slice(&len.to_le_bytes());
+        cases.push(Hostile {
+            name: name.into(),
+            bytes: b,
+            expect: Expect::Error,
+        });
+    }
+    let mut bad_crc = s.bytes.clone();
+    let at = bad_crc.len() - TRAILER_LEN + 8;
+    bad_crc[at] ^= 1;
+    cases.push(Hostile {
+        name: "footer crc".into(),
+        bytes: bad_crc,
+        expect: Expect::Error,
+    });
+    // A footer that is not postcard at all, with a valid checksum.
+    cases.push(Hostile {
+        name: "garbage footer".into(),
+        bytes: assemble(data, &[0xFF; 300], FORMAT_VERSION, &MAGIC),
+        expect: Expect::Error,
+    });
+    cases.push(Hostile {
+        name: "empty footer".into(),
+        bytes: assemble(data, &[], FORMAT_VERSION, &MAGIC),
+        expect: Expect::Error,
+    });
+    // Huge declared collection lengths (postcard varints) with nothing behind them.
+    cases.push(Hostile {
+        name: "huge field count".into(),
+        bytes: assemble(
+            data,
+            &[0xFF, 0xFF, 0xFF, 0xFF, 0x0F],
+            FORMAT_VERSION,
+            &MAGIC,
+        ),
+        expect: Expect::Error,
+    });
+
+    let mut problems = Problems::default();
+    for (k, case) in cases.into_iter().enumerate() {
+        let path: PathBuf = dir.path().join(format!("hostile-{k}.sift"));
+        std::fs::write(&path, &case.bytes).unwrap();
+        let p = path.clone();
+        let original = s.batch.clone();
+        for options in [checked(), unchecked()] {
+            let must_fail = match case.expect {
+                Expect::Error => true,
+                Expect::Checksum => options.verify_checksums,
+                Expect::Anything => false,
+            };
+            let p = p.clone();
+            let original = original.clone();
+            let outcome = with_timeout(&case.name, move || {
+                let out = attempt(&p, &std::fs::read(&p).unwrap(), options, &original);
+                match out {
+                    Outcome::Failed(e) => Ok(e),
+                    other => Err(other),
+                }
+            });
+            match outcome {
+                Ok(e) => {
+                    if case.name.starts_with("version")
+                        && !matches!(e, Error::UnsupportedVersion { .. })
+                    {
+                        problems.0.push(format!(
+                            "{}: expected UnsupportedVersion, got {e}",
+                            case.name
+                        ));
+                    }
+                    problems.check(&case.name, &path, Outcome::Failed(e), false);
+                }
+                Err(Outcome::Panicked(msg)) => {
+                    problems.0.push(format!("{}: PANIC: {msg}", case.name))
+                }
+                Err(Outcome::HugeAlloc(n)) => problems
+                    .0
+                    .push(format!("{}: allocated {n} bytes", case.name)),
+                Err(other) if must_fail => problems.0.push(format!(
+                    "{}: expected an error, read {}",
+                    case.name,
+                    if matches!(other, Outcome::Same) {
+                        "the original data"
+                    } else {
+                        "other data"
+                    }
+                )),
+                Err(_) => {}
+            }
+        }
+    }
+    problems.assert_none("hostile footers");
+}
+
+#[test]
+fn unsupported_version_error_names_both_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sample("tiny.sift");
+    let start = footer_offset(&s.bytes);
+    let bytes = assemble(
+        &s.bytes[..start],
+        &s.bytes[start..s.bytes.len() - TRAILER_LEN],
+        7,
+        &MAGIC,
+    );
+    let path = dir.path().join("v7.sift");
+    std::fs::write(&path, bytes).unwrap();
+    let err = SiftFile::open(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::UnsupportedVersion {
+                found: 7,
+                supported: FORMAT_VERSION,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains("7") && msg.contains(&path.display().to_string()),
+        "{msg}"
+    );
+}
+
+/// Writes the seed corpus of the `read_file` fuzz target (`cargo test -- --ignored`).
+#[test]
+#[ignore = "writes fuzz/corpus/read_file; run by hand after format changes"]
+fn write_fuzz_seeds() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/read_file");
+    std::fs::create_dir_all(&dir).unwrap();
+    let seeds: Vec<(&str, Vec<u8>)> = vec![
+        ("mixed-small", make_sample("m", mixed_batch(40), 16).bytes),
+        ("plain", make_sample("p", plain_batch(30), 16).bytes),
+        ("tiny", sample("tiny.sift").bytes.clone()),
+        ("empty", sample("empty.sift").bytes.clone()),
+    ];
+    for (name, bytes) in seeds {
+        assert!(bytes.len() < 10_000, "{name}: {} bytes", bytes.len());
+        std::fs::write(dir.join(format!("{name}.sift")), bytes).unwrap();
+    }
+}
+
+/// The committed fuzz seeds stay readable as the format evolves.
+#[test]
+fn fuzz_seeds_are_valid_files() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/read_file");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        panic!(
+            "{}: missing; run `cargo test -p sift-format --test robustness -- --ignored write_fuzz_seeds`",
+            dir.display()
+        );
+    };
+    let mut n = 0;
+    for e in entries {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "sift") {
+            open_read(&path, checked()).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 4, "only {n} seeds in {}", dir.display());
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The project's test command (README): formatting, lints, Rust tests, and the Python
+# differential tests against pyarrow. Installs what it needs (a Python venv via pip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+export CARGO_TERM_COLOR=never
+export RUST_BACKTRACE=1
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+venv="${SIFT_TEST_VENV:-$HOME/.cache/sift-test-venv}"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (all targets, warnings are errors)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo test"
+cargo test --workspace
+
+if [ -f fuzz/Cargo.toml ]; then
+  step "fuzz targets compile"
+  cargo check --manifest-path fuzz/Cargo.toml --target-dir "$target_dir/fuzz"
+fi
+
+step "Python differential tests (pyarrow)"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+# `cargo test` above built the binary (the CLI's integration tests run it).
+if [ ! -x "$target_dir/debug/sift" ]; then
+  cargo build -p sift-cli
+fi
+set +e
+SIFT_BIN="$target_dir/debug/sift" "$venv/bin/python" -m pytest -q tests/python
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+  echo "pytest collected no tests: treating as a failure" >&2
+  exit 1
+fi
+exit "$rc"
