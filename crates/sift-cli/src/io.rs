@@ -92,8 +92,7 @@ pub fn open_input(path: &Path, options: &InputOptions) -> Result<Input> {
     let ctx = move || format!("cannot read {}", owned.display());
     match format {
         Format::Sift => {
-            let file =
-                SiftFile::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            let file = SiftFile::open(path).context("cannot open the Sift file")?;
             let schema = file.schema().clone();
             let rows = Some(file.num_rows());
             Ok(Input {

@@ -1,12 +1,18 @@
-//! Byte strings (utf8, binary, fixed-size binary): plain or sorted dictionary.
+//! Byte strings (utf8, binary, fixed-size binary): constant, plain, sorted dictionary or
+//! FSST, chosen by sampling like the other domains.
 
 use std::collections::HashMap;
 
-use sift_bits::pack::bit_width;
-
+use crate::cascade::{Ctx, Value, decode_indices};
 use crate::error::{Result, corrupt};
-use crate::int::{decode_indices, encode_for, encode_ints};
-use crate::node::{BufferSink, Buffers, ColumnEncoding, MAX_DEPTH, Node, NodeId};
+use crate::fsst;
+use crate::node::{BufferSink, Node, NodeId};
+use crate::sample::sample;
+
+/// The most bytes one chunk may decode to. Constants and dictionaries can expand a small
+/// file into a huge output; this bound keeps a hostile file from asking for more memory
+/// than any real chunk needs (Arrow's 32-bit offsets stop at 2 GiB anyway).
+pub(crate) const MAX_CHUNK_BYTES: usize = 1 << 32;
 
 /// Decoded byte strings: value `i` is `data[offsets[i]..offsets[i + 1]]`.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -19,39 +25,71 @@ impl ByteValues {
     pub(crate) fn value(&self, i: usize) -> &[u8] {
         &self.data[self.offsets[i]..self.offsets[i + 1]]
     }
+
+    fn with_capacity(count: usize, bytes: usize) -> Self {
+        let mut offsets = Vec::with_capacity(count + 1);
+        offsets.push(0);
+        Self {
+            offsets,
+            data: Vec::with_capacity(bytes),
+        }
+    }
+
+    fn push(&mut self, v: &[u8]) {
+        self.data.extend_from_slice(v);
+        self.offsets.push(self.data.len());
+    }
+}
+
+/// Byte-string schemes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BytesScheme {
+    Plain,
+    Dict,
+    Fsst,
 }
 
 /// Encodes byte strings; `fixed` is the width of fixed-size binary values.
-///
-/// A sorted dictionary is chosen when its estimated size is smaller than plain storage.
-pub(crate) fn encode_bytes(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink) -> NodeId {
-    if let Some(dict) = Dictionary::build(values)
-        && dict.estimated_size(values.len()) < plain_size(values)
+pub(crate) fn encode_bytes(
+    values: &[&[u8]],
+    fixed: Option<u32>,
+    sink: &mut BufferSink,
+    depth: u8,
+) -> NodeId {
+    if let Some(first) = values.first()
+        && values.iter().all(|v| v == first)
     {
-        let id = sink.reserve_node();
-        let len = dict.sorted.len() as u32;
-        let vals = encode_plain(&dict.sorted, fixed, sink);
-        let codes = encode_for(0, &dict.codes, sink);
-        sink.set_node(
-            id,
-            Node::Dict {
-                values: vals,
-                len,
-                codes,
-            },
-        );
-        return id;
+        return sink.push_node(Node::Constant {
+            value: first.to_vec(),
+        });
     }
-    encode_plain(values, fixed, sink)
+    if depth <= 1 {
+        return encode_plain(values, fixed, sink, depth);
+    }
+    let s = sample(values);
+    let mut candidates = vec![BytesScheme::Plain];
+    let mut distinct: Vec<&[u8]> = s.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() * 2 <= s.len() {
+        candidates.push(BytesScheme::Dict);
+    }
+    if fixed.is_none() {
+        candidates.push(BytesScheme::Fsst);
+    }
+    let encode = |scheme: BytesScheme, values: &[&[u8]], sink: &mut BufferSink| match scheme {
+        BytesScheme::Plain => encode_plain(values, fixed, sink, depth),
+        BytesScheme::Dict => encode_dict(values, fixed, sink, depth),
+        BytesScheme::Fsst => fsst::encode(values, sink, depth),
+    };
+    let best = crate::cascade::choose(&candidates, &s, values, |c, data, scratch| {
+        encode(c, data, scratch);
+    })
+    .unwrap_or(BytesScheme::Plain);
+    encode(best, values, sink)
 }
 
-fn plain_size(values: &[&[u8]]) -> usize {
-    let total: usize = values.iter().map(|v| v.len()).sum();
-    let max_len = values.iter().map(|v| v.len()).max().unwrap_or(0);
-    total + values.len() * bit_width(max_len as u64) as usize / 8
-}
-
-fn encode_plain(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink) -> NodeId {
+fn encode_plain(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink, depth: u8) -> NodeId {
     let data = values.concat();
     match fixed {
         Some(width) => {
@@ -60,8 +98,8 @@ fn encode_plain(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink) -> 
         }
         None => {
             let id = sink.reserve_node();
-            let lens: Vec<u64> = values.iter().map(|v| v.len() as u64).collect();
-            let lengths = encode_ints(&lens, sink);
+            let lens: Vec<i64> = values.iter().map(|v| v.len() as i64).collect();
+            let lengths = i64::encode(&lens, sink, depth.saturating_sub(1));
             let data = sink.buffer(data);
             sink.set_node(id, Node::Bytes { lengths, data });
             id
@@ -69,124 +107,136 @@ fn encode_plain(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink) -> 
     }
 }
 
-struct Dictionary<'a> {
-    sorted: Vec<&'a [u8]>,
-    codes: Vec<u64>,
-}
-
-impl<'a> Dictionary<'a> {
-    /// Builds a sorted dictionary, giving up early when values are mostly distinct.
-    fn build(values: &[&'a [u8]]) -> Option<Self> {
-        let limit = values.len() / 2 + 1;
-        let mut first_codes: HashMap<&[u8], u32> = HashMap::new();
-        let mut codes = Vec::with_capacity(values.len());
-        for v in values {
+fn encode_dict(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink, depth: u8) -> NodeId {
+    let mut first_codes: HashMap<&[u8], u32> = HashMap::new();
+    let codes: Vec<u32> = values
+        .iter()
+        .map(|&v| {
             let next = first_codes.len() as u32;
-            let c = *first_codes.entry(v).or_insert(next);
-            if first_codes.len() > limit {
-                return None;
-            }
-            codes.push(c);
-        }
-        // Sort the distinct values and renumber codes so that code order is value order.
-        let mut distinct: Vec<(&[u8], u32)> = first_codes.into_iter().collect();
-        distinct.sort_unstable();
-        let mut rank = vec![0u64; distinct.len()];
-        for (r, (_, first)) in distinct.iter().enumerate() {
-            rank[*first as usize] = r as u64;
-        }
-        let codes = codes.into_iter().map(|c| rank[c as usize]).collect();
-        Some(Self {
-            sorted: distinct.into_iter().map(|(v, _)| v).collect(),
-            codes,
+            *first_codes.entry(v).or_insert(next)
         })
+        .collect();
+    // Sort the distinct values and renumber codes so that code order is value order.
+    let mut distinct: Vec<(&[u8], u32)> = first_codes.into_iter().collect();
+    distinct.sort_unstable();
+    let mut rank = vec![0i64; distinct.len()];
+    for (r, (_, first)) in distinct.iter().enumerate() {
+        rank[*first as usize] = r as i64;
     }
-
-    fn estimated_size(&self, n: usize) -> usize {
-        let code_bits = bit_width(self.sorted.len().saturating_sub(1) as u64) as usize;
-        plain_size(&self.sorted) + n * code_bits / 8
-    }
+    let codes: Vec<i64> = codes.into_iter().map(|c| rank[c as usize]).collect();
+    let sorted: Vec<&[u8]> = distinct.into_iter().map(|(v, _)| v).collect();
+    let id = sink.reserve_node();
+    let child_depth = depth.saturating_sub(1);
+    let vals = encode_bytes(&sorted, fixed, sink, child_depth);
+    let codes = i64::encode(&codes, sink, child_depth);
+    sink.set_node(
+        id,
+        Node::Dict {
+            values: vals,
+            len: sorted.len() as u32,
+            codes,
+        },
+    );
+    id
 }
 
 /// Decodes `count` byte strings from node `id`.
 pub(crate) fn decode_bytes(
-    enc: &ColumnEncoding,
+    ctx: &Ctx<'_>,
     id: NodeId,
     count: usize,
-    bufs: &Buffers<'_>,
     depth: usize,
 ) -> Result<ByteValues> {
-    if depth > MAX_DEPTH {
-        return Err(corrupt(format!("encoding nested deeper than {MAX_DEPTH}")));
-    }
-    match enc.node(id)? {
+    match ctx.node(id, depth)? {
         Node::Plain { width, buffer } => {
             let width = *width as usize;
             let total = count
                 .checked_mul(width)
                 .ok_or_else(|| corrupt("fixed width overflows"))?;
-            let bytes = bufs.get(*buffer, total)?;
+            let bytes = ctx.bufs.get(*buffer, total)?;
             Ok(ByteValues {
                 offsets: (0..=count).map(|i| i * width).collect(),
                 data: bytes[..total].to_vec(),
             })
         }
-        Node::Bytes { lengths, data } => {
-            enc.child(id, *lengths)?;
-            let bytes = bufs.get(*data, 0)?;
-            let lens = decode_indices(enc, *lengths, count, bytes.len() as u64, bufs)?;
-            let mut offsets = Vec::with_capacity(count + 1);
-            let mut end = 0usize;
-            offsets.push(0);
-            for l in lens {
-                end = end
-                    .checked_add(l as usize)
-                    .filter(|&e| e <= bytes.len())
-                    .ok_or_else(|| {
-                        corrupt(format!(
-                            "string lengths exceed the {} data bytes",
-                            bytes.len()
-                        ))
-                    })?;
-                offsets.push(end);
+        Node::Constant { value } => {
+            check_output(value.len(), count)?;
+            let mut out = ByteValues::with_capacity(count, value.len() * count);
+            for _ in 0..count {
+                out.push(value);
             }
+            Ok(out)
+        }
+        Node::Bytes { lengths, data } => {
+            let bytes = ctx.bufs.get(*data, 0)?;
+            let lens = decode_indices(
+                ctx,
+                ctx.child(id, *lengths)?,
+                count,
+                bytes.len() as u64,
+                depth + 1,
+            )?;
+            let offsets = offsets_from_lengths(&lens, bytes.len())?;
+            let end = offsets.last().copied().unwrap_or(0);
             Ok(ByteValues {
                 offsets,
                 data: bytes[..end].to_vec(),
             })
         }
         Node::Dict { values, len, codes } => {
-            enc.child(id, *values)?;
-            enc.child(id, *codes)?;
             let len = *len as usize;
-            if len > count.max(1) || (len == 0 && count > 0) {
+            if len > count || (len == 0 && count > 0) {
                 return Err(corrupt(format!(
                     "dictionary of {len} entries for {count} values"
                 )));
             }
-            let dict = decode_bytes(enc, *values, len, bufs, depth + 1)?;
-            let codes = decode_indices(enc, *codes, count, len.saturating_sub(1) as u64, bufs)?;
+            let dict = decode_bytes(ctx, ctx.child(id, *values)?, len, depth + 1)?;
+            let max = len.saturating_sub(1) as u64;
+            let codes = decode_indices(ctx, ctx.child(id, *codes)?, count, max, depth + 1)?;
             let total: usize = codes.iter().map(|&c| dict.value(c as usize).len()).sum();
-            let mut out = ByteValues {
-                offsets: Vec::with_capacity(count + 1),
-                data: Vec::with_capacity(total),
-            };
-            out.offsets.push(0);
+            check_output(total, 1)?;
+            let mut out = ByteValues::with_capacity(count, total);
             for c in codes {
-                out.data.extend_from_slice(dict.value(c as usize));
-                out.offsets.push(out.data.len());
+                out.push(dict.value(c as usize));
             }
             Ok(out)
         }
+        Node::Fsst { .. } => fsst::decode(ctx, id, count, depth),
         other => Err(corrupt(format!(
-            "node {id} ({other:?}) cannot hold byte strings"
+            "node {id} ({}) cannot hold byte strings",
+            other.label()
         ))),
     }
+}
+
+/// Offsets from lengths, checked against the `available` data bytes.
+pub(crate) fn offsets_from_lengths(lens: &[u64], available: usize) -> Result<Vec<usize>> {
+    let mut offsets = Vec::with_capacity(lens.len() + 1);
+    let mut end = 0usize;
+    offsets.push(0);
+    for &l in lens {
+        end = end
+            .checked_add(l as usize)
+            .filter(|&e| e <= available)
+            .ok_or_else(|| corrupt(format!("string lengths exceed the {available} data bytes")))?;
+        offsets.push(end);
+    }
+    Ok(offsets)
+}
+
+fn check_output(value_len: usize, count: usize) -> Result<()> {
+    if value_len.saturating_mul(count) > MAX_CHUNK_BYTES {
+        return Err(corrupt(format!(
+            "{count} values of {value_len} bytes exceed {MAX_CHUNK_BYTES} bytes"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node::{Buffers, ColumnEncoding};
     use proptest::prelude::*;
 
     fn round_trip(
@@ -195,14 +245,18 @@ mod tests {
     ) -> std::result::Result<(), TestCaseError> {
         let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
         let mut sink = BufferSink::default();
-        let root = encode_bytes(&refs, fixed, &mut sink);
+        let root = encode_bytes(&refs, fixed, &mut sink, crate::cascade::MAX_CASCADE);
         prop_assert_eq!(root, 0);
         let enc = ColumnEncoding {
             validity: crate::Validity::AllValid,
             nodes: sink.nodes,
         };
         let bufs: Vec<&[u8]> = sink.buffers.iter().map(Vec::as_slice).collect();
-        let out = decode_bytes(&enc, root, values.len(), &Buffers(&bufs), 0)
+        let ctx = Ctx {
+            enc: &enc,
+            bufs: Buffers(&bufs),
+        };
+        let out = decode_bytes(&ctx, root, values.len(), 0)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(out.offsets.len(), values.len() + 1);
         for (i, v) in values.iter().enumerate() {

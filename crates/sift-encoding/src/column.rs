@@ -9,11 +9,11 @@ use arrow_array::{Array, ArrayRef, BooleanArray, make_array};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
-use sift_bits::Bitmap;
 
 use crate::bytes::{ByteValues, decode_bytes, encode_bytes};
+use crate::cascade::{Ctx, FloatBits, MAX_CASCADE, Value};
 use crate::error::{EncodingError, Result, corrupt};
-use crate::int::{decode_ints, encode_ints};
+use crate::int::{NativeInt, decode_ints, encode_ints};
 use crate::node::{BufferSink, Buffers, ColumnEncoding, Node, Validity};
 use crate::stats::{ChunkStats, Scalar, bytes_bounds, float_bounds, int_bounds};
 
@@ -196,25 +196,23 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
                     array.data_type()
                 )));
             };
-            let bits = Bitmap::from_bools((0..len).filter(valid).map(|i| bools.value(i)));
-            let ones = bits.count_ones();
-            if !bits.is_empty() {
-                stats.min = Some(Scalar::Bool(ones == bits.len()));
+            let values: Vec<bool> = (0..len).filter(valid).map(|i| bools.value(i)).collect();
+            let ones = values.iter().filter(|&&b| b).count();
+            if !values.is_empty() {
+                stats.min = Some(Scalar::Bool(ones == values.len()));
                 stats.max = Some(Scalar::Bool(ones > 0));
             }
-            let buffer = sink.buffer(bits.to_le_bytes());
-            sink.push_node(Node::Bitmap { buffer });
+            bool::encode(&values, &mut sink, MAX_CASCADE);
         }
         PhysicalKind::Int(it) => with_int!(it, T => {
             let all = &data.buffers()[0].typed_data::<T>()[data.offset()..data.offset() + len];
-            if nulls.is_some() {
-                let compact: Vec<T> = (0..len).filter(valid).map(|i| all[i]).collect();
-                (stats.min, stats.max) = int_bounds(&compact);
-                encode_ints(&compact, &mut sink);
+            let compact: std::borrow::Cow<'_, [T]> = if nulls.is_some() {
+                (0..len).filter(valid).map(|i| all[i]).collect()
             } else {
-                (stats.min, stats.max) = int_bounds(all);
-                encode_ints(all, &mut sink);
-            }
+                all.into()
+            };
+            (stats.min, stats.max) = int_bounds(&compact);
+            encode_int_column(&compact, &mut sink);
         }),
         PhysicalKind::Float(w) => {
             let w = w as usize;
@@ -229,11 +227,23 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
                 all.to_vec()
             };
             (stats.min, stats.max, stats.has_nan) = float_bounds(&bytes, w);
-            let buffer = sink.buffer(bytes);
-            sink.push_node(Node::Plain {
-                width: w as u32,
-                buffer,
-            });
+            if w == 8 {
+                let values: Vec<FloatBits> = bytes
+                    .chunks_exact(8)
+                    .map(|c| {
+                        FloatBits(u64::from_le_bytes([
+                            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+                        ]))
+                    })
+                    .collect();
+                FloatBits::encode(&values, &mut sink, MAX_CASCADE);
+            } else {
+                let buffer = sink.buffer(bytes);
+                sink.push_node(Node::Plain {
+                    width: w as u32,
+                    buffer,
+                });
+            }
         }
         PhysicalKind::Bytes | PhysicalKind::FixedBytes(_) => {
             let values = byte_values(array, nulls.as_ref())?;
@@ -242,7 +252,7 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
                 _ => None,
             };
             (stats.min, stats.max) = bytes_bounds(&values);
-            encode_bytes(&values, fixed, &mut sink);
+            encode_bytes(&values, fixed, &mut sink, MAX_CASCADE);
         }
     }
     Ok(EncodedColumn {
@@ -323,6 +333,10 @@ pub fn decode_array(
         )));
     }
     let bufs = Buffers(buffers);
+    let ctx = Ctx {
+        enc,
+        bufs: Buffers(buffers),
+    };
     let nulls = match enc.validity {
         Validity::AllNull => return Ok(arrow_array::new_null_array(dt, len)),
         Validity::AllValid => None,
@@ -348,12 +362,7 @@ pub fn decode_array(
             return Ok(arrow_array::new_null_array(dt, 0));
         }
         PhysicalKind::Bool => {
-            let Node::Bitmap { buffer } = enc.node(0)? else {
-                return Err(corrupt("booleans need a bitmap node"));
-            };
-            let bytes = bufs.get(*buffer, count.div_ceil(64) * 8)?;
-            let compact =
-                BooleanBuffer::new(Buffer::from(&bytes[..count.div_ceil(64) * 8]), 0, count);
+            let compact = BooleanBuffer::from(bool::decode(&ctx, 0, count, 0)?);
             let values = match &nulls {
                 None => compact,
                 Some(n) => {
@@ -367,9 +376,16 @@ pub fn decode_array(
             return Ok(Arc::new(BooleanArray::new(values, nulls)));
         }
         PhysicalKind::Int(it) => with_int!(it, T => {
-            let values = scatter(decode_ints::<T>(enc, 0, count, &bufs)?, nulls.as_ref(), len);
+            let values = scatter(decode_int_column::<T>(&ctx, count)?, nulls.as_ref(), len);
             builder.add_buffer(Buffer::from_vec(values))
         }),
+        PhysicalKind::Float(8) => {
+            let bits: Vec<u64> = FloatBits::decode(&ctx, 0, count, 0)?
+                .into_iter()
+                .map(|f| f.0)
+                .collect();
+            builder.add_buffer(Buffer::from_vec(scatter(bits, nulls.as_ref(), len)))
+        }
         PhysicalKind::Float(w) => {
             let w = w as usize;
             let Node::Plain { width, buffer } = enc.node(0)? else {
@@ -392,11 +408,54 @@ pub fn decode_array(
             builder.add_buffer(Buffer::from_vec(values))
         }
         PhysicalKind::Bytes | PhysicalKind::FixedBytes(_) => {
-            let values = decode_bytes(enc, 0, count, &bufs, 0)?;
+            let values = decode_bytes(&ctx, 0, count, 0)?;
             return bytes_array(values, dt, len, nulls);
         }
     };
     Ok(make_array(data.build()?))
+}
+
+/// Encodes integers through the `i64` cascade when they fit (every type but `u64` and
+/// decimals can), else with bit-packing over their own range.
+fn encode_int_column<T: NativeInt>(values: &[T], sink: &mut BufferSink) {
+    let as_i64: Option<Vec<i64>> = values
+        .iter()
+        .map(|v| i64::try_from(v.to_i128()).ok())
+        .collect();
+    match as_i64 {
+        Some(v) => {
+            i64::encode(&v, sink, MAX_CASCADE);
+        }
+        None => {
+            encode_ints(values, sink);
+        }
+    }
+}
+
+/// Decodes the integers of a chunk: bit-packed or plain roots directly into `T`, cascades
+/// through `i64` with a checked narrowing.
+fn decode_int_column<T: NativeInt>(ctx: &Ctx<'_>, count: usize) -> Result<Vec<T>> {
+    if matches!(ctx.enc.node(0)?, Node::For { .. } | Node::Plain { .. }) {
+        return decode_ints::<T>(ctx.enc, 0, count, &ctx.bufs);
+    }
+    let wide = i64::decode(ctx, 0, count, 0)?;
+    // No copy when `T` is `i64` itself (most keys and timestamps).
+    let any: Box<dyn std::any::Any> = Box::new(wide);
+    match any.downcast::<Vec<T>>() {
+        Ok(same) => Ok(*same),
+        Err(any) => {
+            let wide = any
+                .downcast::<Vec<i64>>()
+                .map_err(|_| corrupt("integer cascade type mix-up"))?;
+            wide.iter()
+                .map(|&v| {
+                    T::from_i128(i128::from(v)).ok_or_else(|| {
+                        corrupt(format!("value {v} out of range for the column type"))
+                    })
+                })
+                .collect()
+        }
+    }
 }
 
 /// Spreads compacted values over their valid positions, filling nulls with the default.

@@ -170,19 +170,82 @@ pub(crate) fn decode_ints<T: NativeInt>(
     }
 }
 
-/// Decodes `count` non-negative integers as `usize` (lengths, codes), bounded by `max`.
-pub(crate) fn decode_indices(
-    enc: &ColumnEncoding,
-    id: NodeId,
-    count: usize,
-    max: u64,
-    bufs: &Buffers<'_>,
-) -> Result<Vec<u64>> {
-    let out = decode_ints::<u64>(enc, id, count, bufs)?;
-    if let Some(bad) = out.iter().find(|&&v| v > max) {
-        return Err(corrupt(format!("index {bad} out of range 0..={max}")));
+/// Patched frame of reference (PFOR): bit-pack at the width that minimizes the total
+/// size, storing the values that do not fit as exceptions in a patch node.
+pub(crate) fn encode_pfor(values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
+    let Some(&min) = values.iter().min() else {
+        return encode_ints(values, sink);
+    };
+    let width_of = |v: i64| pack::bit_width(v.wrapping_sub(min) as u64) as usize;
+    let mut histogram = [0usize; 65];
+    for &v in values {
+        histogram[width_of(v)] += 1;
     }
-    Ok(out)
+    // Exceptions cost a position and a value; 48 bits is a fair guess for both once
+    // cascaded (positions are sorted, so they delta-encode well).
+    const EXCEPTION_BITS: usize = 48;
+    let n = values.len();
+    let mut above = n;
+    let (mut best_bits, mut best_cost) = (64usize, usize::MAX);
+    for (bits, &count) in histogram.iter().enumerate() {
+        above -= count;
+        let cost = n * bits + above * EXCEPTION_BITS;
+        if cost < best_cost {
+            (best_bits, best_cost) = (bits, cost);
+        }
+    }
+    let exceptions = values.iter().filter(|&&v| width_of(v) > best_bits).count();
+    if exceptions == 0 {
+        return encode_ints(values, sink);
+    }
+    let id = sink.reserve_node();
+    let mut positions = Vec::with_capacity(exceptions);
+    let mut patched = Vec::with_capacity(exceptions);
+    let codes: Vec<u64> = values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if width_of(v) > best_bits {
+                positions.push(i as i64);
+                patched.push(v);
+                0
+            } else {
+                v.wrapping_sub(min) as u64
+            }
+        })
+        .collect();
+    let inner = encode_for(i128::from(min), &codes, sink);
+    crate::patch::finish(id, inner, &positions, &patched, sink, depth);
+    id
+}
+
+/// Delta encoding: differences to the previous value, cascaded (for sorted data such as
+/// keys and dates the differences are small).
+pub(crate) fn encode_delta(values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
+    let id = sink.reserve_node();
+    let first = values.first().copied().unwrap_or(0);
+    let mut prev = first;
+    let deltas: Vec<i64> = values
+        .iter()
+        .map(|&v| {
+            let d = v.wrapping_sub(prev);
+            prev = v;
+            d
+        })
+        .collect();
+    let deltas = <i64 as crate::cascade::Value>::encode(&deltas, sink, depth.saturating_sub(1));
+    sink.set_node(id, Node::Delta { first, deltas });
+    id
+}
+
+/// Inverts [`encode_delta`]: a wrapping prefix sum starting at `first`.
+pub(crate) fn undelta(first: i64, mut deltas: Vec<i64>) -> Vec<i64> {
+    let mut acc = first;
+    for d in deltas.iter_mut() {
+        acc = acc.wrapping_add(*d);
+        *d = acc;
+    }
+    deltas
 }
 
 #[cfg(test)]

@@ -8,11 +8,21 @@
 //! The v1 pool is deliberately small (plain, frame of reference + bit-packing, sorted
 //! dictionary, bitmaps); the cascading pool chosen by sampling builds on the same tree.
 
+mod alp;
+mod boolean;
 mod bytes;
+mod cascade;
+#[cfg(test)]
+mod cascade_tests;
 mod column;
+mod dict;
 mod error;
+mod fsst;
 mod int;
 mod node;
+mod patch;
+mod rle;
+mod sample;
 mod stats;
 
 pub use column::{EncodedColumn, PhysicalKind, decode_array, encode_array, physical_kind};

@@ -32,6 +32,109 @@ pub enum Node {
         len: u32,
         codes: NodeId,
     },
+    /// Every value equal to `value` (little-endian bytes of the domain's value).
+    Constant { value: Vec<u8> },
+    /// Run-length encoding: `runs` run `values` (a node) and their `lengths` (integers ≥ 1).
+    Rle {
+        values: NodeId,
+        runs: u32,
+        lengths: NodeId,
+    },
+    /// Exceptions over a base: decode `inner`, then overwrite the values at `positions`
+    /// (strictly increasing integers) with `values`. Frequency encoding is a patch over a
+    /// constant; patched FOR a patch over narrow bit-packing; ALP's exceptions a patch too.
+    Patch {
+        inner: NodeId,
+        exceptions: u32,
+        positions: NodeId,
+        values: NodeId,
+    },
+    /// Delta encoding of integers: value `i` = value `i - 1` + `deltas[i]` (wrapping),
+    /// where value `-1` is `first`.
+    Delta { first: i64, deltas: NodeId },
+    /// ALP (SIGMOD 2024): float = `ints[i]` × 10^`factor` × 10^-`exponent`.
+    Alp {
+        exponent: u8,
+        factor: u8,
+        ints: NodeId,
+    },
+    /// ALP for real doubles: the high bits (`left`, usually a small dictionary) and the low
+    /// `right_bits` bits (`right`) of each bit pattern, both integer nodes.
+    AlpRd {
+        right_bits: u8,
+        left: NodeId,
+        right: NodeId,
+    },
+    /// FSST-compressed strings: a symbol table (buffer), compressed lengths (a node) and
+    /// the compressed bytes (buffer).
+    Fsst {
+        symbols: u32,
+        lengths: NodeId,
+        data: u32,
+    },
+}
+
+impl Node {
+    /// A short label with the node's parameters, e.g. `for7` or `dict[25]`.
+    pub fn label(&self) -> String {
+        match self {
+            Node::Plain { width, .. } => format!("plain{}", width * 8),
+            Node::For { bits, .. } => format!("for{bits}"),
+            Node::Bitmap { .. } => "bitmap".into(),
+            Node::Bytes { .. } => "bytes".into(),
+            Node::Dict { len, .. } => format!("dict[{len}]"),
+            Node::Constant { .. } => "const".into(),
+            Node::Rle { runs, .. } => format!("rle[{runs}]"),
+            Node::Patch { exceptions, .. } => format!("patch[{exceptions}]"),
+            Node::Delta { .. } => "delta".into(),
+            Node::Alp {
+                exponent, factor, ..
+            } => format!("alp[e{exponent},f{factor}]"),
+            Node::AlpRd { right_bits, .. } => format!("alprd[{right_bits}]"),
+            Node::Fsst { .. } => "fsst".into(),
+        }
+    }
+
+    /// The scheme's name without parameters, e.g. `for` or `dict`.
+    pub fn scheme(&self) -> &'static str {
+        match self {
+            Node::Plain { .. } => "plain",
+            Node::For { .. } => "for",
+            Node::Bitmap { .. } => "bitmap",
+            Node::Bytes { .. } => "bytes",
+            Node::Dict { .. } => "dict",
+            Node::Constant { .. } => "const",
+            Node::Rle { .. } => "rle",
+            Node::Patch { .. } => "patch",
+            Node::Delta { .. } => "delta",
+            Node::Alp { .. } => "alp",
+            Node::AlpRd { .. } => "alprd",
+            Node::Fsst { .. } => "fsst",
+        }
+    }
+
+    /// The child nodes, in a fixed order.
+    pub fn children(&self) -> Vec<NodeId> {
+        match self {
+            Node::Plain { .. } | Node::For { .. } | Node::Bitmap { .. } | Node::Constant { .. } => {
+                vec![]
+            }
+            Node::Bytes { lengths, .. } | Node::Fsst { lengths, .. } => vec![*lengths],
+            Node::Dict { values, codes, .. } => vec![*values, *codes],
+            Node::Rle {
+                values, lengths, ..
+            } => vec![*values, *lengths],
+            Node::Patch {
+                inner,
+                positions,
+                values,
+                ..
+            } => vec![*inner, *positions, *values],
+            Node::Delta { deltas, .. } => vec![*deltas],
+            Node::Alp { ints, .. } => vec![*ints],
+            Node::AlpRd { left, right, .. } => vec![*left, *right],
+        }
+    }
 }
 
 /// Where the non-null values of a chunk go.
@@ -81,25 +184,36 @@ impl ColumnEncoding {
         }
     }
 
+    /// The cascade's shape: [`describe`](Self::describe) without parameters, e.g.
+    /// `dict(bytes(for), for)`, so that blocks with the same choice group together.
+    pub fn shape(&self) -> String {
+        match self.validity {
+            Validity::AllNull => "all-null".into(),
+            _ if self.nodes.is_empty() => "empty".into(),
+            _ => self.render(0, 0, &|n: &Node| n.scheme().to_string()),
+        }
+    }
+
     fn describe_node(&self, id: NodeId, depth: usize) -> String {
+        self.render(id, depth, &Node::label)
+    }
+
+    fn render(&self, id: NodeId, depth: usize, label: &dyn Fn(&Node) -> String) -> String {
         let Some(node) = self.nodes.get(id as usize) else {
             return "?".into();
         };
         if depth > MAX_DEPTH {
             return "…".into();
         }
-        match node {
-            Node::Plain { width, .. } => format!("plain{}", width * 8),
-            Node::For { bits, .. } => format!("for{bits}"),
-            Node::Bitmap { .. } => "bitmap".into(),
-            Node::Bytes { lengths, .. } => {
-                format!("bytes({})", self.describe_node(*lengths, depth + 1))
-            }
-            Node::Dict { values, codes, len } => format!(
-                "dict[{len}]({}, {})",
-                self.describe_node(*values, depth + 1),
-                self.describe_node(*codes, depth + 1)
-            ),
+        let children: Vec<String> = node
+            .children()
+            .iter()
+            .map(|&c| self.render(c, depth + 1, label))
+            .collect();
+        if children.is_empty() {
+            label(node)
+        } else {
+            format!("{}({})", label(node), children.join(", "))
         }
     }
 }
@@ -134,6 +248,21 @@ pub(crate) struct BufferSink {
 }
 
 impl BufferSink {
+    /// Bytes this sink would store: buffers plus a rough footer cost per node, so that
+    /// schemes with many tiny nodes do not look free.
+    pub(crate) fn stored_size(&self) -> usize {
+        const NODE_OVERHEAD: usize = 8;
+        let consts: usize = self
+            .nodes
+            .iter()
+            .map(|n| match n {
+                Node::Constant { value } => value.len(),
+                _ => 0,
+            })
+            .sum();
+        self.buffers.iter().map(Vec::len).sum::<usize>() + consts + NODE_OVERHEAD * self.nodes.len()
+    }
+
     pub(crate) fn buffer(&mut self, bytes: Vec<u8>) -> u32 {
         self.buffers.push(bytes);
         (self.buffers.len() - 1) as u32

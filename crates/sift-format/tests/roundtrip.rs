@@ -76,19 +76,23 @@ fn encodings_are_the_expected_ones() {
     let batch = batch_of(all_types(1000, Nulls::None));
     let (f, _) = round_trip(&batch, DEFAULT_BLOCK);
     let enc = encodings(&f, 0);
-    // Values spanning the full range cannot be frame-of-reference encoded.
+    // Values spanning the full range cannot be frame-of-reference encoded (an i8 range
+    // bit-packs at its full 8 bits, which is the same size).
+    assert_eq!(enc["i8"], "for8");
     for (col, plain) in [
-        ("i8", "plain8"),
         ("i64", "plain64"),
         ("u64", "plain64"),
         ("dec_38_0", "plain128"),
         ("f64", "plain64"),
     ] {
-        assert_eq!(enc[col], plain, "{col}");
+        // The cascade may still find structure (repeated extremes to patch, duplicates for a
+        // dictionary), but never a narrow bit-packing of the whole range.
+        let e = &enc[col];
+        assert!(e == plain || !e.starts_with("for"), "{col}: {e}");
     }
     assert_eq!(enc["i64_narrow"], "for10");
     assert_eq!(enc["u64_narrow"], "for17");
-    assert_eq!(enc["i64_const"], "for0");
+    assert_eq!(enc["i64_const"], "const");
     assert!(enc["i8_narrow"].starts_with("for"), "{}", enc["i8_narrow"]);
     assert!(
         enc["dec_38_narrow"].starts_with("for"),
@@ -115,8 +119,9 @@ fn encodings_are_the_expected_ones() {
         "{}",
         enc["fsb_16_3"]
     );
+    // High-cardinality text is stored without a dictionary, plain or FSST-compressed.
     assert!(
-        enc["utf8_high"].starts_with("bytes("),
+        enc["utf8_high"].starts_with("bytes(") || enc["utf8_high"].starts_with("fsst("),
         "{}",
         enc["utf8_high"]
     );

@@ -1,0 +1,158 @@
+//! Criterion micro-benchmarks of each kernel at every supported level, on 64Ki-value blocks
+//! (Sift's block size). `cargo bench -p sift-bits --bench kernels`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use sift_bits::byteslice::ByteSlices;
+use sift_bits::levels::{compress_at, deposit_at, extend_at};
+use sift_bits::pack::{low_mask, pack};
+use sift_bits::packed_cmp::compare_into;
+use sift_bits::select::{select_into, unpack_selected_into};
+use sift_bits::unpack::unpack_for_at;
+use sift_bits::{Bitmap, Level, Predicate};
+
+const N: usize = 1 << 16;
+
+fn rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed;
+    move || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+fn bitmap(next: &mut impl FnMut() -> u64, ands: u32) -> Bitmap {
+    let words = (0..N / 64)
+        .map(|_| (0..ands).fold(u64::MAX, |a, _| a & next()))
+        .collect();
+    Bitmap::from_words(words, N).unwrap()
+}
+
+fn unpack(c: &mut Criterion) {
+    let mut next = rng(1);
+    let raw: Vec<u64> = (0..N).map(|_| next()).collect();
+    let mut g = c.benchmark_group("unpack");
+    g.throughput(Throughput::Elements(N as u64));
+    for level in Level::supported() {
+        for w in [3u32, 12, 20, 40] {
+            let packed = pack(&raw, w);
+            let id = BenchmarkId::new(format!("{level:?}"), format!("w{w}"));
+            match w {
+                1..=8 => {
+                    let mut out = vec![0u8; N];
+                    g.bench_function(id, |b| {
+                        b.iter(|| unpack_for_at(level, &packed, w, 0, &mut out))
+                    });
+                }
+                9..=16 => {
+                    let mut out = vec![0u16; N];
+                    g.bench_function(id, |b| {
+                        b.iter(|| unpack_for_at(level, &packed, w, 0, &mut out))
+                    });
+                }
+                17..=32 => {
+                    let mut out = vec![0u32; N];
+                    g.bench_function(id, |b| {
+                        b.iter(|| unpack_for_at(level, &packed, w, 0, &mut out))
+                    });
+                }
+                _ => {
+                    let mut out = vec![0u64; N];
+                    g.bench_function(id, |b| {
+                        b.iter(|| unpack_for_at(level, &packed, w, 0, &mut out))
+                    });
+                }
+            }
+        }
+    }
+    g.finish();
+}
+
+fn select(c: &mut Criterion) {
+    let mut next = rng(2);
+    let raw: Vec<u64> = (0..N).map(|_| next()).collect();
+    let sel = bitmap(&mut next, 3); // 1/8
+    let mut g = c.benchmark_group("select_1_8");
+    g.throughput(Throughput::Elements(N as u64));
+    for level in Level::supported() {
+        for w in [3u32, 9] {
+            let packed = pack(&raw, w);
+            let mut out = Vec::new();
+            g.bench_function(
+                BenchmarkId::new(format!("{level:?}/packed"), format!("w{w}")),
+                |b| b.iter(|| select_into(level, &packed, w, &sel, &mut out)),
+            );
+            let mut vals: Vec<u32> = Vec::new();
+            g.bench_function(
+                BenchmarkId::new(format!("{level:?}/unpacked"), format!("w{w}")),
+                |b| b.iter(|| unpack_selected_into(level, &packed, w, 0u32, &sel, &mut vals)),
+            );
+        }
+    }
+    g.finish();
+}
+
+fn predicates(c: &mut Criterion) {
+    let mut next = rng(3);
+    let w = 12;
+    let codes: Vec<u64> = (0..N).map(|_| next() & low_mask(w)).collect();
+    let packed = pack(&codes, w);
+    let bs = ByteSlices::from_codes(&codes, w).unwrap();
+    let mut g = c.benchmark_group("predicate_w12");
+    g.throughput(Throughput::Elements(N as u64));
+    for level in Level::supported() {
+        for (name, pred) in [
+            ("lt", Predicate::Lt(410)),
+            ("between", Predicate::Between(100, 2000)),
+            ("eq", Predicate::Eq(7)),
+        ] {
+            let mut out = Bitmap::default();
+            g.bench_function(
+                BenchmarkId::new(format!("{level:?}/byteslice"), name),
+                |b| b.iter(|| bs.compare_into(level, pred, None, &mut out)),
+            );
+            g.bench_function(BenchmarkId::new(format!("{level:?}/packed"), name), |b| {
+                b.iter(|| compare_into(level, &packed, w, N, pred, &mut out))
+            });
+        }
+    }
+    g.finish();
+}
+
+fn levels(c: &mut Criterion) {
+    let mut next = rng(4);
+    let valid = bitmap(&mut next, 1);
+    let levels_bm = bitmap(&mut next, 1);
+    let filtered = Bitmap::from_bools((0..valid.count_ones()).map(|_| next() & 1 == 1));
+    let mut g = c.benchmark_group("levels");
+    g.throughput(Throughput::Elements(N as u64));
+    for level in Level::supported() {
+        g.bench_function(BenchmarkId::new("compress", format!("{level:?}")), |b| {
+            b.iter(|| compress_at(level, black_box(&levels_bm), &valid))
+        });
+        g.bench_function(BenchmarkId::new("deposit", format!("{level:?}")), |b| {
+            b.iter(|| deposit_at(level, black_box(&filtered), &valid))
+        });
+        g.bench_function(BenchmarkId::new("extend", format!("{level:?}")), |b| {
+            b.iter(|| extend_at(level, black_box(&filtered), &valid))
+        });
+    }
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_millis(700));
+    targets = unpack, select, predicates, levels
+}
+criterion_main!(benches);

@@ -1,0 +1,425 @@
+//! The ByteSlice layout and its early-stopping scan (Feng et al., SIGMOD 2015).
+//!
+//! A code of `w` bits is split into `S = ceil(w / 8)` bytes stored in `S` separate slices,
+//! most significant byte first: slice `j` holds byte `j` of every code. Codes are
+//! **left-aligned** (shifted up by `8·S − w`), so every slice but the last carries a full 8
+//! bits of the code and the last one's low bits are zero padding. Comparing two left-aligned
+//! codes byte by byte, most significant first, orders them like the codes themselves (the
+//! same zero padding on both sides never decides), and the first slice is then as selective
+//! as a byte can be: with 12-bit codes it resolves all but 1/256 of the codes, where right
+//! alignment would resolve all but 1/16 and force the second slice far more often.
+//!
+//! The scan compares 64 codes per step (one AVX-512 register of one slice, or two AVX2
+//! registers) with the constant's byte, keeps per-segment masks of codes "equal so far", and
+//! stops descending to lower slices once no code of the segment is still equal: the
+//! early stop. A `prior` bitmap (the result of earlier conjuncts) seeds those masks, so
+//! codes already rejected are never compared, and segments whose prior word is zero are
+//! skipped without touching the slices (column-first pipelining, ByteSlice Algorithm 2).
+
+use crate::bitmap::Bitmap;
+use crate::dispatch::Level;
+use crate::error::BitsError;
+use crate::pack::low_mask;
+use crate::predicate::{Predicate, Range};
+
+/// Codes stored as byte slices, each slice padded to whole 64-code segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ByteSlices {
+    width: u32,
+    len: usize,
+    slices: Vec<Vec<u8>>,
+}
+
+impl ByteSlices {
+    /// Slices `codes` of `width` bits (bits above `width` are ignored).
+    pub fn from_codes(codes: &[u64], width: u32) -> Result<Self, BitsError> {
+        if width > 64 {
+            return Err(BitsError::Width { width, max: 64 });
+        }
+        let s = width.div_ceil(8) as usize;
+        let pad = 8 * s as u32 - width;
+        let padded = codes.len().div_ceil(64) * 64;
+        let mut slices = vec![vec![0u8; padded]; s];
+        let mask = low_mask(width);
+        for (i, &c) in codes.iter().enumerate() {
+            let v = (c & mask) << pad;
+            for (j, slice) in slices.iter_mut().enumerate() {
+                slice[i] = (v >> (8 * (s - 1 - j))) as u8;
+            }
+        }
+        Ok(Self {
+            width,
+            len: codes.len(),
+            slices,
+        })
+    }
+
+    /// Bit width of the codes.
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// Number of codes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if there are no codes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The slices, most significant first (each padded with zeros to a multiple of 64).
+    pub fn slices(&self) -> &[Vec<u8>] {
+        &self.slices
+    }
+
+    /// Code `i` (0 past the end).
+    pub fn get(&self, i: usize) -> u64 {
+        if i >= self.len {
+            return 0;
+        }
+        let s = self.slices.len();
+        let v = self
+            .slices
+            .iter()
+            .fold(0u64, |acc, sl| (acc << 8) | u64::from(sl[i]));
+        v >> (8 * s as u32 - self.width)
+    }
+
+    /// Evaluates `pred` on every code, restricted to the codes set in `prior` (if given,
+    /// it must have `len()` bits). Uses the active [`Level`].
+    pub fn compare(&self, pred: Predicate, prior: Option<&Bitmap>) -> Result<Bitmap, BitsError> {
+        self.compare_at(Level::active(), pred, prior)
+    }
+
+    /// [`ByteSlices::compare`] at an explicit level.
+    pub fn compare_at(
+        &self,
+        level: Level,
+        pred: Predicate,
+        prior: Option<&Bitmap>,
+    ) -> Result<Bitmap, BitsError> {
+        let mut out = Bitmap::default();
+        self.compare_into(level, pred, prior, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`ByteSlices::compare_at`] writing into `out`, whose allocation is reused: a scan
+    /// loop over many blocks then allocates (and page-faults) its result bitmap only once.
+    pub fn compare_into(
+        &self,
+        level: Level,
+        pred: Predicate,
+        prior: Option<&Bitmap>,
+        out: &mut Bitmap,
+    ) -> Result<(), BitsError> {
+        if let Some(p) = prior
+            && p.len() != self.len
+        {
+            return Err(BitsError::Length {
+                what: "prior bitmap",
+                got: p.len(),
+                expected: self.len,
+            });
+        }
+        let (lo, hi, negate) = match pred.range(low_mask(self.width)) {
+            Range::Empty => {
+                *out = Bitmap::zeros(self.len);
+                return Ok(());
+            }
+            Range::All => {
+                *out = prior.cloned().unwrap_or_else(|| Bitmap::ones(self.len));
+                return Ok(());
+            }
+            Range::In { lo, hi } => (lo, hi, false),
+            Range::Out { lo, hi } => (lo, hi, true),
+        };
+        let plan = Plan::new(self, lo, hi, negate);
+        let nseg = self.len.div_ceil(64);
+        let prior_word = |s: usize| -> u64 {
+            let valid = if s + 1 == nseg && !self.len.is_multiple_of(64) {
+                low_mask((self.len % 64) as u32)
+            } else {
+                u64::MAX
+            };
+            prior.map_or(valid, |p| p.words().get(s).copied().unwrap_or(0) & valid)
+        };
+        let mut words = std::mem::take(out).into_words();
+        words.clear();
+        words.resize(nseg, 0);
+        match level.clamp() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `clamp` returned Avx512 only if its features were detected.
+            Level::Avx512 => unsafe { scan_avx512(self, &plan, prior_word, &mut words) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `clamp` returned Avx2 only if AVX2 was detected.
+            Level::Avx2 => unsafe { scan_avx2(self, &plan, prior_word, &mut words) },
+            _ => scan::<Scalar>(self, &plan, prior_word, &mut words),
+        }
+        *out = Bitmap::from_words_trusted(words, self.len);
+        Ok(())
+    }
+}
+
+/// The constant's bytes per slice and which sides of the range are live.
+struct Plan {
+    lo: [u8; 8],
+    hi: [u8; 8],
+    /// `x >= lo` must be tested (`lo > 0`).
+    test_lo: bool,
+    /// `x <= hi` must be tested (`hi < max`).
+    test_hi: bool,
+    negate: bool,
+}
+
+impl Plan {
+    fn new(bs: &ByteSlices, lo: u64, hi: u64, negate: bool) -> Plan {
+        let s = bs.slices.len();
+        let pad = 8 * s as u32 - bs.width;
+        let bytes = |c: u64| -> [u8; 8] {
+            let v = c << pad;
+            std::array::from_fn(|j| {
+                if j < s {
+                    (v >> (8 * (s - 1 - j))) as u8
+                } else {
+                    0
+                }
+            })
+        };
+        Plan {
+            lo: bytes(lo),
+            hi: bytes(hi),
+            test_lo: lo > 0,
+            test_hi: hi < low_mask(bs.width),
+            negate,
+        }
+    }
+}
+
+/// How far ahead (in 64-code segments) the second slice is prefetched.
+const PREFETCH_SEGMENTS: usize = 16;
+
+/// Hints the cache line at `p` into L1; never faults, whatever the address.
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 is an SSE instruction (baseline on x86_64) and a hint: it does not
+    // fault or change memory, even for invalid addresses.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Compares the 64 bytes at a segment of a slice with a byte constant.
+trait ByteCmp {
+    /// The constant in the form the comparison wants (a broadcast register).
+    type C: Copy;
+    /// # Safety
+    /// The CPU features of the implementation must be present.
+    unsafe fn splat(c: u8) -> Self::C;
+    /// `(lt, eq)` masks: bit `i` set if byte `i` is below / equal to the constant.
+    ///
+    /// # Safety
+    /// 64 bytes readable at `p`; the CPU features of the implementation present.
+    unsafe fn cmp(p: *const u8, c: Self::C) -> (u64, u64);
+}
+
+struct Scalar;
+
+impl ByteCmp for Scalar {
+    type C = u8;
+    unsafe fn splat(c: u8) -> u8 {
+        c
+    }
+    #[inline(always)]
+    unsafe fn cmp(p: *const u8, c: u8) -> (u64, u64) {
+        // SAFETY: the caller guarantees 64 readable bytes at `p`.
+        let bytes = unsafe { std::slice::from_raw_parts(p, 64) };
+        let (mut lt, mut eq) = (0u64, 0u64);
+        for (i, &b) in bytes.iter().enumerate() {
+            lt |= u64::from(b < c) << i;
+            eq |= u64::from(b == c) << i;
+        }
+        (lt, eq)
+    }
+}
+
+/// The segment loop shared by all levels (inlined into each level's entry point, so the
+/// comparisons compile with that level's instructions).
+// `j` indexes the slice pointers and the per-slice constants in lockstep.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn scan<B: ByteCmp>(
+    bs: &ByteSlices,
+    plan: &Plan,
+    prior_word: impl Fn(usize) -> u64,
+    out: &mut [u64],
+) {
+    let s = bs.slices.len();
+    // SAFETY: `splat` needs B's features, which the caller of `scan` (a level entry point)
+    // has enabled.
+    let (lo, hi): ([B::C; 8], [B::C; 8]) = unsafe {
+        (
+            std::array::from_fn(|j| B::splat(plan.lo[j])),
+            std::array::from_fn(|j| B::splat(plan.hi[j])),
+        )
+    };
+    let ptrs: [*const u8; 8] =
+        std::array::from_fn(|j| bs.slices.get(j).map_or(std::ptr::null(), |v| v.as_ptr()));
+    let nseg = out.len();
+    for (seg, slot) in out.iter_mut().enumerate() {
+        // Early stopping makes the reads of the second slice sparse and irregular, which the
+        // hardware prefetcher does not follow: each would be a full memory latency. Fetching
+        // it a few segments ahead trades some bandwidth for those stalls.
+        if s >= 2 && seg + PREFETCH_SEGMENTS < nseg {
+            prefetch(ptrs[1].wrapping_add(64 * (seg + PREFETCH_SEGMENTS)));
+        }
+        let p = prior_word(seg);
+        if p == 0 {
+            *slot = 0;
+            continue;
+        }
+        // SAFETY: every slice holds `len.div_ceil(64) * 64` bytes, so the 64 bytes at
+        // `64 * seg` of slice `j < s` are in bounds; B's features are enabled by the caller.
+        let hit = unsafe {
+            let at = |j: usize| ptrs[j].add(64 * seg);
+            match (plan.test_lo, plan.test_hi) {
+                (true, true) if plan.lo == plan.hi => {
+                    let mut eq = p;
+                    for j in 0..s {
+                        eq &= B::cmp(at(j), lo[j]).1;
+                        if eq == 0 {
+                            break;
+                        }
+                    }
+                    eq
+                }
+                (true, true) => {
+                    let (mut gt_lo, mut eq_lo, mut lt_hi, mut eq_hi) = (0, p, 0, p);
+                    for j in 0..s {
+                        if eq_lo != 0 {
+                            let (l, e) = B::cmp(at(j), lo[j]);
+                            gt_lo |= eq_lo & !(l | e);
+                            eq_lo &= e;
+                        }
+                        if eq_hi != 0 {
+                            let (l, e) = B::cmp(at(j), hi[j]);
+                            lt_hi |= eq_hi & l;
+                            eq_hi &= e;
+                        }
+                        if eq_lo | eq_hi == 0 {
+                            break;
+                        }
+                    }
+                    (gt_lo | eq_lo) & (lt_hi | eq_hi)
+                }
+                (true, false) => {
+                    let (mut gt, mut eq) = (0, p);
+                    for j in 0..s {
+                        let (l, e) = B::cmp(at(j), lo[j]);
+                        gt |= eq & !(l | e);
+                        eq &= e;
+                        if eq == 0 {
+                            break;
+                        }
+                    }
+                    gt | eq
+                }
+                (false, _) => {
+                    let (mut lt, mut eq) = (0, p);
+                    for j in 0..s {
+                        let (l, e) = B::cmp(at(j), hi[j]);
+                        lt |= eq & l;
+                        eq &= e;
+                        if eq == 0 {
+                            break;
+                        }
+                    }
+                    lt | eq
+                }
+            }
+        };
+        *slot = if plan.negate { !hit & p } else { hit };
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use super::ByteCmp;
+    use std::arch::x86_64::*;
+
+    pub(super) struct Avx512;
+
+    impl ByteCmp for Avx512 {
+        type C = __m512i;
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw")]
+        unsafe fn splat(c: u8) -> __m512i {
+            _mm512_set1_epi8(c as i8)
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw")]
+        unsafe fn cmp(p: *const u8, c: __m512i) -> (u64, u64) {
+            // SAFETY: the caller guarantees 64 readable bytes at `p`.
+            let v = unsafe { _mm512_loadu_si512(p.cast()) };
+            (_mm512_cmplt_epu8_mask(v, c), _mm512_cmpeq_epu8_mask(v, c))
+        }
+    }
+
+    pub(super) struct Avx2;
+
+    impl ByteCmp for Avx2 {
+        type C = __m256i;
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        unsafe fn splat(c: u8) -> __m256i {
+            _mm256_set1_epi8(c as i8)
+        }
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        unsafe fn cmp(p: *const u8, c: __m256i) -> (u64, u64) {
+            // SAFETY: the caller guarantees 64 readable bytes at `p`.
+            let (a, b) = unsafe {
+                (
+                    _mm256_loadu_si256(p.cast()),
+                    _mm256_loadu_si256(p.add(32).cast()),
+                )
+            };
+            // AVX2 compares bytes as signed only: `x >= c` iff `max_epu8(x, c) == x`.
+            let ge = |x| _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(x, c), x)) as u32;
+            let eq = |x| _mm256_movemask_epi8(_mm256_cmpeq_epi8(x, c)) as u32;
+            let ge = u64::from(ge(a)) | (u64::from(ge(b)) << 32);
+            let eq = u64::from(eq(a)) | (u64::from(eq(b)) << 32);
+            (!ge, eq)
+        }
+    }
+}
+
+/// # Safety
+/// The CPU must support avx512f and avx512bw.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,popcnt")]
+unsafe fn scan_avx512(
+    bs: &ByteSlices,
+    plan: &Plan,
+    prior_word: impl Fn(usize) -> u64,
+    out: &mut [u64],
+) {
+    scan::<simd::Avx512>(bs, plan, prior_word, out);
+}
+
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn scan_avx2(
+    bs: &ByteSlices,
+    plan: &Plan,
+    prior_word: impl Fn(usize) -> u64,
+    out: &mut [u64],
+) {
+    scan::<simd::Avx2>(bs, plan, prior_word, out);
+}

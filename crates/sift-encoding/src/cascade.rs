@@ -1,0 +1,407 @@
+//! Value domains that cascade, and the choice of a scheme by sampling (BtrBlocks §3).
+//!
+//! Three domains share the generic schemes (constant, RLE, dictionary, frequency/patch):
+//! integers as `i64` (all integer-like Arrow types whose values fit), doubles as their bit
+//! patterns ([`FloatBits`]), and byte strings (in `bytes.rs`). Each domain adds its own
+//! terminal schemes (bit-packing, plain) and specific ones (delta, PFOR, ALP, FSST).
+//!
+//! Choosing: a statistics pass on the whole input rules schemes out (and detects
+//! constants exactly); each remaining scheme encodes the sample (children cascading on the
+//! sample too), and the smallest wins. `depth` counts the levels still allowed, including
+//! the current one; at depth 1 only terminal schemes are tried, so cascades are at most
+//! [`MAX_CASCADE`] deep.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use crate::error::{Result, corrupt};
+use crate::node::{BufferSink, Buffers, ColumnEncoding, MAX_DEPTH, Node, NodeId};
+use crate::sample::sample;
+use crate::{alp, dict, int, patch, rle};
+
+/// Deepest cascade the writer builds (BtrBlocks uses 3).
+pub(crate) const MAX_CASCADE: u8 = 3;
+
+/// What a decoder needs: the tree and its buffers.
+pub(crate) struct Ctx<'a> {
+    pub enc: &'a ColumnEncoding,
+    pub bufs: Buffers<'a>,
+}
+
+impl Ctx<'_> {
+    /// Node `id`, with the nesting depth checked.
+    pub(crate) fn node(&self, id: NodeId, depth: usize) -> Result<&Node> {
+        if depth > MAX_DEPTH {
+            return Err(corrupt(format!("encoding nested deeper than {MAX_DEPTH}")));
+        }
+        self.enc.node(id)
+    }
+
+    /// Child `child` of `parent`, which must come after it.
+    pub(crate) fn child(&self, parent: NodeId, child: NodeId) -> Result<NodeId> {
+        self.enc.child(parent, child).map(|_| child)
+    }
+}
+
+/// A value type with a cascading encoder and decoder.
+pub(crate) trait Value: Copy + Eq + Hash + Ord + Default + Send + Sync + 'static {
+    /// Little-endian bytes (for constants).
+    fn le_bytes(self) -> [u8; 8];
+    /// From little-endian bytes.
+    fn from_le_bytes8(b: [u8; 8]) -> Self;
+    /// Encodes `values` with the scheme chosen for this domain.
+    fn encode(values: &[Self], sink: &mut BufferSink, depth: u8) -> NodeId;
+    /// Decodes `count` values of node `id`.
+    fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<Self>>;
+}
+
+/// A double by its bit pattern: equality is bit equality (so encoding is lossless for
+/// NaN payloads and -0.0) and order is `f64::total_cmp`, so sorted dictionaries keep
+/// value order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) struct FloatBits(pub u64);
+
+impl FloatBits {
+    pub(crate) fn f64(self) -> f64 {
+        f64::from_bits(self.0)
+    }
+}
+
+impl Ord for FloatBits {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.f64().total_cmp(&other.f64())
+    }
+}
+
+impl PartialOrd for FloatBits {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Statistics that rule schemes in or out.
+struct Stats<V> {
+    n: usize,
+    constant: bool,
+    runs: usize,
+    /// Distinct values in the sample (exact for small inputs).
+    sample_distinct: usize,
+    sample_len: usize,
+    /// The most frequent sample value and its count.
+    top: Option<(V, usize)>,
+    /// Adjacent pairs in order (for delta).
+    ascending: usize,
+}
+
+impl<V: Value> Stats<V> {
+    fn of(values: &[V], sample: &[V]) -> Self {
+        let mut runs = usize::from(!values.is_empty());
+        let mut ascending = 0;
+        for w in values.windows(2) {
+            runs += usize::from(w[0] != w[1]);
+            ascending += usize::from(w[0] <= w[1]);
+        }
+        let mut counts: HashMap<V, usize> = HashMap::with_capacity(sample.len());
+        for &v in sample {
+            *counts.entry(v).or_insert(0) += 1;
+        }
+        // Ties broken by value so the choice is deterministic.
+        let top = counts
+            .iter()
+            .map(|(&v, &c)| (c, v))
+            .max()
+            .map(|(c, v)| (v, c));
+        Self {
+            n: values.len(),
+            constant: runs == 1,
+            runs,
+            sample_distinct: counts.len(),
+            sample_len: sample.len(),
+            top,
+            ascending,
+        }
+    }
+
+    fn avg_run(&self) -> f64 {
+        self.n as f64 / self.runs.max(1) as f64
+    }
+    fn dict_viable(&self) -> bool {
+        self.sample_distinct * 2 <= self.sample_len
+    }
+    fn frequency_viable(&self) -> bool {
+        self.top.is_some_and(|(_, c)| c * 2 >= self.sample_len) && !self.constant
+    }
+    fn sorted(&self) -> bool {
+        self.n > 2 && self.ascending * 10 >= (self.n - 1) * 9
+    }
+}
+
+/// Sample sizes within this factor of the best are close calls, settled on the full data.
+const CLOSE_CALL: f64 = 1.2;
+/// At most this many finalists are encoded on the full data.
+const MAX_FINALISTS: usize = 3;
+
+/// Picks the scheme with the smallest encoding: every candidate encodes the sample; when
+/// the best few are close, they encode the full input and the smallest wins. (Sampling is
+/// biased for some schemes, e.g. patched bit-packing takes its base from the minimum, which
+/// the sample often misses; the full-data check keeps such close calls from costing much.)
+pub(crate) fn choose<S: Copy, T>(
+    candidates: &[S],
+    sample: &[T],
+    values: &[T],
+    encode: impl Fn(S, &[T], &mut BufferSink),
+) -> Option<S> {
+    let size_on = |s: S, data: &[T]| {
+        let mut scratch = BufferSink::default();
+        encode(s, data, &mut scratch);
+        scratch.stored_size()
+    };
+    let mut sized: Vec<(usize, S)> = candidates
+        .iter()
+        .map(|&s| (size_on(s, sample), s))
+        .collect();
+    // Stable sort: ties keep candidate order, so the choice is deterministic.
+    sized.sort_by_key(|(size, _)| *size);
+    let (best, first) = *sized.first()?;
+    let finalists: Vec<S> = sized
+        .iter()
+        .take(MAX_FINALISTS)
+        .filter(|(size, _)| *size as f64 <= best as f64 * CLOSE_CALL)
+        .map(|(_, s)| *s)
+        .collect();
+    if finalists.len() <= 1 || sample.len() == values.len() {
+        return Some(first);
+    }
+    finalists
+        .into_iter()
+        .map(|s| (size_on(s, values), s))
+        .min_by_key(|(size, _)| *size)
+        .map(|(_, s)| s)
+}
+
+/// Integer schemes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IntScheme {
+    /// Frame of reference + bit-packing (terminal).
+    BitPack,
+    /// Bit-packing with exceptions patched in.
+    Pfor,
+    Rle,
+    Dict,
+    Frequency,
+    Delta,
+}
+
+impl IntScheme {
+    pub(crate) fn encode(self, values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
+        match self {
+            IntScheme::BitPack => int::encode_ints(values, sink),
+            IntScheme::Pfor => int::encode_pfor(values, sink, depth),
+            IntScheme::Rle => rle::encode(values, sink, depth),
+            IntScheme::Dict => dict::encode(values, sink, depth),
+            IntScheme::Frequency => patch::encode_frequency(values, sink, depth),
+            IntScheme::Delta => int::encode_delta(values, sink, depth),
+        }
+    }
+}
+
+impl Value for i64 {
+    fn le_bytes(self) -> [u8; 8] {
+        self.to_le_bytes()
+    }
+    fn from_le_bytes8(b: [u8; 8]) -> Self {
+        i64::from_le_bytes(b)
+    }
+
+    fn encode(values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
+        let s = sample(values);
+        let stats = Stats::of(values, &s);
+        if stats.constant {
+            return sink.push_node(Node::Constant {
+                value: values[0].le_bytes().to_vec(),
+            });
+        }
+        if depth <= 1 || values.len() < 2 {
+            return int::encode_ints(values, sink);
+        }
+        let mut candidates = vec![IntScheme::BitPack, IntScheme::Pfor];
+        if stats.avg_run() >= 2.0 {
+            candidates.push(IntScheme::Rle);
+        }
+        if stats.dict_viable() {
+            candidates.push(IntScheme::Dict);
+        }
+        if stats.frequency_viable() {
+            candidates.push(IntScheme::Frequency);
+        }
+        if stats.sorted() {
+            candidates.push(IntScheme::Delta);
+        }
+        let best = choose(&candidates, &s, values, |c, data, scratch| {
+            c.encode(data, scratch, depth);
+        })
+        .unwrap_or(IntScheme::BitPack);
+        best.encode(values, sink, depth)
+    }
+
+    fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<i64>> {
+        match ctx.node(id, depth)? {
+            Node::For { .. } | Node::Plain { .. } => {
+                int::decode_ints::<i64>(ctx.enc, id, count, &ctx.bufs)
+            }
+            Node::Delta { first, deltas } => {
+                let deltas = i64::decode(ctx, ctx.child(id, *deltas)?, count, depth + 1)?;
+                Ok(int::undelta(*first, deltas))
+            }
+            node => decode_generic(ctx, id, node, count, depth)?.ok_or_else(|| {
+                corrupt(format!("node {id} ({}) cannot hold integers", node.label()))
+            }),
+        }
+    }
+}
+
+/// Float schemes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FloatScheme {
+    Plain,
+    Rle,
+    Dict,
+    Frequency,
+    Alp,
+    AlpRd,
+}
+
+impl FloatScheme {
+    pub(crate) fn encode(self, values: &[FloatBits], sink: &mut BufferSink, depth: u8) -> NodeId {
+        match self {
+            FloatScheme::Plain => encode_plain_floats(values, sink),
+            FloatScheme::Rle => rle::encode(values, sink, depth),
+            FloatScheme::Dict => dict::encode(values, sink, depth),
+            FloatScheme::Frequency => patch::encode_frequency(values, sink, depth),
+            FloatScheme::Alp => alp::encode_alp(values, sink, depth)
+                .unwrap_or_else(|| encode_plain_floats(values, sink)),
+            FloatScheme::AlpRd => alp::encode_alp_rd(values, sink, depth),
+        }
+    }
+}
+
+fn encode_plain_floats(values: &[FloatBits], sink: &mut BufferSink) -> NodeId {
+    let mut bytes = Vec::with_capacity(values.len() * 8);
+    for v in values {
+        bytes.extend_from_slice(&v.0.to_le_bytes());
+    }
+    let buffer = sink.buffer(bytes);
+    sink.push_node(Node::Plain { width: 8, buffer })
+}
+
+impl Value for FloatBits {
+    fn le_bytes(self) -> [u8; 8] {
+        self.0.to_le_bytes()
+    }
+    fn from_le_bytes8(b: [u8; 8]) -> Self {
+        FloatBits(u64::from_le_bytes(b))
+    }
+
+    fn encode(values: &[FloatBits], sink: &mut BufferSink, depth: u8) -> NodeId {
+        let s = sample(values);
+        let stats = Stats::of(values, &s);
+        if stats.constant {
+            return sink.push_node(Node::Constant {
+                value: values[0].le_bytes().to_vec(),
+            });
+        }
+        if depth <= 1 || values.len() < 2 {
+            return encode_plain_floats(values, sink);
+        }
+        let mut candidates = vec![FloatScheme::Plain, FloatScheme::Alp, FloatScheme::AlpRd];
+        if stats.avg_run() >= 2.0 {
+            candidates.push(FloatScheme::Rle);
+        }
+        if stats.dict_viable() {
+            candidates.push(FloatScheme::Dict);
+        }
+        if stats.frequency_viable() {
+            candidates.push(FloatScheme::Frequency);
+        }
+        let best = choose(&candidates, &s, values, |c, data, scratch| {
+            c.encode(data, scratch, depth);
+        })
+        .unwrap_or(FloatScheme::Plain);
+        best.encode(values, sink, depth)
+    }
+
+    fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<FloatBits>> {
+        match ctx.node(id, depth)? {
+            Node::Plain { width: 8, buffer } => {
+                let bytes = ctx.bufs.get(*buffer, count.saturating_mul(8))?;
+                Ok(bytes[..count * 8]
+                    .chunks_exact(8)
+                    .map(|c| {
+                        let mut a = [0u8; 8];
+                        a.copy_from_slice(c);
+                        FloatBits(u64::from_le_bytes(a))
+                    })
+                    .collect())
+            }
+            Node::Alp { .. } | Node::AlpRd { .. } => alp::decode(ctx, id, count, depth),
+            node => decode_generic(ctx, id, node, count, depth)?
+                .ok_or_else(|| corrupt(format!("node {id} ({}) cannot hold floats", node.label()))),
+        }
+    }
+}
+
+/// Decodes the schemes every domain shares; `None` if `node` is domain-specific.
+fn decode_generic<V: Value>(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    node: &Node,
+    count: usize,
+    depth: usize,
+) -> Result<Option<Vec<V>>> {
+    Ok(Some(match node {
+        Node::Constant { value } => {
+            let b: [u8; 8] = value
+                .as_slice()
+                .try_into()
+                .map_err(|_| corrupt(format!("constant of {} bytes, 8 expected", value.len())))?;
+            vec![V::from_le_bytes8(b); count]
+        }
+        Node::Rle {
+            values,
+            runs,
+            lengths,
+        } => rle::decode(ctx, id, (*values, *runs, *lengths), count, depth)?,
+        Node::Dict { values, len, codes } => {
+            dict::decode(ctx, id, (*values, *len, *codes), count, depth)?
+        }
+        Node::Patch {
+            inner,
+            exceptions,
+            positions,
+            values,
+        } => patch::decode(
+            ctx,
+            id,
+            (*inner, *exceptions, *positions, *values),
+            count,
+            depth,
+        )?,
+        _ => return Ok(None),
+    }))
+}
+
+/// Decodes `count` integers in `0..=max` (codes, lengths, positions).
+pub(crate) fn decode_indices(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    count: usize,
+    max: u64,
+    depth: usize,
+) -> Result<Vec<u64>> {
+    let values = i64::decode(ctx, id, count, depth)?;
+    if let Some(bad) = values.iter().find(|&&v| v < 0 || v as u64 > max) {
+        return Err(corrupt(format!("index {bad} out of range 0..={max}")));
+    }
+    // All values are in 0..=max, so the cast is exact; the collect reuses the allocation.
+    Ok(values.into_iter().map(|v| v as u64).collect())
+}

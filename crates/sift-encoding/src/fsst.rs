@@ -1,0 +1,596 @@
+//! FSST string compression (Boncz, Neumann, Leis, VLDB 2020).
+//!
+//! Training and compression come from the `fsst-rs` crate; decompression is our own loop
+//! (see [`decompress`] for why).
+//!
+//! A `Node::Fsst { symbols, lengths, data }` stores:
+//! - `symbols`: the symbol table, one buffer laid out as
+//!   `n: u8`, then `n` symbols as `u64` little-endian (symbol byte `j` is byte `j` of the
+//!   word; bytes past the symbol's length are zero), then `n` lengths as `u8`, each `1..=8`.
+//!   Its size is exactly `1 + 9n` bytes; code `c < n` stands for symbol `c`, and `n ≤ 255`
+//!   because code 255 is the escape.
+//! - `lengths`: an integer node with the compressed length of each string, in bytes.
+//! - `data`: one buffer with the compressed strings concatenated. In a compressed string,
+//!   byte 255 (escape) means "the next byte, literally"; any other byte is a symbol code.
+
+use ::fsst::{Compressor, ESCAPE_CODE};
+
+use crate::bytes::{ByteValues, MAX_CHUNK_BYTES, offsets_from_lengths};
+use crate::cascade::{Ctx, Value, decode_indices};
+use crate::error::{Result, corrupt};
+use crate::node::{BufferSink, Node, NodeId};
+
+/// Most symbols a table holds (code 255 is the escape).
+const MAX_SYMBOLS: usize = 255;
+
+/// Bytes one code can write: the decoder stores whole 8-byte symbols and then advances by
+/// the symbol's length, so the output needs this much slack past its last byte.
+const SYMBOL_BYTES: usize = 8;
+
+/// Compresses strings with a symbol table trained on them.
+///
+/// Training (`fsst-rs` 0.7) is deterministic: its sample is drawn with a fixed-seed hash,
+/// and candidate symbols are ranked with a content tie-breaker, so the same input always
+/// gives the same bytes.
+pub(crate) fn encode(values: &[&[u8]], sink: &mut BufferSink, depth: u8) -> NodeId {
+    let id = sink.reserve_node();
+    let compressor = Compressor::train(&values.to_vec());
+    let mut data = Vec::new();
+    let mut ends = Vec::with_capacity(values.len());
+    compressor
+        .compress_bulk_into::<{ Compressor::DEFAULT_BULK_LANES }>(values, &mut data, &mut ends);
+    let mut start = 0u64;
+    let lens: Vec<i64> = ends
+        .iter()
+        .map(|&end| {
+            let len = end - start;
+            start = end;
+            len as i64
+        })
+        .collect();
+    let symbols = sink.buffer(write_table(
+        compressor.symbol_table(),
+        compressor.symbol_lengths(),
+    ));
+    let lengths = i64::encode(&lens, sink, depth.saturating_sub(1));
+    let data = sink.buffer(data);
+    sink.set_node(
+        id,
+        Node::Fsst {
+            symbols,
+            lengths,
+            data,
+        },
+    );
+    id
+}
+
+/// Serializes a symbol table in the layout described in the module documentation.
+fn write_table(symbols: &[::fsst::Symbol], lengths: &[u8]) -> Vec<u8> {
+    let n = symbols.len().min(lengths.len()).min(MAX_SYMBOLS);
+    let mut out = Vec::with_capacity(1 + 9 * n);
+    out.push(n as u8);
+    for (s, &len) in symbols.iter().zip(lengths).take(n) {
+        out.extend_from_slice(&mask(s.to_u64(), len).to_le_bytes());
+    }
+    out.extend_from_slice(&lengths[..n]);
+    out
+}
+
+/// The low `len` bytes of `word` (all of it for `len >= 8`).
+fn mask(word: u64, len: u8) -> u64 {
+    match len {
+        0 => 0,
+        1..=7 => word & ((1u64 << (8 * u32::from(len))) - 1),
+        _ => word,
+    }
+}
+
+/// A parsed symbol table, indexed by code. Unused codes (and the escape) have length 0.
+struct SymbolTable {
+    symbols: [u64; 256],
+    lengths: [u8; 256],
+}
+
+impl SymbolTable {
+    /// Parses and validates a serialized table.
+    fn parse(bytes: &[u8]) -> std::result::Result<Self, String> {
+        let (&n, rest) = bytes.split_first().ok_or("empty symbol table buffer")?;
+        let n = usize::from(n);
+        if n > MAX_SYMBOLS {
+            return Err(format!("{n} symbols (at most {MAX_SYMBOLS})"));
+        }
+        if rest.len() != 9 * n {
+            return Err(format!(
+                "symbol table of {n} symbols holds {} bytes, {} expected",
+                bytes.len(),
+                1 + 9 * n
+            ));
+        }
+        let (words, lens) = rest.split_at(8 * n);
+        let mut table = SymbolTable {
+            symbols: [0; 256],
+            lengths: [0; 256],
+        };
+        for (code, (word, &len)) in words.chunks_exact(8).zip(lens).enumerate() {
+            if !(1..=8).contains(&len) {
+                return Err(format!("symbol {code} has length {len}"));
+            }
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            table.symbols[code] = mask(u64::from_le_bytes(w), len);
+            table.lengths[code] = len;
+        }
+        Ok(table)
+    }
+}
+
+/// Decodes `count` strings of `Fsst` node `id`.
+pub(crate) fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<ByteValues> {
+    let Node::Fsst {
+        symbols,
+        lengths,
+        data,
+    } = ctx.node(id, depth)?
+    else {
+        return Err(corrupt(format!("node {id} is not an FSST node")));
+    };
+    let table = SymbolTable::parse(ctx.bufs.get(*symbols, 0)?)
+        .map_err(|e| corrupt(format!("node {id}: FSST {e}")))?;
+    let data = ctx.bufs.get(*data, 0)?;
+    let lens = decode_indices(
+        ctx,
+        ctx.child(id, *lengths)?,
+        count,
+        data.len() as u64,
+        depth + 1,
+    )?;
+    let offsets = offsets_from_lengths(&lens, data.len())?;
+    decompress(&table, data, &offsets).map_err(|e| corrupt(format!("node {id}: FSST {e}")))
+}
+
+/// Decompresses the strings `data[offsets[i]..offsets[i + 1]]` in one pass over `data`.
+///
+/// Not `fsst::Decompressor`: it asserts (panics) on an escape at the end of its input, and
+/// its unchecked symbol lookups and capacity-based pointer writes trust the table, while
+/// here the table, the codes and the boundaries all come from the file. This loop is safe
+/// Rust; an escape at a string's end and a code without a symbol are errors.
+///
+/// Speed: codes are taken 8 at a time, and each symbol is stored whole (8 bytes) before the
+/// output advances by its length, so there are no variable-length copies. A block may run
+/// past the string's last code; those extra bytes land at or after the string's end, where
+/// the next string's output overwrites them (or past the final length, cut off at the end).
+/// Escapes and unknown codes have length 0 and leave the block for [`decode_one`].
+fn decompress(
+    table: &SymbolTable,
+    data: &[u8],
+    offsets: &[usize],
+) -> std::result::Result<ByteValues, String> {
+    let end = offsets.last().copied().unwrap_or(0);
+    let data = data.get(..end).ok_or("string ends past the data")?;
+    let mut out = vec![0u8; estimate_output(table, data) + BLOCK_SLACK];
+    let mut out_offsets = Vec::with_capacity(offsets.len());
+    out_offsets.push(0);
+    let mut pos = 0usize;
+    for w in offsets.windows(2) {
+        let (start, stop) = (w[0], w[1]);
+        // Output so far, at most 8 bytes per code, and one block's overshoot.
+        let need = stop
+            .checked_sub(start)
+            .map(|n| pos + n * SYMBOL_BYTES + BLOCK_SLACK)
+            .ok_or("string boundaries out of order")?;
+        if need > out.len() {
+            if need > MAX_CHUNK_BYTES + BLOCK_SLACK {
+                return Err(format!(
+                    "strings decompress to more than {MAX_CHUNK_BYTES} bytes"
+                ));
+            }
+            out.resize(
+                need.max(out.len().saturating_mul(2))
+                    .min(MAX_CHUNK_BYTES + BLOCK_SLACK),
+                0,
+            );
+        }
+        let mut i = start;
+        'blocks: while i < stop {
+            let k = (stop - i).min(8);
+            let codes = load8(data, i);
+            let dst: &mut [u8; BLOCK_SLACK] = out
+                .get_mut(pos..pos + BLOCK_SLACK)
+                .and_then(|d| d.try_into().ok())
+                .ok_or("output block out of range")?;
+            // ends[j]: output bytes of the block's first j codes.
+            let mut ends = [0usize; 9];
+            let mut o = 0usize;
+            for (j, &code) in codes.iter().enumerate() {
+                let c = usize::from(code);
+                let len = table.lengths[c] & 15;
+                if len == 0 {
+                    if j < k {
+                        pos += ends[j];
+                        i += j;
+                        let (di, dpos) = decode_one(table, &data[..stop], i, &mut out, pos)?;
+                        i += di;
+                        pos += dpos;
+                        continue 'blocks;
+                    }
+                    // Past this string: the next one decodes it.
+                    break;
+                }
+                dst[o..o + SYMBOL_BYTES].copy_from_slice(&table.symbols[c].to_le_bytes());
+                o += usize::from(len);
+                ends[j + 1] = o;
+            }
+            pos += ends[k];
+            i += k;
+        }
+        out_offsets.push(pos);
+    }
+    out.truncate(pos);
+    out.shrink_to_fit();
+    Ok(ByteValues {
+        offsets: out_offsets,
+        data: out,
+    })
+}
+
+/// A guess at the decompressed size, from the symbol lengths of the first codes (escapes
+/// counted as 1), so that the output rarely has to grow.
+fn estimate_output(table: &SymbolTable, data: &[u8]) -> usize {
+    const PROBE: usize = 4096;
+    let probe = &data[..data.len().min(PROBE)];
+    let probed: usize = probe
+        .iter()
+        .map(|&c| usize::from(table.lengths[usize::from(c)].max(1)))
+        .sum();
+    let per_code = probed as f64 / probe.len().max(1) as f64;
+    ((data.len() as f64 * per_code * 1.05) as usize).min(MAX_CHUNK_BYTES)
+}
+
+/// Room one 8-code block may write past the output position: 8 symbols, 8 bytes each, at
+/// offsets of at most 7 × 15 (lengths are masked to 4 bits so that the compiler sees the
+/// bound and drops the per-store bounds checks).
+const BLOCK_SLACK: usize = 128;
+
+/// The 8 bytes at `data[i..]`, zero-padded past the end.
+fn load8(data: &[u8], i: usize) -> [u8; 8] {
+    match data.get(i..i + 8) {
+        Some(b) => b.try_into().unwrap_or([0; 8]),
+        None => {
+            let mut b = [0u8; 8];
+            let rest = data.get(i..).unwrap_or(&[]);
+            b[..rest.len().min(8)].copy_from_slice(&rest[..rest.len().min(8)]);
+            b
+        }
+    }
+}
+
+/// Decodes the one code at `codes[i]` (an escape with its byte, or a symbol) into
+/// `out[pos..]`; returns the bytes consumed and produced. `out` has room for 8 bytes.
+fn decode_one(
+    table: &SymbolTable,
+    codes: &[u8],
+    i: usize,
+    out: &mut [u8],
+    pos: usize,
+) -> std::result::Result<(usize, usize), String> {
+    let code = codes.get(i).copied().ok_or("code out of range")?;
+    if code == ESCAPE_CODE {
+        let &byte = codes.get(i + 1).ok_or("escape at the end of a string")?;
+        *out.get_mut(pos).ok_or("output out of range")? = byte;
+        return Ok((2, 1));
+    }
+    let len = table.lengths[usize::from(code)];
+    if len == 0 {
+        return Err(format!("code {code} has no symbol"));
+    }
+    out.get_mut(pos..pos + SYMBOL_BYTES)
+        .ok_or("output out of range")?
+        .copy_from_slice(&table.symbols[usize::from(code)].to_le_bytes());
+    Ok((1, usize::from(len)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Validity;
+    use crate::bytes::{decode_bytes, encode_bytes};
+    use crate::node::{Buffers, ColumnEncoding};
+    use proptest::prelude::*;
+
+    fn ctx_decode(
+        sink: &BufferSink,
+        root: NodeId,
+        n: usize,
+        fsst_only: bool,
+    ) -> Result<ByteValues> {
+        let enc = ColumnEncoding {
+            validity: Validity::AllValid,
+            nodes: sink.nodes.clone(),
+        };
+        let bufs: Vec<&[u8]> = sink.buffers.iter().map(Vec::as_slice).collect();
+        let ctx = Ctx {
+            enc: &enc,
+            bufs: Buffers(&bufs),
+        };
+        if fsst_only {
+            decode(&ctx, root, n, 0)
+        } else {
+            decode_bytes(&ctx, root, n, 0)
+        }
+    }
+
+    fn check(values: &[Vec<u8>], out: &ByteValues) -> std::result::Result<(), TestCaseError> {
+        prop_assert_eq!(out.offsets.len(), values.len() + 1);
+        for (i, v) in values.iter().enumerate() {
+            prop_assert_eq!(out.value(i), v.as_slice());
+        }
+        Ok(())
+    }
+
+    /// Round trip through the scheme choice; returns the sink.
+    fn via_bytes(values: &[Vec<u8>]) -> std::result::Result<BufferSink, TestCaseError> {
+        let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+        let mut sink = BufferSink::default();
+        let root = encode_bytes(&refs, None, &mut sink, 3);
+        prop_assert_eq!(root, 0);
+        let out = ctx_decode(&sink, 0, values.len(), false)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        check(values, &out)?;
+        Ok(sink)
+    }
+
+    /// Round trip through `fsst::encode`/`decode` directly.
+    fn direct(values: &[Vec<u8>]) -> std::result::Result<BufferSink, TestCaseError> {
+        let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+        let mut sink = BufferSink::default();
+        let root = encode(&refs, &mut sink, 3);
+        prop_assert_eq!(root, 0);
+        prop_assert!(
+            matches!(sink.nodes[0], Node::Fsst { .. }),
+            "root is not fsst"
+        );
+        let out = ctx_decode(&sink, 0, values.len(), true)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        check(values, &out)?;
+        Ok(sink)
+    }
+
+    const WORDS: &[&str] = &[
+        "furiously",
+        "carefully",
+        "quickly",
+        "slyly",
+        "blithely",
+        "final",
+        "regular",
+        "express",
+        "ironic",
+        "pending",
+        "special",
+        "bold",
+        "even",
+        "silent",
+        "deposits",
+        "packages",
+        "requests",
+        "accounts",
+        "theodolites",
+        "instructions",
+        "foxes",
+        "pinto",
+        "beans",
+        "ideas",
+        "among",
+        "across",
+        "after",
+        "above",
+        "the",
+        "sleep",
+        "haggle",
+        "nag",
+        "wake",
+        "use",
+    ];
+
+    /// TPC-H-comment-like text: 3..10 words from a small vocabulary.
+    fn comments(seeds: &[u64]) -> Vec<Vec<u8>> {
+        seeds
+            .iter()
+            .map(|&s| {
+                let mut x = s | 1;
+                let n = 3 + (x % 8) as usize;
+                let mut words = Vec::with_capacity(n);
+                for _ in 0..n {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    words.push(WORDS[(x % WORDS.len() as u64) as usize]);
+                }
+                words.join(" ").into_bytes()
+            })
+            .collect()
+    }
+
+    fn strings(max_len: usize) -> impl Strategy<Value = Vec<Vec<u8>>> {
+        proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..max_len), 0..300)
+    }
+
+    proptest! {
+        #[test]
+        fn random_bytes(values in strings(40)) {
+            via_bytes(&values)?;
+            direct(&values)?;
+        }
+
+        #[test]
+        fn escapes_and_empties(values in proptest::collection::vec(
+            proptest::collection::vec(prop_oneof![Just(255u8), Just(0u8), Just(b'a'), any::<u8>()], 0..20), 0..200)) {
+            via_bytes(&values)?;
+            direct(&values)?;
+        }
+
+        #[test]
+        fn comment_text(seeds in proptest::collection::vec(any::<u64>(), 1000..3000)) {
+            let values = comments(&seeds);
+            let sink = via_bytes(&values)?;
+            let fsst_chosen = match &sink.nodes[0] {
+                Node::Fsst { .. } => true,
+                Node::Dict { values, .. } => matches!(sink.nodes[*values as usize], Node::Fsst { .. }),
+                _ => false,
+            };
+            prop_assert!(fsst_chosen, "root {:?}", sink.nodes[0]);
+            let raw: usize = values.iter().map(Vec::len).sum();
+            prop_assert!(sink.stored_size() * 2 <= raw, "{} stored for {raw} raw", sink.stored_size());
+            direct(&values)?;
+        }
+
+        #[test]
+        fn deterministic(seeds in proptest::collection::vec(any::<u64>(), 0..500)) {
+            let values = comments(&seeds);
+            let a = direct(&values)?;
+            let b = direct(&values)?;
+            prop_assert_eq!(a.buffers, b.buffers);
+            prop_assert_eq!(a.nodes, b.nodes);
+        }
+    }
+
+    #[test]
+    fn long_strings() {
+        let long: Vec<u8> = comments(&(0..20_000).collect::<Vec<u64>>()).join(&b' ');
+        assert!(long.len() > 3 * 65536);
+        let noise: Vec<u8> = (0..70_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let values = vec![
+            long.clone(),
+            Vec::new(),
+            noise,
+            long[..65_537].to_vec(),
+            b"x".to_vec(),
+        ];
+        assert!(via_bytes(&values).is_ok());
+        assert!(direct(&values).is_ok());
+    }
+
+    #[test]
+    fn empty_input() {
+        let mut sink = BufferSink::default();
+        assert_eq!(encode(&[], &mut sink, 3), 0);
+        assert_eq!(sink.buffers[0], vec![0u8]);
+        let out = ctx_decode(&sink, 0, 0, true).map_err(|e| e.to_string());
+        assert_eq!(
+            out,
+            Ok(ByteValues {
+                offsets: vec![0],
+                data: vec![]
+            })
+        );
+        assert!(direct(&[Vec::new(), Vec::new()]).is_ok());
+    }
+
+    /// An Fsst node with the given table, one string of `data`, and plain lengths.
+    fn hostile(table: Vec<u8>, lens: &[i64], data: Vec<u8>) -> Result<ByteValues> {
+        let mut sink = BufferSink::default();
+        let id = sink.reserve_node();
+        let symbols = sink.buffer(table);
+        let lengths = crate::int::encode_ints(lens, &mut sink);
+        let data = sink.buffer(data);
+        sink.set_node(
+            id,
+            Node::Fsst {
+                symbols,
+                lengths,
+                data,
+            },
+        );
+        ctx_decode(&sink, 0, lens.len(), false)
+    }
+
+    /// A table with symbols "ab" (code 0) and "c" (code 1).
+    fn good_table() -> Vec<u8> {
+        let mut t = vec![2u8];
+        t.extend_from_slice(&u64::from_le_bytes(*b"ab\0\0\0\0\0\0").to_le_bytes());
+        t.extend_from_slice(&u64::from(b'c').to_le_bytes());
+        t.extend_from_slice(&[2, 1]);
+        t
+    }
+
+    #[test]
+    fn hand_built_node_decodes() {
+        let out =
+            hostile(good_table(), &[3, 0, 1], vec![0, 255, b'z', 1]).map_err(|e| e.to_string());
+        assert_eq!(
+            out,
+            Ok(ByteValues {
+                offsets: vec![0, 3, 3, 4],
+                data: b"abzc".to_vec()
+            })
+        );
+    }
+
+    #[test]
+    fn hostile_nodes_are_errors() {
+        let mut truncated = good_table();
+        truncated.pop();
+        assert!(hostile(truncated, &[1], vec![0]).is_err());
+        assert!(hostile(Vec::new(), &[1], vec![0]).is_err());
+        let mut long = good_table();
+        long.push(0);
+        assert!(hostile(long, &[1], vec![0]).is_err());
+        for bad_len in [0u8, 9, 255] {
+            let mut t = good_table();
+            t[17] = bad_len;
+            assert!(hostile(t, &[1], vec![0]).is_err(), "length {bad_len}");
+        }
+        // Escape as the last byte of a string, also when another string follows.
+        assert!(hostile(good_table(), &[2], vec![0, 255]).is_err());
+        assert!(hostile(good_table(), &[2, 1], vec![0, 255, b'z']).is_err());
+        // Codes beyond the symbol count.
+        assert!(hostile(good_table(), &[1], vec![2]).is_err());
+        assert!(hostile(good_table(), &[1], vec![254]).is_err());
+        // Lengths past the data, and a missing data buffer.
+        assert!(hostile(good_table(), &[2, 2], vec![0, 0, 0]).is_err());
+        let mut sink = BufferSink::default();
+        let id = sink.reserve_node();
+        let symbols = sink.buffer(good_table());
+        let lengths = crate::int::encode_ints(&[1], &mut sink);
+        sink.set_node(
+            id,
+            Node::Fsst {
+                symbols,
+                lengths,
+                data: 7,
+            },
+        );
+        assert!(ctx_decode(&sink, 0, 1, false).is_err());
+        // Lengths node pointing back at the root.
+        let mut sink = BufferSink::default();
+        let symbols = sink.buffer(good_table());
+        let data = sink.buffer(vec![0]);
+        sink.push_node(Node::Fsst {
+            symbols,
+            lengths: 0,
+            data,
+        });
+        assert!(ctx_decode(&sink, 0, 1, false).is_err());
+    }
+
+    proptest! {
+        /// Arbitrary tables, lengths and codes never panic.
+        #[test]
+        fn garbage_never_panics(table in proptest::collection::vec(any::<u8>(), 0..60),
+                                lens in proptest::collection::vec(0i64..6, 0..8),
+                                data in proptest::collection::vec(any::<u8>(), 0..40)) {
+            let _ = hostile(table, &lens, data);
+        }
+
+        #[test]
+        fn garbage_codes_never_panic(lens in proptest::collection::vec(0i64..6, 0..8),
+                                     data in proptest::collection::vec(prop_oneof![0u8..3, Just(255u8)], 0..40)) {
+            if let Ok(out) = hostile(good_table(), &lens, data) {
+                prop_assert_eq!(out.offsets.len(), lens.len() + 1);
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! Run-length encoding, generic over the value domain: run values and run lengths are
+//! cascaded separately.
+
+use crate::cascade::{Ctx, Value, decode_indices};
+use crate::error::{Result, corrupt};
+use crate::node::{BufferSink, Node, NodeId};
+
+/// Encodes `values` as runs.
+pub(crate) fn encode<V: Value>(values: &[V], sink: &mut BufferSink, depth: u8) -> NodeId {
+    let id = sink.reserve_node();
+    let mut run_values: Vec<V> = Vec::new();
+    let mut lengths: Vec<i64> = Vec::new();
+    for &v in values {
+        match (run_values.last(), lengths.last_mut()) {
+            (Some(&last), Some(len)) if last == v => *len += 1,
+            _ => {
+                run_values.push(v);
+                lengths.push(1);
+            }
+        }
+    }
+    let child_depth = depth.saturating_sub(1);
+    let vals = V::encode(&run_values, sink, child_depth);
+    let lens = i64::encode(&lengths, sink, child_depth);
+    sink.set_node(
+        id,
+        Node::Rle {
+            values: vals,
+            runs: run_values.len() as u32,
+            lengths: lens,
+        },
+    );
+    id
+}
+
+/// Decodes `count` values from an RLE node `(values, runs, lengths)`.
+pub(crate) fn decode<V: Value>(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    (values, runs, lengths): (NodeId, u32, NodeId),
+    count: usize,
+    depth: usize,
+) -> Result<Vec<V>> {
+    let runs = runs as usize;
+    if runs > count || (runs == 0 && count > 0) {
+        return Err(corrupt(format!("{runs} runs for {count} values")));
+    }
+    let vals = V::decode(ctx, ctx.child(id, values)?, runs, depth + 1)?;
+    let lens = decode_indices(ctx, ctx.child(id, lengths)?, runs, count as u64, depth + 1)?;
+    let mut out = Vec::with_capacity(count);
+    for (v, len) in vals.into_iter().zip(lens) {
+        let len = len as usize;
+        if len == 0 || out.len() + len > count {
+            return Err(corrupt(format!("run lengths do not add up to {count}")));
+        }
+        out.resize(out.len() + len, v);
+    }
+    if out.len() != count {
+        return Err(corrupt(format!(
+            "runs hold {} values, {count} expected",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
