@@ -1,8 +1,6 @@
 //! Byte strings (utf8, binary, fixed-size binary): constant, plain, sorted dictionary or
 //! FSST, chosen by sampling like the other domains.
 
-use std::collections::HashMap;
-
 use crate::cascade::{Ctx, Value, decode_indices};
 use crate::error::{Result, corrupt};
 use crate::fsst;
@@ -68,10 +66,11 @@ pub(crate) fn encode_bytes(
     }
     let s = sample(values);
     let mut candidates = vec![BytesScheme::Plain];
-    let mut distinct: Vec<&[u8]> = s.to_vec();
-    distinct.sort_unstable();
-    distinct.dedup();
-    if distinct.len() * 2 <= s.len() {
+    // Repetition is counted on the whole input: a column with a few thousand distinct
+    // strings per block (tail numbers, names) looks unique in a 640-value sample, so the
+    // sample alone would never try a dictionary on it.
+    let dict_viable = at_most_distinct(values, values.len() / 2);
+    if dict_viable {
         candidates.push(BytesScheme::Dict);
     }
     if fixed.is_none() {
@@ -82,11 +81,33 @@ pub(crate) fn encode_bytes(
         BytesScheme::Dict => encode_dict(values, fixed, sink, depth),
         BytesScheme::Fsst => fsst::encode(values, sink, depth),
     };
-    let best = crate::cascade::choose(&candidates, &s, values, |c, data, scratch| {
+    let mut best = crate::cascade::choose(&candidates, &s, values, |c, data, scratch| {
         encode(c, data, scratch);
     })
     .unwrap_or(BytesScheme::Plain);
+    // For the same reason the sample underrates the dictionary: settle it on the full input.
+    if dict_viable && best != BytesScheme::Dict && s.len() < values.len() {
+        let size = |c| {
+            let mut scratch = BufferSink::default();
+            encode(c, values, &mut scratch);
+            scratch.stored_size()
+        };
+        if size(BytesScheme::Dict) < size(best) {
+            best = BytesScheme::Dict;
+        }
+    }
     encode(best, values, sink)
+}
+
+/// True if `values` hold at most `limit` distinct values (stops counting past the limit).
+fn at_most_distinct(values: &[&[u8]], limit: usize) -> bool {
+    let mut seen: rustc_hash::FxHashSet<&[u8]> = rustc_hash::FxHashSet::default();
+    for v in values {
+        if seen.insert(v) && seen.len() > limit {
+            return false;
+        }
+    }
+    true
 }
 
 fn encode_plain(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink, depth: u8) -> NodeId {
@@ -108,23 +129,7 @@ fn encode_plain(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink, dep
 }
 
 fn encode_dict(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink, depth: u8) -> NodeId {
-    let mut first_codes: HashMap<&[u8], u32> = HashMap::new();
-    let codes: Vec<u32> = values
-        .iter()
-        .map(|&v| {
-            let next = first_codes.len() as u32;
-            *first_codes.entry(v).or_insert(next)
-        })
-        .collect();
-    // Sort the distinct values and renumber codes so that code order is value order.
-    let mut distinct: Vec<(&[u8], u32)> = first_codes.into_iter().collect();
-    distinct.sort_unstable();
-    let mut rank = vec![0i64; distinct.len()];
-    for (r, (_, first)) in distinct.iter().enumerate() {
-        rank[*first as usize] = r as i64;
-    }
-    let codes: Vec<i64> = codes.into_iter().map(|c| rank[c as usize]).collect();
-    let sorted: Vec<&[u8]> = distinct.into_iter().map(|(v, _)| v).collect();
+    let (sorted, codes) = crate::dict::build(values);
     let id = sink.reserve_node();
     let child_depth = depth.saturating_sub(1);
     let vals = encode_bytes(&sorted, fixed, sink, child_depth);
@@ -193,13 +198,7 @@ pub(crate) fn decode_bytes(
             let dict = decode_bytes(ctx, ctx.child(id, *values)?, len, depth + 1)?;
             let max = len.saturating_sub(1) as u64;
             let codes = decode_indices(ctx, ctx.child(id, *codes)?, count, max, depth + 1)?;
-            let total: usize = codes.iter().map(|&c| dict.value(c as usize).len()).sum();
-            check_output(total, 1)?;
-            let mut out = ByteValues::with_capacity(count, total);
-            for c in codes {
-                out.push(dict.value(c as usize));
-            }
-            Ok(out)
+            gather(&dict, &codes)
         }
         Node::Fsst { .. } => fsst::decode(ctx, id, count, depth),
         other => Err(corrupt(format!(
@@ -207,6 +206,38 @@ pub(crate) fn decode_bytes(
             other.label()
         ))),
     }
+}
+
+/// The dictionary entries named by `codes` (checked to be in range), concatenated.
+fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
+    let lens: Vec<usize> = dict.offsets.windows(2).map(|w| w[1] - w[0]).collect();
+    let total: usize = codes.iter().map(|&c| lens[c as usize]).sum();
+    check_output(total, 1)?;
+    // Short entries (flags, modes, instructions) are copied as one fixed 16-byte move each
+    // from a zero-padded copy of the dictionary, advancing by the true length; a `memcpy`
+    // call per value costs more than the bytes it moves.
+    const WIDE: usize = 16;
+    if lens.iter().any(|&l| l > WIDE) {
+        let mut out = ByteValues::with_capacity(codes.len(), total);
+        for &c in codes {
+            out.push(dict.value(c as usize));
+        }
+        return Ok(out);
+    }
+    let mut padded = dict.data.clone();
+    padded.resize(dict.data.len() + WIDE, 0);
+    let mut data = vec![0u8; total + WIDE];
+    let mut offsets = Vec::with_capacity(codes.len() + 1);
+    offsets.push(0);
+    let mut pos = 0;
+    for &c in codes {
+        let start = dict.offsets[c as usize];
+        data[pos..pos + WIDE].copy_from_slice(&padded[start..start + WIDE]);
+        pos += lens[c as usize];
+        offsets.push(pos);
+    }
+    data.truncate(total);
+    Ok(ByteValues { offsets, data })
 }
 
 /// Offsets from lengths, checked against the `available` data bytes.

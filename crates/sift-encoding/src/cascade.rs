@@ -11,7 +11,9 @@
 //! the current one; at depth 1 only terminal schemes are tried, so cascades are at most
 //! [`MAX_CASCADE`] deep.
 
-use std::collections::HashMap;
+// FxHash: encoding hashes millions of small keys; SipHash's DoS resistance buys nothing
+// here and cost most of the dictionary-building time.
+use rustc_hash::FxHashMap as HashMap;
 use std::hash::Hash;
 
 use crate::error::{Result, corrupt};
@@ -101,7 +103,8 @@ impl<V: Value> Stats<V> {
             runs += usize::from(w[0] != w[1]);
             ascending += usize::from(w[0] <= w[1]);
         }
-        let mut counts: HashMap<V, usize> = HashMap::with_capacity(sample.len());
+        let mut counts: HashMap<V, usize> =
+            HashMap::with_capacity_and_hasher(sample.len(), Default::default());
         for &v in sample {
             *counts.entry(v).or_insert(0) += 1;
         }
@@ -179,6 +182,53 @@ pub(crate) fn choose<S: Copy, T>(
         .map(|(_, s)| s)
 }
 
+/// The schemes of one value domain, as the chooser sees them.
+pub(crate) trait Scheme<V>: Copy + 'static {
+    /// The terminal scheme (used at the last cascade level and as the fallback).
+    const TERMINAL: Self;
+    /// Candidates tried on every input.
+    const ALWAYS: &'static [Self];
+    const RLE: Self;
+    const DICT: Self;
+    const FREQUENCY: Self;
+    /// The domain's scheme for sorted input, if it has one.
+    const SORTED: Option<Self>;
+    /// Encodes `values` with this scheme; children may cascade `depth - 1` more levels.
+    fn encode(self, values: &[V], sink: &mut BufferSink, depth: u8) -> NodeId;
+}
+
+/// Encodes `values` with the scheme of `S` that the statistics and the sample choose.
+fn encode_chosen<V: Value, S: Scheme<V>>(values: &[V], sink: &mut BufferSink, depth: u8) -> NodeId {
+    let s = sample(values);
+    let stats = Stats::of(values, &s);
+    if stats.constant {
+        return sink.push_node(Node::Constant {
+            value: values[0].le_bytes().to_vec(),
+        });
+    }
+    if depth <= 1 || values.len() < 2 {
+        return S::TERMINAL.encode(values, sink, depth);
+    }
+    let mut candidates = S::ALWAYS.to_vec();
+    if stats.avg_run() >= 2.0 {
+        candidates.push(S::RLE);
+    }
+    if stats.dict_viable() {
+        candidates.push(S::DICT);
+    }
+    if stats.frequency_viable() {
+        candidates.push(S::FREQUENCY);
+    }
+    if let Some(sorted) = S::SORTED.filter(|_| stats.sorted()) {
+        candidates.push(sorted);
+    }
+    let best = choose(&candidates, &s, values, |c, data, scratch| {
+        c.encode(data, scratch, depth);
+    })
+    .unwrap_or(S::TERMINAL);
+    best.encode(values, sink, depth)
+}
+
 /// Integer schemes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum IntScheme {
@@ -192,8 +242,15 @@ pub(crate) enum IntScheme {
     Delta,
 }
 
-impl IntScheme {
-    pub(crate) fn encode(self, values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
+impl Scheme<i64> for IntScheme {
+    const TERMINAL: Self = IntScheme::BitPack;
+    const ALWAYS: &'static [Self] = &[IntScheme::BitPack, IntScheme::Pfor];
+    const RLE: Self = IntScheme::Rle;
+    const DICT: Self = IntScheme::Dict;
+    const FREQUENCY: Self = IntScheme::Frequency;
+    const SORTED: Option<Self> = Some(IntScheme::Delta);
+
+    fn encode(self, values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
         match self {
             IntScheme::BitPack => int::encode_ints(values, sink),
             IntScheme::Pfor => int::encode_pfor(values, sink, depth),
@@ -214,34 +271,7 @@ impl Value for i64 {
     }
 
     fn encode(values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
-        let s = sample(values);
-        let stats = Stats::of(values, &s);
-        if stats.constant {
-            return sink.push_node(Node::Constant {
-                value: values[0].le_bytes().to_vec(),
-            });
-        }
-        if depth <= 1 || values.len() < 2 {
-            return int::encode_ints(values, sink);
-        }
-        let mut candidates = vec![IntScheme::BitPack, IntScheme::Pfor];
-        if stats.avg_run() >= 2.0 {
-            candidates.push(IntScheme::Rle);
-        }
-        if stats.dict_viable() {
-            candidates.push(IntScheme::Dict);
-        }
-        if stats.frequency_viable() {
-            candidates.push(IntScheme::Frequency);
-        }
-        if stats.sorted() {
-            candidates.push(IntScheme::Delta);
-        }
-        let best = choose(&candidates, &s, values, |c, data, scratch| {
-            c.encode(data, scratch, depth);
-        })
-        .unwrap_or(IntScheme::BitPack);
-        best.encode(values, sink, depth)
+        encode_chosen::<i64, IntScheme>(values, sink, depth)
     }
 
     fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<i64>> {
@@ -271,8 +301,15 @@ pub(crate) enum FloatScheme {
     AlpRd,
 }
 
-impl FloatScheme {
-    pub(crate) fn encode(self, values: &[FloatBits], sink: &mut BufferSink, depth: u8) -> NodeId {
+impl Scheme<FloatBits> for FloatScheme {
+    const TERMINAL: Self = FloatScheme::Plain;
+    const ALWAYS: &'static [Self] = &[FloatScheme::Plain, FloatScheme::Alp, FloatScheme::AlpRd];
+    const RLE: Self = FloatScheme::Rle;
+    const DICT: Self = FloatScheme::Dict;
+    const FREQUENCY: Self = FloatScheme::Frequency;
+    const SORTED: Option<Self> = None;
+
+    fn encode(self, values: &[FloatBits], sink: &mut BufferSink, depth: u8) -> NodeId {
         match self {
             FloatScheme::Plain => encode_plain_floats(values, sink),
             FloatScheme::Rle => rle::encode(values, sink, depth),
@@ -303,31 +340,7 @@ impl Value for FloatBits {
     }
 
     fn encode(values: &[FloatBits], sink: &mut BufferSink, depth: u8) -> NodeId {
-        let s = sample(values);
-        let stats = Stats::of(values, &s);
-        if stats.constant {
-            return sink.push_node(Node::Constant {
-                value: values[0].le_bytes().to_vec(),
-            });
-        }
-        if depth <= 1 || values.len() < 2 {
-            return encode_plain_floats(values, sink);
-        }
-        let mut candidates = vec![FloatScheme::Plain, FloatScheme::Alp, FloatScheme::AlpRd];
-        if stats.avg_run() >= 2.0 {
-            candidates.push(FloatScheme::Rle);
-        }
-        if stats.dict_viable() {
-            candidates.push(FloatScheme::Dict);
-        }
-        if stats.frequency_viable() {
-            candidates.push(FloatScheme::Frequency);
-        }
-        let best = choose(&candidates, &s, values, |c, data, scratch| {
-            c.encode(data, scratch, depth);
-        })
-        .unwrap_or(FloatScheme::Plain);
-        best.encode(values, sink, depth)
+        encode_chosen::<FloatBits, FloatScheme>(values, sink, depth)
     }
 
     fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<FloatBits>> {

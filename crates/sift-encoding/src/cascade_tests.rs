@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use crate::cascade::{Ctx, FloatBits, FloatScheme, IntScheme, MAX_CASCADE, Value};
+use crate::cascade::{Ctx, FloatBits, FloatScheme, IntScheme, MAX_CASCADE, Scheme, Value};
 use crate::node::{BufferSink, Buffers, ColumnEncoding, NodeId, Validity};
 
 const INT_SCHEMES: [IntScheme; 6] = [

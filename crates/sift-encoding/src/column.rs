@@ -447,13 +447,18 @@ fn decode_int_column<T: NativeInt>(ctx: &Ctx<'_>, count: usize) -> Result<Vec<T>
             let wide = any
                 .downcast::<Vec<i64>>()
                 .map_err(|_| corrupt("integer cascade type mix-up"))?;
-            wide.iter()
-                .map(|&v| {
-                    T::from_i128(i128::from(v)).ok_or_else(|| {
-                        corrupt(format!("value {v} out of range for the column type"))
-                    })
-                })
-                .collect()
+            // One range check, then a plain (vectorizable) narrowing loop.
+            let (lo, hi) = (wide.iter().min(), wide.iter().max());
+            if let Some(&bad) = [lo, hi]
+                .into_iter()
+                .flatten()
+                .find(|&&v| T::from_i128(i128::from(v)).is_none())
+            {
+                return Err(corrupt(format!(
+                    "value {bad} out of range for the column type"
+                )));
+            }
+            Ok(wide.iter().map(|&v| T::from_i64_wrapping(v)).collect())
         }
     }
 }
@@ -553,15 +558,14 @@ fn offsets_array<O: arrow_array::OffsetSizeTrait>(
     len: usize,
     nulls: Option<NullBuffer>,
 ) -> Result<ArrayRef> {
-    let to_o = |v: usize| {
-        O::from_usize(v).ok_or_else(|| corrupt(format!("{v} bytes overflow {dt} offsets")))
-    };
+    // Offsets only grow, so checking the last one covers them all.
+    let total = values.offsets.last().copied().unwrap_or(0);
+    if O::from_usize(total).is_none() {
+        return Err(corrupt(format!("{total} bytes overflow {dt} offsets")));
+    }
+    let to_o = O::usize_as;
     let offsets: Vec<O> = match &nulls {
-        None => values
-            .offsets
-            .iter()
-            .map(|&o| to_o(o))
-            .collect::<Result<_>>()?,
+        None => values.offsets.iter().map(|&o| to_o(o)).collect(),
         Some(n) => {
             let mut out = Vec::with_capacity(len + 1);
             out.push(O::usize_as(0));
@@ -570,7 +574,7 @@ fn offsets_array<O: arrow_array::OffsetSizeTrait>(
                 if n.is_valid(i) {
                     next += 1;
                 }
-                out.push(to_o(values.offsets[next])?);
+                out.push(to_o(values.offsets[next]));
             }
             out
         }

@@ -2,15 +2,18 @@
 //! is sorted, code order is value order and range predicates become code ranges.
 //! (Byte strings have their own dictionary in `bytes.rs`, over the same node.)
 
-use std::collections::HashMap;
+// FxHash: encoding hashes millions of small keys; SipHash's DoS resistance buys nothing
+// here and cost most of the dictionary-building time.
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::cascade::{Ctx, Value, decode_indices};
 use crate::error::{Result, corrupt};
 use crate::node::{BufferSink, Node, NodeId};
 
-/// The sorted distinct values of `values` and the code of every value.
-pub(crate) fn build<V: Value>(values: &[V]) -> (Vec<V>, Vec<i64>) {
-    let mut first_codes: HashMap<V, u32> = HashMap::new();
+/// The sorted distinct values of `values` and the code of every value (used for byte
+/// strings too, whose keys are slices).
+pub(crate) fn build<K: Copy + Eq + std::hash::Hash + Ord>(values: &[K]) -> (Vec<K>, Vec<i64>) {
+    let mut first_codes: HashMap<K, u32> = HashMap::default();
     let codes: Vec<u32> = values
         .iter()
         .map(|&v| {
@@ -18,7 +21,8 @@ pub(crate) fn build<V: Value>(values: &[V]) -> (Vec<V>, Vec<i64>) {
             *first_codes.entry(v).or_insert(next)
         })
         .collect();
-    let mut distinct: Vec<(V, u32)> = first_codes.into_iter().collect();
+    // Sort the distinct values and renumber codes so that code order is value order.
+    let mut distinct: Vec<(K, u32)> = first_codes.into_iter().collect();
     distinct.sort_unstable();
     let mut rank = vec![0i64; distinct.len()];
     for (r, (_, first)) in distinct.iter().enumerate() {

@@ -17,6 +17,8 @@ pub trait NativeInt: Copy + Ord + Default + Send + Sync + 'static {
     fn to_i128(self) -> i128;
     /// Narrows from `i128`, or `None` if out of range.
     fn from_i128(v: i128) -> Option<Self>;
+    /// Narrows from `i64` by truncation (callers check the range first).
+    fn from_i64_wrapping(v: i64) -> Self;
     /// `self + d` with wrapping, where `d` is a frame-of-reference code.
     fn add_code(self, d: u64) -> Self;
     /// Appends the little-endian bytes.
@@ -33,6 +35,8 @@ macro_rules! native_int {
             fn to_i128(self) -> i128 { self as i128 }
             #[inline]
             fn from_i128(v: i128) -> Option<Self> { <$t>::try_from(v).ok() }
+            #[inline]
+            fn from_i64_wrapping(v: i64) -> Self { v as $t }
             #[inline]
             fn add_code(self, d: u64) -> Self {
                 // Codes are < 2^bits of the value range, so truncation is exact here.
@@ -58,6 +62,9 @@ impl NativeInt for i128 {
     }
     fn from_i128(v: i128) -> Option<Self> {
         Some(v)
+    }
+    fn from_i64_wrapping(v: i64) -> Self {
+        i128::from(v)
     }
     fn add_code(self, d: u64) -> Self {
         self.wrapping_add(d as i128)
@@ -128,6 +135,17 @@ fn encode_plain<T: NativeInt>(values: &[T], sink: &mut BufferSink) -> NodeId {
     })
 }
 
+/// The packed words of a buffer: borrowed in place when the buffer is 8-aligned (the writer
+/// aligns segments, the reader keeps that alignment) on a little-endian machine, else copied.
+fn packed_words(bytes: &[u8]) -> std::borrow::Cow<'_, [u64]> {
+    if cfg!(target_endian = "little")
+        && let Ok(words) = bytemuck::try_cast_slice::<u8, u64>(bytes)
+    {
+        return std::borrow::Cow::Borrowed(words);
+    }
+    std::borrow::Cow::Owned(pack::words_from_le_bytes(bytes))
+}
+
 /// Decodes `count` integers from node `id`.
 pub(crate) fn decode_ints<T: NativeInt>(
     enc: &ColumnEncoding,
@@ -145,7 +163,7 @@ pub(crate) fn decode_ints<T: NativeInt>(
             let words_needed = pack::packed_words(count, u32::from(*bits))
                 .ok_or_else(|| corrupt("packed length overflows"))?;
             let bytes = bufs.get(*buffer, words_needed.saturating_mul(8))?;
-            let words = pack::words_from_le_bytes(&bytes[..words_needed * 8]);
+            let words = packed_words(&bytes[..words_needed * 8]);
             let mut out = vec![T::default(); count];
             pack::unpack_map(&words, u32::from(*bits), &mut out, |c| base.add_code(c))
                 .map_err(|e| corrupt(format!("packed buffer too short: {e:?}")))?;

@@ -165,8 +165,9 @@ impl SiftFile {
         let rows = meta.rows as usize;
         let where_ =
             |offset: u64| format!("block {block} column '{}' at offset {offset}", field.name);
-        let bytes = self.read_chunk_bytes(chunk, &where_)?;
-        let (start, _) = chunk.byte_range();
+        let words = self.read_chunk_bytes(chunk, &where_)?;
+        let (start, len) = chunk.byte_range();
+        let bytes = &bytemuck::cast_slice::<u64, u8>(&words)[..len as usize];
         let buffers: Vec<&[u8]> = chunk
             .segments
             .iter()
@@ -207,12 +208,14 @@ impl SiftFile {
         &self,
         chunk: &ChunkMeta,
         where_: &dyn Fn(u64) -> String,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Vec<u64>> {
         let (start, len) = chunk.byte_range();
-        // The footer was validated: segments lie inside the file, in order.
-        let mut bytes = vec![0u8; len as usize];
+        // The footer was validated: segments lie inside the file, in order. The buffer is
+        // made of u64 words so that 8-aligned segments stay 8-aligned in memory.
+        let mut words = vec![0u64; (len as usize).div_ceil(8)];
+        let bytes = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len as usize];
         self.file
-            .read_exact_at(&mut bytes, start)
+            .read_exact_at(bytes, start)
             .map_err(io_err(&self.path))?;
         if self.options.verify_checksums {
             for (i, s) in chunk.segments.iter().enumerate() {
@@ -230,7 +233,7 @@ impl SiftFile {
                 }
             }
         }
-        Ok(bytes)
+        Ok(words)
     }
 
     /// Reads one block; `projection` lists column indices (all columns if `None`).

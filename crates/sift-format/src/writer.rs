@@ -15,6 +15,9 @@ use crate::schema::{StoredField, check_schema};
 /// The largest (and default) number of rows in a block: 64Ki.
 pub const MAX_BLOCK_ROWS: usize = 1 << 16;
 
+/// Alignment of segment offsets in the file.
+pub const SEGMENT_ALIGN: u64 = 8;
+
 /// Writer settings.
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
@@ -209,6 +212,12 @@ impl SiftWriter {
             .out
             .as_mut()
             .ok_or_else(|| Error::Invalid("writer already finished".into()))?;
+        // Segments start at multiples of 8 so that readers can use packed 64-bit words in
+        // place instead of copying them out.
+        let pad = self.offset.next_multiple_of(SEGMENT_ALIGN) - self.offset;
+        out.write_all(&[0u8; SEGMENT_ALIGN as usize][..pad as usize])
+            .map_err(io_err(&self.tmp_path))?;
+        self.offset += pad;
         out.write_all(bytes).map_err(io_err(&self.tmp_path))?;
         let seg = Segment {
             offset: self.offset,
