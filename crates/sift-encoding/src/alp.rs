@@ -366,19 +366,10 @@ mod tests {
     }
 
     fn decode_sink(sink: BufferSink, n: usize) -> (ColumnEncoding, Result<Vec<FloatBits>>) {
-        let enc = ColumnEncoding {
-            validity: Validity::AllValid,
-            nodes: sink.nodes,
-        };
-        let bufs: Vec<&[u8]> = sink.buffers.iter().map(Vec::as_slice).collect();
-        let out = {
-            let ctx = Ctx {
-                enc: &enc,
-                bufs: Buffers(&bufs),
-            };
-            FloatBits::decode(&ctx, 0, n, 0)
-        };
-        (enc, out)
+        (
+            sink.encoding(),
+            sink.decode_with(|ctx| FloatBits::decode(ctx, 0, n, 0)),
+        )
     }
 
     /// Encodes through the full float cascade, decodes, and checks the bits; returns the tree.

@@ -65,26 +65,17 @@ impl Value for bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::{Buffers, ColumnEncoding, Validity};
     use proptest::prelude::*;
 
     fn round_trip(values: &[bool]) -> std::result::Result<String, TestCaseError> {
         let mut sink = BufferSink::default();
         let root = bool::encode(values, &mut sink, crate::cascade::MAX_CASCADE);
         prop_assert_eq!(root, 0);
-        let enc = ColumnEncoding {
-            validity: Validity::AllValid,
-            nodes: sink.nodes,
-        };
-        let bufs: Vec<&[u8]> = sink.buffers.iter().map(Vec::as_slice).collect();
-        let ctx = Ctx {
-            enc: &enc,
-            bufs: Buffers(&bufs),
-        };
-        let out = bool::decode(&ctx, 0, values.len(), 0)
+        let out = sink
+            .decode_with(|ctx| bool::decode(ctx, 0, values.len(), 0))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(out.as_slice(), values);
-        Ok(enc.shape())
+        Ok(sink.encoding().shape())
     }
 
     proptest! {

@@ -267,7 +267,6 @@ fn check_output(value_len: usize, count: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::{Buffers, ColumnEncoding};
     use proptest::prelude::*;
 
     fn round_trip(
@@ -278,16 +277,8 @@ mod tests {
         let mut sink = BufferSink::default();
         let root = encode_bytes(&refs, fixed, &mut sink, crate::cascade::MAX_CASCADE);
         prop_assert_eq!(root, 0);
-        let enc = ColumnEncoding {
-            validity: crate::Validity::AllValid,
-            nodes: sink.nodes,
-        };
-        let bufs: Vec<&[u8]> = sink.buffers.iter().map(Vec::as_slice).collect();
-        let ctx = Ctx {
-            enc: &enc,
-            bufs: Buffers(&bufs),
-        };
-        let out = decode_bytes(&ctx, root, values.len(), 0)
+        let out = sink
+            .decode_with(|ctx| decode_bytes(ctx, root, values.len(), 0))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(out.offsets.len(), values.len() + 1);
         for (i, v) in values.iter().enumerate() {

@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 
-use crate::cascade::{Ctx, FloatBits, FloatScheme, IntScheme, MAX_CASCADE, Scheme, Value};
-use crate::node::{BufferSink, Buffers, ColumnEncoding, NodeId, Validity};
+use crate::cascade::{FloatBits, FloatScheme, IntScheme, MAX_CASCADE, Scheme, Value};
+use crate::node::{BufferSink, NodeId};
 
 const INT_SCHEMES: [IntScheme; 6] = [
     IntScheme::BitPack,
@@ -25,16 +25,8 @@ const FLOAT_SCHEMES: [FloatScheme; 6] = [
 
 fn decode_all<V: Value>(sink: BufferSink, root: NodeId, n: usize) -> Result<Vec<V>, TestCaseError> {
     prop_assert_eq!(root, 0, "the root must be node 0");
-    let enc = ColumnEncoding {
-        validity: Validity::AllValid,
-        nodes: sink.nodes,
-    };
-    let bufs: Vec<&[u8]> = sink.buffers.iter().map(Vec::as_slice).collect();
-    let ctx = Ctx {
-        enc: &enc,
-        bufs: Buffers(&bufs),
-    };
-    V::decode(&ctx, 0, n, 0).map_err(|e| TestCaseError::fail(format!("{e} in {}", enc.describe())))
+    sink.decode_with(|ctx| V::decode(ctx, 0, n, 0))
+        .map_err(|e| TestCaseError::fail(format!("{e} in {}", sink.encoding().describe())))
 }
 
 /// Integers with structure worth cascading: runs, few distinct values, outliers, trends.
@@ -230,26 +222,17 @@ fn explain_skewed() {
     let values = &cases[3].1;
     let mut sink = BufferSink::default();
     i64::encode(values, &mut sink, MAX_CASCADE);
-    let enc = ColumnEncoding {
-        validity: Validity::AllValid,
-        nodes: sink.nodes.clone(),
-    };
+    let enc = sink.encoding();
     println!("chosen {} {}", sink.stored_size(), enc.describe());
     for s in INT_SCHEMES {
         let mut sink = BufferSink::default();
         s.encode(values, &mut sink, MAX_CASCADE);
-        let enc = ColumnEncoding {
-            validity: Validity::AllValid,
-            nodes: sink.nodes.clone(),
-        };
+        let enc = sink.encoding();
         println!("{s:?} {} {}", sink.stored_size(), enc.describe());
         let sample = crate::sample::sample(values);
         let mut sink = BufferSink::default();
         s.encode(&sample, &mut sink, MAX_CASCADE);
-        let enc = ColumnEncoding {
-            validity: Validity::AllValid,
-            nodes: sink.nodes.clone(),
-        };
+        let enc = sink.encoding();
         println!("   on sample {} {}", sink.stored_size(), enc.describe());
     }
 }

@@ -293,9 +293,7 @@ fn decode_one(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Validity;
     use crate::bytes::{decode_bytes, encode_bytes};
-    use crate::node::{Buffers, ColumnEncoding};
     use proptest::prelude::*;
 
     fn ctx_decode(
@@ -304,20 +302,13 @@ mod tests {
         n: usize,
         fsst_only: bool,
     ) -> Result<ByteValues> {
-        let enc = ColumnEncoding {
-            validity: Validity::AllValid,
-            nodes: sink.nodes.clone(),
-        };
-        let bufs: Vec<&[u8]> = sink.buffers.iter().map(Vec::as_slice).collect();
-        let ctx = Ctx {
-            enc: &enc,
-            bufs: Buffers(&bufs),
-        };
-        if fsst_only {
-            decode(&ctx, root, n, 0)
-        } else {
-            decode_bytes(&ctx, root, n, 0)
-        }
+        sink.decode_with(|ctx| {
+            if fsst_only {
+                decode(ctx, root, n, 0)
+            } else {
+                decode_bytes(ctx, root, n, 0)
+            }
+        })
     }
 
     fn check(values: &[Vec<u8>], out: &ByteValues) -> std::result::Result<(), TestCaseError> {

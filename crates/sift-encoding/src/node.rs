@@ -283,3 +283,24 @@ impl BufferSink {
         (self.nodes.len() - 1) as NodeId
     }
 }
+
+#[cfg(test)]
+impl BufferSink {
+    /// The tree this sink holds, as the encoding of a chunk without nulls (tests).
+    pub(crate) fn encoding(&self) -> ColumnEncoding {
+        ColumnEncoding {
+            validity: Validity::AllValid,
+            nodes: self.nodes.clone(),
+        }
+    }
+
+    /// Runs `f` with a decoding context over this sink's tree and buffers (tests).
+    pub(crate) fn decode_with<R>(&self, f: impl FnOnce(&crate::cascade::Ctx<'_>) -> R) -> R {
+        let enc = self.encoding();
+        let bufs: Vec<&[u8]> = self.buffers.iter().map(Vec::as_slice).collect();
+        f(&crate::cascade::Ctx {
+            enc: &enc,
+            bufs: Buffers(&bufs),
+        })
+    }
+}
