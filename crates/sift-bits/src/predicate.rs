@@ -1,7 +1,7 @@
 //! Comparison predicates on unsigned codes, shared by the packed and ByteSlice scans.
 //!
 //! Every predicate is an inclusive range test, or the negation of one (`≠`). Kernels only
-//! implement the range test; [`Predicate::range`] reduces a predicate to it once per call,
+//! implement the range test; `Predicate::range` reduces a predicate to it once per call,
 //! after clamping the constants to the codes' width, so a constant beyond the width (e.g.
 //! `< 300` on 8-bit codes) yields an all-true or all-false answer without a scan.
 

@@ -67,8 +67,9 @@ const fn build_tables() -> Tables {
 
 static TABLES: Tables = build_tables();
 
-/// Relative costs deciding gather vs. PEXT for a chunk: a gathered value costs about
-/// `GATHER` units, a PEXT word about `PEXT` (measured with `cargo bench --bench paper`).
+/// Relative costs deciding gather vs. PEXT within one chunk of `select`: a gathered value
+/// (read, shift, append) costs about `GATHER` units, a PEXT word about `PEXT`. A rough
+/// ratio, not a calibration: both sides are a few cycles and the chunk is in L1.
 const GATHER: usize = 3;
 const PEXT: usize = 2;
 
