@@ -214,25 +214,3 @@ fn sampled_choice_is_within_ten_percent_of_the_best() {
         );
     }
 }
-
-#[test]
-#[ignore = "diagnostic"]
-fn explain_skewed() {
-    let cases = distributions();
-    let values = &cases[3].1;
-    let mut sink = BufferSink::default();
-    i64::encode(values, &mut sink, MAX_CASCADE);
-    let enc = sink.encoding();
-    println!("chosen {} {}", sink.stored_size(), enc.describe());
-    for s in INT_SCHEMES {
-        let mut sink = BufferSink::default();
-        s.encode(values, &mut sink, MAX_CASCADE);
-        let enc = sink.encoding();
-        println!("{s:?} {} {}", sink.stored_size(), enc.describe());
-        let sample = crate::sample::sample(values);
-        let mut sink = BufferSink::default();
-        s.encode(&sample, &mut sink, MAX_CASCADE);
-        let enc = sink.encoding();
-        println!("   on sample {} {}", sink.stored_size(), enc.describe());
-    }
-}
