@@ -579,10 +579,17 @@ fn offsets_array<O: arrow_array::OffsetSizeTrait>(
             out
         }
     };
-    let data = ArrayDataBuilder::new(dt.clone())
-        .len(len)
-        .nulls(nulls)
-        .add_buffer(Buffer::from_vec(offsets))
-        .add_buffer(Buffer::from_vec(values.data));
-    Ok(make_array(data.build()?))
+    // Offsets come from checked lengths, so they are monotonic (OffsetBuffer::new's
+    // precondition). The typed constructors validate UTF-8 once and then char boundaries in
+    // a plain loop, much faster than ArrayData's generic offset walk.
+    let offsets = arrow_buffer::OffsetBuffer::new(arrow_buffer::ScalarBuffer::from(offsets));
+    let data = Buffer::from_vec(values.data);
+    Ok(match dt {
+        DataType::Utf8 | DataType::LargeUtf8 => Arc::new(
+            arrow_array::GenericStringArray::<O>::try_new(offsets, data, nulls)?,
+        ),
+        _ => Arc::new(arrow_array::GenericBinaryArray::<O>::try_new(
+            offsets, data, nulls,
+        )?),
+    })
 }
