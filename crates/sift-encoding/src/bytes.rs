@@ -10,18 +10,18 @@ use crate::sample::sample;
 /// The most bytes one chunk may decode to. Constants and dictionaries can expand a small
 /// file into a huge output; this bound keeps a hostile file from asking for more memory
 /// than any real chunk needs (Arrow's 32-bit offsets stop at 2 GiB anyway).
-pub(crate) const MAX_CHUNK_BYTES: usize = 1 << 32;
+pub(crate) const MAX_CHUNK_BYTES: usize = u32::MAX as usize;
 
 /// Decoded byte strings: value `i` is `data[offsets[i]..offsets[i + 1]]`.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct ByteValues {
-    pub offsets: Vec<usize>,
+    pub offsets: Vec<u32>,
     pub data: Vec<u8>,
 }
 
 impl ByteValues {
     pub(crate) fn value(&self, i: usize) -> &[u8] {
-        &self.data[self.offsets[i]..self.offsets[i + 1]]
+        &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
 
     fn with_capacity(count: usize, bytes: usize) -> Self {
@@ -35,7 +35,8 @@ impl ByteValues {
 
     fn push(&mut self, v: &[u8]) {
         self.data.extend_from_slice(v);
-        self.offsets.push(self.data.len());
+        // Callers bound the total by MAX_CHUNK_BYTES, so it fits.
+        self.offsets.push(self.data.len() as u32);
     }
 }
 
@@ -155,12 +156,11 @@ pub(crate) fn decode_bytes(
     match ctx.node(id, depth)? {
         Node::Plain { width, buffer } => {
             let width = *width as usize;
-            let total = count
-                .checked_mul(width)
-                .ok_or_else(|| corrupt("fixed width overflows"))?;
+            check_output(width, count)?;
+            let total = count * width;
             let bytes = ctx.bufs.get(*buffer, total)?;
             Ok(ByteValues {
-                offsets: (0..=count).map(|i| i * width).collect(),
+                offsets: (0..=count).map(|i| (i * width) as u32).collect(),
                 data: bytes[..total].to_vec(),
             })
         }
@@ -182,7 +182,7 @@ pub(crate) fn decode_bytes(
                 depth + 1,
             )?;
             let offsets = offsets_from_lengths(&lens, bytes.len())?;
-            let end = offsets.last().copied().unwrap_or(0);
+            let end = offsets.last().copied().unwrap_or(0) as usize;
             Ok(ByteValues {
                 offsets,
                 data: bytes[..end].to_vec(),
@@ -210,7 +210,11 @@ pub(crate) fn decode_bytes(
 
 /// The dictionary entries named by `codes` (checked to be in range), concatenated.
 fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
-    let lens: Vec<usize> = dict.offsets.windows(2).map(|w| w[1] - w[0]).collect();
+    let lens: Vec<usize> = dict
+        .offsets
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as usize)
+        .collect();
     let total: usize = codes.iter().map(|&c| lens[c as usize]).sum();
     check_output(total, 1)?;
     // Short entries (flags, modes, instructions) are copied as one fixed 16-byte move each
@@ -231,17 +235,19 @@ fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
     offsets.push(0);
     let mut pos = 0;
     for &c in codes {
-        let start = dict.offsets[c as usize];
+        let start = dict.offsets[c as usize] as usize;
         data[pos..pos + WIDE].copy_from_slice(&padded[start..start + WIDE]);
         pos += lens[c as usize];
-        offsets.push(pos);
+        // `total` was checked against MAX_CHUNK_BYTES.
+        offsets.push(pos as u32);
     }
     data.truncate(total);
     Ok(ByteValues { offsets, data })
 }
 
-/// Offsets from lengths, checked against the `available` data bytes.
-pub(crate) fn offsets_from_lengths(lens: &[u64], available: usize) -> Result<Vec<usize>> {
+/// Offsets from lengths, checked against the `available` data bytes (and the chunk limit).
+pub(crate) fn offsets_from_lengths(lens: &[u64], available: usize) -> Result<Vec<u32>> {
+    let available = available.min(MAX_CHUNK_BYTES);
     let mut offsets = Vec::with_capacity(lens.len() + 1);
     let mut end = 0usize;
     offsets.push(0);
@@ -250,7 +256,7 @@ pub(crate) fn offsets_from_lengths(lens: &[u64], available: usize) -> Result<Vec
             .checked_add(l as usize)
             .filter(|&e| e <= available)
             .ok_or_else(|| corrupt(format!("string lengths exceed the {available} data bytes")))?;
-        offsets.push(end);
+        offsets.push(end as u32);
     }
     Ok(offsets)
 }

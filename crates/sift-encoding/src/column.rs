@@ -247,6 +247,14 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
         }
         PhysicalKind::Bytes | PhysicalKind::FixedBytes(_) => {
             let values = byte_values(array, nulls.as_ref())?;
+            let total: usize = values.iter().map(|v| v.len()).sum();
+            if total > crate::bytes::MAX_CHUNK_BYTES {
+                return Err(EncodingError::Unsupported(format!(
+                    "{total} bytes of {} in one block exceed {} (use smaller blocks)",
+                    array.data_type(),
+                    crate::bytes::MAX_CHUNK_BYTES
+                )));
+            }
             let fixed = match kind {
                 PhysicalKind::FixedBytes(w) => Some(w),
                 _ => None,
@@ -525,7 +533,7 @@ fn bytes_array(
             if let Some(bad) = values
                 .offsets
                 .windows(2)
-                .map(|o| o[1] - o[0])
+                .map(|o| (o[1] - o[0]) as usize)
                 .find(|&l| l != w)
             {
                 return Err(corrupt(format!(
@@ -560,10 +568,10 @@ fn offsets_array<O: arrow_array::OffsetSizeTrait>(
 ) -> Result<ArrayRef> {
     // Offsets only grow, so checking the last one covers them all.
     let total = values.offsets.last().copied().unwrap_or(0);
-    if O::from_usize(total).is_none() {
+    if O::from_usize(total as usize).is_none() {
         return Err(corrupt(format!("{total} bytes overflow {dt} offsets")));
     }
-    let to_o = O::usize_as;
+    let to_o = |o: u32| O::usize_as(o as usize);
     let offsets: Vec<O> = match &nulls {
         None => values.offsets.iter().map(|&o| to_o(o)).collect(),
         Some(n) => {

@@ -164,16 +164,16 @@ pub(crate) fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> R
 fn decompress(
     table: &SymbolTable,
     data: &[u8],
-    offsets: &[usize],
+    offsets: &[u32],
 ) -> std::result::Result<ByteValues, String> {
-    let end = offsets.last().copied().unwrap_or(0);
+    let end = offsets.last().copied().unwrap_or(0) as usize;
     let data = data.get(..end).ok_or("string ends past the data")?;
     let mut out = vec![0u8; estimate_output(table, data) + BLOCK_SLACK];
     let mut out_offsets = Vec::with_capacity(offsets.len());
     out_offsets.push(0);
     let mut pos = 0usize;
     for w in offsets.windows(2) {
-        let (start, stop) = (w[0], w[1]);
+        let (start, stop) = (w[0] as usize, w[1] as usize);
         // Output so far, at most 8 bytes per code, and one block's overshoot.
         let need = stop
             .checked_sub(start)
@@ -224,7 +224,8 @@ fn decompress(
             pos += ends[k];
             i += k;
         }
-        out_offsets.push(pos);
+        // The growth check above keeps `pos` within MAX_CHUNK_BYTES (= u32::MAX).
+        out_offsets.push(pos as u32);
     }
     out.truncate(pos);
     out.shrink_to_fit();
