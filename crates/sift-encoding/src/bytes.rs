@@ -174,14 +174,7 @@ pub(crate) fn decode_bytes(
         }
         Node::Bytes { lengths, data } => {
             let bytes = ctx.bufs.get(*data, 0)?;
-            let lens = decode_indices(
-                ctx,
-                ctx.child(id, *lengths)?,
-                count,
-                bytes.len() as u64,
-                depth + 1,
-            )?;
-            let offsets = offsets_from_lengths(&lens, bytes.len())?;
+            let offsets = decode_offsets(ctx, id, *lengths, count, bytes.len(), depth)?;
             let end = offsets.last().copied().unwrap_or(0) as usize;
             Ok(ByteValues {
                 offsets,
@@ -189,12 +182,7 @@ pub(crate) fn decode_bytes(
             })
         }
         Node::Dict { values, len, codes } => {
-            let len = *len as usize;
-            if len > count || (len == 0 && count > 0) {
-                return Err(corrupt(format!(
-                    "dictionary of {len} entries for {count} values"
-                )));
-            }
+            let len = crate::dict::checked_len(*len, count)?;
             let dict = decode_bytes(ctx, ctx.child(id, *values)?, len, depth + 1)?;
             let max = len.saturating_sub(1) as u64;
             let codes = decode_indices(ctx, ctx.child(id, *codes)?, count, max, depth + 1)?;
@@ -245,13 +233,28 @@ fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
     Ok(ByteValues { offsets, data })
 }
 
-/// Offsets from lengths, checked against the `available` data bytes (and the chunk limit).
-pub(crate) fn offsets_from_lengths(lens: &[u64], available: usize) -> Result<Vec<u32>> {
+/// Decodes the lengths child of `parent` and turns them into offsets, checked against the
+/// `available` data bytes (and the chunk limit).
+pub(crate) fn decode_offsets(
+    ctx: &Ctx<'_>,
+    parent: NodeId,
+    lengths: NodeId,
+    count: usize,
+    available: usize,
+    depth: usize,
+) -> Result<Vec<u32>> {
+    let lens = decode_indices(
+        ctx,
+        ctx.child(parent, lengths)?,
+        count,
+        available as u64,
+        depth + 1,
+    )?;
     let available = available.min(MAX_CHUNK_BYTES);
     let mut offsets = Vec::with_capacity(lens.len() + 1);
     let mut end = 0usize;
     offsets.push(0);
-    for &l in lens {
+    for l in lens {
         end = end
             .checked_add(l as usize)
             .filter(|&e| e <= available)

@@ -52,6 +52,18 @@ pub(crate) fn encode<V: Value>(values: &[V], sink: &mut BufferSink, depth: u8) -
     id
 }
 
+/// A dictionary's stored size, checked: never more entries than values, and none only when
+/// there are no values (also for byte-string dictionaries).
+pub(crate) fn checked_len(len: u32, count: usize) -> Result<usize> {
+    let len = len as usize;
+    if len > count || (len == 0 && count > 0) {
+        return Err(corrupt(format!(
+            "dictionary of {len} entries for {count} values"
+        )));
+    }
+    Ok(len)
+}
+
 /// Decodes `count` values from a dictionary node `(values, len, codes)`.
 pub(crate) fn decode<V: Value>(
     ctx: &Ctx<'_>,
@@ -60,12 +72,7 @@ pub(crate) fn decode<V: Value>(
     count: usize,
     depth: usize,
 ) -> Result<Vec<V>> {
-    let len = len as usize;
-    if len > count || (len == 0 && count > 0) {
-        return Err(corrupt(format!(
-            "dictionary of {len} entries for {count} values"
-        )));
-    }
+    let len = checked_len(len, count)?;
     let dict = V::decode(ctx, ctx.child(id, values)?, len, depth + 1)?;
     let codes = decode_indices(
         ctx,

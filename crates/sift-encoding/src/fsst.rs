@@ -15,8 +15,8 @@
 
 use ::fsst::{Compressor, ESCAPE_CODE};
 
-use crate::bytes::{ByteValues, MAX_CHUNK_BYTES, offsets_from_lengths};
-use crate::cascade::{Ctx, Value, decode_indices};
+use crate::bytes::{ByteValues, MAX_CHUNK_BYTES, decode_offsets};
+use crate::cascade::{Ctx, Value};
 use crate::error::{Result, corrupt};
 use crate::node::{BufferSink, Node, NodeId};
 
@@ -138,14 +138,7 @@ pub(crate) fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> R
     let table = SymbolTable::parse(ctx.bufs.get(*symbols, 0)?)
         .map_err(|e| corrupt(format!("node {id}: FSST {e}")))?;
     let data = ctx.bufs.get(*data, 0)?;
-    let lens = decode_indices(
-        ctx,
-        ctx.child(id, *lengths)?,
-        count,
-        data.len() as u64,
-        depth + 1,
-    )?;
-    let offsets = offsets_from_lengths(&lens, data.len())?;
+    let offsets = decode_offsets(ctx, id, *lengths, count, data.len(), depth)?;
     decompress(&table, data, &offsets).map_err(|e| corrupt(format!("node {id}: FSST {e}")))
 }
 
