@@ -100,6 +100,7 @@ pub fn run(args: &CatArgs, ui: &Ui) -> Result<()> {
     let start_time = Instant::now();
     let options = ReadOptions {
         verify_checksums: !args.no_checksums,
+        ..ReadOptions::default()
     };
     let file = SiftFile::open_with(&args.file, options).context("cannot open the Sift file")?;
     let projection = if args.columns.is_empty() {

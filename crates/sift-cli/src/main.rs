@@ -9,6 +9,7 @@ mod display;
 mod inspect;
 mod io;
 mod measure;
+mod query;
 mod table;
 mod ui;
 
@@ -55,6 +56,7 @@ enum Command {
     Inspect(inspect::InspectArgs),
     Cat(cat::CatArgs),
     Demo(demo::DemoArgs),
+    Query(query::QueryArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args, &ui),
         Command::Cat(args) => cat::run(&args, &ui),
         Command::Demo(args) => demo::run(&args, &ui),
+        Command::Query(args) => query::run(&args, &ui),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -267,25 +267,9 @@ pub(crate) fn decode(
             factor,
             ints,
         } => {
-            if exponent > MAX_EXPONENT || factor > exponent {
-                return Err(corrupt(format!(
-                    "node {id}: ALP exponent {exponent} / factor {factor} out of range (factor ≤ exponent ≤ {MAX_EXPONENT})"
-                )));
-            }
             let ints = i64::decode(ctx, ctx.child(id, ints)?, count, depth + 1)?;
             check_len(id, ints.len(), count)?;
-            // One vectorizable pass for the range check, so the conversion can assume it.
-            let out_of_range = ints.iter().fold(false, |acc, &d| {
-                acc | ((d as u64).wrapping_add(INT_LIMIT as u64) > 2 * INT_LIMIT as u64)
-            });
-            if out_of_range {
-                return Err(corrupt(format!("node {id}: ALP integer outside ±2^51")));
-            }
-            Ok(decode_alp_ints(
-                ints,
-                F10[usize::from(factor)],
-                IF10[usize::from(exponent)],
-            ))
+            decode_ints_checked(id, exponent, factor, ints)
         }
         &Node::AlpRd {
             right_bits,
@@ -318,12 +302,67 @@ pub(crate) fn decode(
     }
 }
 
+/// Decodes the ALP integers of node `id`, checked to lie within ±2^51.
+pub(crate) fn decode_ints_checked(
+    id: NodeId,
+    exponent: u8,
+    factor: u8,
+    ints: Vec<i64>,
+) -> Result<Vec<FloatBits>> {
+    if exponent > MAX_EXPONENT || factor > exponent {
+        return Err(corrupt(format!(
+            "node {id}: ALP exponent {exponent} / factor {factor} out of range (factor ≤ exponent ≤ {MAX_EXPONENT})"
+        )));
+    }
+    // One vectorizable pass for the range check, so the conversion can assume it.
+    let out_of_range = ints.iter().fold(false, |acc, &d| {
+        acc | ((d as u64).wrapping_add(INT_LIMIT as u64) > 2 * INT_LIMIT as u64)
+    });
+    if out_of_range {
+        return Err(corrupt(format!("node {id}: ALP integer outside ±2^51")));
+    }
+    Ok(decode_alp_ints(
+        ints,
+        F10[usize::from(factor)],
+        IF10[usize::from(exponent)],
+    ))
+}
+
 /// The tight ALP decoding loop (SIMD on plain x86-64 too, and in place: a `Vec` collected
 /// from a `Vec` of the same layout reuses its allocation).
 fn decode_alp_ints(ints: Vec<i64>, factor_mul: f64, exp_mul: f64) -> Vec<FloatBits> {
     ints.into_iter()
         .map(|d| FloatBits(alp_decode_one(d, factor_mul, exp_mul).to_bits()))
         .collect()
+}
+
+/// The ALP integers whose decoded doubles lie in the total-order key range `lo..=hi`
+/// (see [`crate::filter::float_key`]), or `None` if none do. Decoding is monotone in the
+/// integer (an exact conversion times positive constants, each rounded to nearest), so
+/// the matching integers form one range, found by binary search on the decoder itself:
+/// exact, whatever the rounding of the constants.
+pub(crate) fn int_range(exponent: u8, factor: u8, lo: u64, hi: u64) -> Result<Option<(i64, i64)>> {
+    use crate::filter::float_key;
+    if exponent > MAX_EXPONENT || factor > exponent {
+        return Err(corrupt(format!(
+            "ALP exponent {exponent} / factor {factor} out of range (factor ≤ exponent ≤ {MAX_EXPONENT})"
+        )));
+    }
+    let (fm, em) = (F10[usize::from(factor)], IF10[usize::from(exponent)]);
+    let key = |d: i64| float_key(alp_decode_one(d, fm, em));
+    // Smallest d in [-LIMIT, LIMIT] with key(d) >= k, or LIMIT + 1.
+    let first_at_least = |k: u64| {
+        let (mut a, mut b) = (-INT_LIMIT, INT_LIMIT + 1);
+        while a < b {
+            let m = a + (b - a) / 2;
+            if key(m) >= k { b = m } else { a = m + 1 }
+        }
+        a
+    };
+    let from = first_at_least(lo);
+    // Largest d with key(d) <= hi: one below the first with key > hi.
+    let to = if hi == u64::MAX { INT_LIMIT } else { first_at_least(hi + 1) - 1 };
+    Ok((from <= to).then_some((from, to)))
 }
 
 fn check_len(id: NodeId, got: usize, count: usize) -> Result<()> {

@@ -24,7 +24,7 @@ impl ByteValues {
         &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
 
-    fn with_capacity(count: usize, bytes: usize) -> Self {
+    pub(crate) fn with_capacity(count: usize, bytes: usize) -> Self {
         let mut offsets = Vec::with_capacity(count + 1);
         offsets.push(0);
         Self {
@@ -33,7 +33,7 @@ impl ByteValues {
         }
     }
 
-    fn push(&mut self, v: &[u8]) {
+    pub(crate) fn push(&mut self, v: &[u8]) {
         self.data.extend_from_slice(v);
         // Callers bound the total by MAX_CHUNK_BYTES, so it fits.
         self.offsets.push(self.data.len() as u32);
@@ -197,7 +197,7 @@ pub(crate) fn decode_bytes(
 }
 
 /// The dictionary entries named by `codes` (checked to be in range), concatenated.
-fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
+pub(crate) fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
     let lens: Vec<usize> = dict
         .offsets
         .windows(2)

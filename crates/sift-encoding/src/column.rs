@@ -11,6 +11,9 @@ use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
 use crate::bytes::{ByteValues, decode_bytes, encode_bytes};
+use crate::filter::{ValuePredicate, filter_values};
+use crate::selected::{Selectable, select_bytes};
+use sift_bits::Bitmap;
 use crate::cascade::{Ctx, FloatBits, MAX_CASCADE, Value};
 use crate::error::{EncodingError, Result, corrupt};
 use crate::int::{NativeInt, decode_ints, encode_ints};
@@ -334,6 +337,83 @@ pub fn decode_array(
     len: usize,
     buffers: &[&[u8]],
 ) -> Result<ArrayRef> {
+    decode_rows(enc, dt, len, buffers, None)
+}
+
+/// Decodes only the rows of a chunk of `len` rows whose bit is set in `selection` (which
+/// has `len` bits), without decoding the others where the scheme allows (see
+/// `selected.rs`). The array has `selection.count_ones()` rows.
+pub fn decode_selected(
+    enc: &ColumnEncoding,
+    dt: &DataType,
+    len: usize,
+    buffers: &[&[u8]],
+    selection: &Bitmap,
+) -> Result<ArrayRef> {
+    if selection.len() != len {
+        return Err(EncodingError::Unsupported(format!(
+            "selection of {} rows for a chunk of {len}",
+            selection.len()
+        )));
+    }
+    decode_rows(enc, dt, len, buffers, Some(selection))
+}
+
+/// The validity of a chunk of `len` rows: `None` when every row is valid.
+pub fn chunk_validity(enc: &ColumnEncoding, len: usize, buffers: &[&[u8]]) -> Result<Option<Bitmap>> {
+    Ok(match enc.validity {
+        Validity::AllValid => None,
+        Validity::AllNull => Some(Bitmap::zeros(len)),
+        Validity::Bitmap { buffer } => {
+            let words = len.div_ceil(64);
+            let bytes = Buffers(buffers).get(buffer, words * 8)?;
+            let words: Vec<u64> = bytes[..words * 8]
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .collect();
+            Bitmap::from_words(words, len)
+        }
+    })
+}
+
+/// The rows of a chunk of `len` rows whose value is non-null and satisfies `pred`,
+/// evaluated on the encoded values (see `filter.rs`).
+pub fn filter_chunk(
+    enc: &ColumnEncoding,
+    dt: &DataType,
+    len: usize,
+    buffers: &[&[u8]],
+    pred: &ValuePredicate,
+) -> Result<Bitmap> {
+    let kind = physical_kind(dt)?;
+    let validity = chunk_validity(enc, len, buffers)?;
+    let count = validity.as_ref().map_or(len, Bitmap::count_ones);
+    if count == 0 {
+        return Ok(Bitmap::zeros(len));
+    }
+    if enc.nodes.is_empty() {
+        return Err(corrupt(format!("{count} values but no encoding")));
+    }
+    let ctx = Ctx {
+        enc,
+        bufs: Buffers(buffers),
+    };
+    let compact = filter_values(&ctx, kind, count, pred)?;
+    match validity {
+        None => Ok(compact),
+        Some(valid) => {
+            sift_bits::levels::deposit(&compact, &valid).map_err(|e| corrupt(e.to_string()))
+        }
+    }
+}
+
+fn decode_rows(
+    enc: &ColumnEncoding,
+    dt: &DataType,
+    len: usize,
+    buffers: &[&[u8]],
+    selection: Option<&Bitmap>,
+) -> Result<ArrayRef> {
     let kind = physical_kind(dt)?;
     if !fixed_chunk_fits(kind, len) {
         return Err(corrupt(format!(
@@ -345,8 +425,9 @@ pub fn decode_array(
         enc,
         bufs: Buffers(buffers),
     };
-    let nulls = match enc.validity {
-        Validity::AllNull => return Ok(arrow_array::new_null_array(dt, len)),
+    let out_len = selection.map_or(len, Bitmap::count_ones);
+    let mut nulls = match enc.validity {
+        Validity::AllNull => return Ok(arrow_array::new_null_array(dt, out_len)),
         Validity::AllValid => None,
         Validity::Bitmap { buffer } => {
             let words = len.div_ceil(64);
@@ -355,10 +436,40 @@ pub fn decode_array(
             Some(NullBuffer::new(bits))
         }
     };
-    let count = nulls.as_ref().map_or(len, |n| len - n.null_count());
+    let mut count = nulls.as_ref().map_or(len, |n| len - n.null_count());
     if count > 0 && enc.nodes.is_empty() {
         return Err(corrupt(format!("{count} values but no encoding")));
     }
+    // With a selection: the selection over the compacted values (PEXT by validity), and
+    // the output's validity (PEXT of validity by the selection).
+    let sel: Option<Bitmap> = match (selection, &nulls) {
+        (None, _) => None,
+        (Some(s), None) => Some(s.clone()),
+        (Some(s), Some(n)) => {
+            let valid = Bitmap::from_words(
+                n.inner().values().chunks(8).map(|c| {
+                    let mut a = [0u8; 8];
+                    a[..c.len()].copy_from_slice(c);
+                    u64::from_le_bytes(a)
+                }).collect(),
+                len,
+            )
+            .ok_or_else(|| corrupt("validity bitmap too short"))?;
+            let on_values = sift_bits::levels::compress(s, &valid).map_err(|e| corrupt(e.to_string()))?;
+            let out_valid = sift_bits::levels::compress(&valid, s).map_err(|e| corrupt(e.to_string()))?;
+            nulls = Some(NullBuffer::new(BooleanBuffer::new(
+                Buffer::from_vec(out_valid.into_words()),
+                0,
+                out_len,
+            )));
+            Some(on_values)
+        }
+    };
+    let all_count = count;
+    if let Some(s) = &sel {
+        count = s.count_ones();
+    }
+    let len = out_len;
     let builder = ArrayDataBuilder::new(dt.clone())
         .len(len)
         .nulls(nulls.clone());
@@ -370,7 +481,7 @@ pub fn decode_array(
             return Ok(arrow_array::new_null_array(dt, 0));
         }
         PhysicalKind::Bool => {
-            let compact = BooleanBuffer::from(bool::decode(&ctx, 0, count, 0)?);
+            let compact = BooleanBuffer::from(values_of::<bool>(&ctx, all_count, sel.as_ref())?);
             let values = match &nulls {
                 None => compact,
                 Some(n) => {
@@ -384,11 +495,11 @@ pub fn decode_array(
             return Ok(Arc::new(BooleanArray::new(values, nulls)));
         }
         PhysicalKind::Int(it) => with_int!(it, T => {
-            let values = scatter(decode_int_column::<T>(&ctx, count)?, nulls.as_ref(), len);
+            let values = scatter(int_values::<T>(&ctx, all_count, sel.as_ref())?, nulls.as_ref(), len);
             builder.add_buffer(Buffer::from_vec(values))
         }),
         PhysicalKind::Float(8) => {
-            let bits: Vec<u64> = FloatBits::decode(&ctx, 0, count, 0)?
+            let bits: Vec<u64> = values_of::<FloatBits>(&ctx, all_count, sel.as_ref())?
                 .into_iter()
                 .map(|f| f.0)
                 .collect();
@@ -402,7 +513,15 @@ pub fn decode_array(
             if *width as usize != w {
                 return Err(corrupt(format!("plain width {width} for a {w}-byte float")));
             }
-            let bytes = &bufs.get(*buffer, count * w)?[..count * w];
+            let all = &bufs.get(*buffer, all_count * w)?[..all_count * w];
+            let picked: Vec<u8>;
+            let bytes = match &sel {
+                None => all,
+                Some(s) => {
+                    picked = s.iter_ones().flat_map(|i| &all[i * w..(i + 1) * w]).copied().collect();
+                    &picked
+                }
+            };
             let values = match &nulls {
                 None => bytes.to_vec(),
                 Some(n) => {
@@ -416,11 +535,34 @@ pub fn decode_array(
             builder.add_buffer(Buffer::from_vec(values))
         }
         PhysicalKind::Bytes | PhysicalKind::FixedBytes(_) => {
-            let values = decode_bytes(&ctx, 0, count, 0)?;
+            let values = match &sel {
+                None => decode_bytes(&ctx, 0, count, 0)?,
+                Some(s) => select_bytes(&ctx, 0, all_count, 0, s)?,
+            };
             return bytes_array(values, dt, len, nulls);
         }
     };
     Ok(make_array(data.build()?))
+}
+
+/// All values of the root (`sel` = None) or the selected ones.
+fn values_of<V: Selectable>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -> Result<Vec<V>> {
+    match sel {
+        None => V::decode(ctx, 0, count, 0),
+        Some(s) => V::select(ctx, 0, count, 0, s),
+    }
+}
+
+/// The integers of a chunk, all or the selected ones.
+fn int_values<T: NativeInt>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -> Result<Vec<T>> {
+    let Some(s) = sel else {
+        return decode_int_column::<T>(ctx, count);
+    };
+    if T::BYTES > 8 || matches!(ctx.enc.node(0)?, Node::Plain { .. }) {
+        return Ok(crate::selected::compact(&decode_int_column::<T>(ctx, count)?, s));
+    }
+    let wide = i64::select(ctx, 0, count, 0, s)?;
+    narrow(wide)
 }
 
 /// Encodes integers through the `i64` cascade when they fit (every type but `u64` and
@@ -446,7 +588,11 @@ fn decode_int_column<T: NativeInt>(ctx: &Ctx<'_>, count: usize) -> Result<Vec<T>
     if matches!(ctx.enc.node(0)?, Node::For { .. } | Node::Plain { .. }) {
         return decode_ints::<T>(ctx.enc, 0, count, &ctx.bufs);
     }
-    let wide = i64::decode(ctx, 0, count, 0)?;
+    narrow(i64::decode(ctx, 0, count, 0)?)
+}
+
+/// Narrows `i64` cascade output to the column's type, checking the range.
+fn narrow<T: NativeInt>(wide: Vec<i64>) -> Result<Vec<T>> {
     // No copy when `T` is `i64` itself (most keys and timestamps).
     let any: Box<dyn std::any::Any> = Box::new(wide);
     match any.downcast::<Vec<T>>() {

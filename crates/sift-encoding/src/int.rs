@@ -137,7 +137,7 @@ fn encode_plain<T: NativeInt>(values: &[T], sink: &mut BufferSink) -> NodeId {
 
 /// The packed words of a buffer: borrowed in place when the buffer is 8-aligned (the writer
 /// aligns segments, the reader keeps that alignment) on a little-endian machine, else copied.
-fn packed_words(bytes: &[u8]) -> std::borrow::Cow<'_, [u64]> {
+pub(crate) fn packed_words(bytes: &[u8]) -> std::borrow::Cow<'_, [u64]> {
     if cfg!(target_endian = "little")
         && let Ok(words) = bytemuck::try_cast_slice::<u8, u64>(bytes)
     {

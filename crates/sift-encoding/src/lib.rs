@@ -17,15 +17,22 @@ mod cascade_tests;
 mod column;
 mod dict;
 mod error;
+mod filter;
 mod fsst;
 mod int;
 mod node;
 mod patch;
 mod rle;
 mod sample;
+mod selected;
 mod stats;
 
-pub use column::{EncodedColumn, PhysicalKind, decode_array, encode_array, physical_kind};
+pub use column::{
+    EncodedColumn, PhysicalKind, chunk_validity, decode_array, decode_selected, encode_array,
+    filter_chunk, physical_kind,
+};
+pub use filter::{BytesMatcher, ValuePredicate, float_from_key, float_key};
+pub use sift_bits::Bitmap;
 pub use error::{EncodingError, Result};
 pub use node::{ColumnEncoding, MAX_DEPTH, Node, NodeId, Validity};
 pub use stats::{ChunkStats, MAX_STAT_BYTES, Scalar};

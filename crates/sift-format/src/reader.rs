@@ -4,6 +4,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
@@ -19,27 +20,82 @@ const TAIL_GUESS: u64 = 64 * 1024;
 /// Reader settings.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
-    /// Verify the CRC-32 of every segment read (default true).
+    /// Verify the CRC-32 of every segment read (default true). Each chunk is verified the
+    /// first time it is read through an open file, not again on later reads.
     pub verify_checksums: bool,
+    /// Map the file into memory (default true): chunks are read in place, without a copy,
+    /// and a scan touches only the pages it decodes. Off: every chunk is read with one
+    /// positioned read into a fresh buffer.
+    pub mmap: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
         Self {
             verify_checksums: true,
+            mmap: true,
         }
     }
 }
 
+/// The bytes of one column chunk: borrowed from the mapping, or read into 8-aligned words.
+enum ChunkBytes<'a> {
+    Mapped(&'a [u8]),
+    Read(Vec<u64>, usize),
+}
+
+/// One column chunk of one block, read and checksum-verified, ready to decode or filter.
+pub struct ChunkRef<'a> {
+    /// The footer's entry for the chunk.
+    pub meta: &'a ChunkMeta,
+    /// Rows in the block.
+    pub rows: usize,
+    /// The Arrow type of the column.
+    pub data_type: &'a arrow_schema::DataType,
+    bytes: ChunkBytes<'a>,
+    start: u64,
+}
+
+impl ChunkRef<'_> {
+    /// The chunk's buffers (segment `i` is buffer `i` of the encoding).
+    pub fn buffers(&self) -> Vec<&[u8]> {
+        let bytes: &[u8] = match &self.bytes {
+            ChunkBytes::Mapped(b) => b,
+            ChunkBytes::Read(words, len) => &bytemuck::cast_slice::<u64, u8>(words)[..*len],
+        };
+        self.meta
+            .segments
+            .iter()
+            .map(|s| {
+                let from = (s.offset - self.start) as usize;
+                &bytes[from..from + s.len as usize]
+            })
+            .collect()
+    }
+}
+
 /// An open Sift file.
-#[derive(Debug)]
 pub struct SiftFile {
     path: PathBuf,
     file: File,
+    map: Option<memmap2::Mmap>,
     len: u64,
     footer: Footer,
     schema: SchemaRef,
     options: ReadOptions,
+    /// Per block × column: the chunk's checksums were verified.
+    verified: Vec<AtomicBool>,
+}
+
+impl std::fmt::Debug for SiftFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SiftFile")
+            .field("path", &self.path)
+            .field("len", &self.len)
+            .field("mapped", &self.map.is_some())
+            .field("blocks", &self.footer.blocks.len())
+            .finish()
+    }
 }
 
 impl SiftFile {
@@ -88,13 +144,29 @@ impl SiftFile {
         let footer = Footer::from_bytes(&path, &footer_bytes, crc, footer_offset)?;
         let schema =
             to_arrow_schema(&footer.fields, &footer.metadata).map_err(|e| corrupt(&path, e))?;
+        let map = if options.mmap {
+            // SAFETY: the mapping is read-only and private to this process. Sift files are
+            // immutable once written (the writer renames a finished file into place), so
+            // the bytes do not change under us; a file truncated by another process while
+            // open would fault, the caveat every mmap-based reader accepts.
+            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err(&path))?;
+            if map.len() as u64 != len {
+                return Err(corrupt(&path, "file changed size while opening"));
+            }
+            Some(map)
+        } else {
+            None
+        };
+        let chunks = footer.blocks.len() * footer.fields.len();
         Ok(Self {
             path,
             file,
+            map,
             len,
             footer,
             schema,
             options,
+            verified: (0..chunks).map(|_| AtomicBool::new(false)).collect(),
         })
     }
 
@@ -154,44 +226,91 @@ impl SiftFile {
 
     /// Reads and decodes one column of one block.
     pub fn read_chunk(&self, block: usize, column: usize) -> Result<ArrayRef> {
-        let meta = self.block_meta(block)?;
-        let field = self.footer.fields.get(column).ok_or_else(|| {
-            Error::Invalid(format!(
-                "column {column} out of range ({})",
-                self.footer.fields.len()
-            ))
-        })?;
-        let chunk = &meta.columns[column];
-        let rows = meta.rows as usize;
-        let where_ =
-            |offset: u64| format!("block {block} column '{}' at offset {offset}", field.name);
-        let words = self.read_chunk_bytes(chunk, &where_)?;
-        let (start, len) = chunk.byte_range();
-        let bytes = &bytemuck::cast_slice::<u64, u8>(&words)[..len as usize];
-        let buffers: Vec<&[u8]> = chunk
-            .segments
-            .iter()
-            .map(|s| {
-                let from = (s.offset - start) as usize;
-                &bytes[from..from + s.len as usize]
-            })
-            .collect();
-        let dt = self.schema.field(column).data_type();
-        let array = decode_array(&chunk.encoding, dt, rows, &buffers)
-            .map_err(|e| corrupt(&self.path, format!("{}: {e}", where_(start))))?;
+        let chunk = self.chunk(block, column)?;
+        let buffers = chunk.buffers();
+        let array = decode_array(&chunk.meta.encoding, chunk.data_type, chunk.rows, &buffers)
+            .map_err(|e| self.chunk_error(block, column, e))?;
         let nulls = array.logical_null_count() as u64;
+        let field = &self.footer.fields[column];
         let null_type = field.ty == ColumnType::Null;
-        if nulls != chunk.stats.null_count || (nulls > 0 && !field.nullable && !null_type) {
+        if nulls != chunk.meta.stats.null_count || (nulls > 0 && !field.nullable && !null_type) {
             return Err(corrupt(
                 &self.path,
                 format!(
                     "{}: {nulls} nulls decoded, footer says {}",
-                    where_(start),
-                    chunk.stats.null_count
+                    self.chunk_place(block, column),
+                    chunk.meta.stats.null_count
                 ),
             ));
         }
         Ok(array)
+    }
+
+    /// Where a chunk is, for messages: `block 3 column 'x' at offset 1234`.
+    pub fn chunk_place(&self, block: usize, column: usize) -> String {
+        let name = self.footer.fields.get(column).map_or("?", |f| f.name.as_str());
+        let offset = self
+            .footer
+            .blocks
+            .get(block)
+            .and_then(|b| b.columns.get(column))
+            .map_or(0, |c| c.byte_range().0);
+        format!("block {block} column '{name}' at offset {offset}")
+    }
+
+    /// An error from decoding a chunk, with the file, block, column and offset.
+    pub fn chunk_error(&self, block: usize, column: usize, e: impl std::fmt::Display) -> Error {
+        corrupt(&self.path, format!("{}: {e}", self.chunk_place(block, column)))
+    }
+
+    /// One column chunk of one block, read (in place when mapped) with its checksums
+    /// verified the first time.
+    pub fn chunk(&self, block: usize, column: usize) -> Result<ChunkRef<'_>> {
+        let meta = self.block_meta(block)?;
+        if column >= self.footer.fields.len() {
+            return Err(Error::Invalid(format!(
+                "column {column} out of range ({})",
+                self.footer.fields.len()
+            )));
+        }
+        let chunk = &meta.columns[column];
+        let (start, len) = chunk.byte_range();
+        let bytes = match &self.map {
+            // The footer was validated: segments lie inside the file.
+            Some(map) => ChunkBytes::Mapped(&map[start as usize..(start + len) as usize]),
+            None => {
+                let mut words = vec![0u64; (len as usize).div_ceil(8)];
+                let buf = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len as usize];
+                self.file
+                    .read_exact_at(buf, start)
+                    .map_err(io_err(&self.path))?;
+                ChunkBytes::Read(words, len as usize)
+            }
+        };
+        let out = ChunkRef {
+            meta: chunk,
+            rows: meta.rows as usize,
+            data_type: self.schema.field(column).data_type(),
+            bytes,
+            start,
+        };
+        let flag = &self.verified[block * self.footer.fields.len() + column];
+        if self.options.verify_checksums && !flag.load(Ordering::Relaxed) {
+            for (i, (s, b)) in chunk.segments.iter().zip(out.buffers()).enumerate() {
+                let actual = crc32fast::hash(b);
+                if actual != s.crc32 {
+                    return Err(corrupt(
+                        &self.path,
+                        format!(
+                            "block {block} column '{}' at offset {}: segment {i} checksum mismatch (stored {:#010x}, computed {actual:#010x})",
+                            self.footer.fields[column].name, s.offset, s.crc32
+                        ),
+                    ));
+                }
+            }
+            flag.store(true, Ordering::Relaxed);
+        }
+        Ok(out)
     }
 
     fn block_meta(&self, block: usize) -> Result<&crate::footer::BlockMeta> {
@@ -201,39 +320,6 @@ impl SiftFile {
                 self.footer.blocks.len()
             ))
         })
-    }
-
-    /// One range read for all segments of a chunk, with checksums verified.
-    fn read_chunk_bytes(
-        &self,
-        chunk: &ChunkMeta,
-        where_: &dyn Fn(u64) -> String,
-    ) -> Result<Vec<u64>> {
-        let (start, len) = chunk.byte_range();
-        // The footer was validated: segments lie inside the file, in order. The buffer is
-        // made of u64 words so that 8-aligned segments stay 8-aligned in memory.
-        let mut words = vec![0u64; (len as usize).div_ceil(8)];
-        let bytes = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len as usize];
-        self.file
-            .read_exact_at(bytes, start)
-            .map_err(io_err(&self.path))?;
-        if self.options.verify_checksums {
-            for (i, s) in chunk.segments.iter().enumerate() {
-                let from = (s.offset - start) as usize;
-                let actual = crc32fast::hash(&bytes[from..from + s.len as usize]);
-                if actual != s.crc32 {
-                    return Err(corrupt(
-                        &self.path,
-                        format!(
-                            "{}: segment {i} checksum mismatch (stored {:#010x}, computed {actual:#010x})",
-                            where_(s.offset),
-                            s.crc32
-                        ),
-                    ));
-                }
-            }
-        }
-        Ok(words)
     }
 
     /// Reads one block; `projection` lists column indices (all columns if `None`).

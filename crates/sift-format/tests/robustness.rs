@@ -247,6 +247,7 @@ fn checked() -> ReadOptions {
 fn unchecked() -> ReadOptions {
     ReadOptions {
         verify_checksums: false,
+        ..ReadOptions::default()
     }
 }
 

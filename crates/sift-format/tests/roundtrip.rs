@@ -664,20 +664,23 @@ fn footer_statistics_match_the_data() {
 }
 
 #[test]
-fn checksums_can_be_skipped() {
+fn checksums_and_mapping_can_be_turned_off() {
     let batch = mixed_batch(500);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.sift");
     write(&path, &batch.schema(), std::slice::from_ref(&batch), 128);
-    let f = SiftFile::open_with(
-        &path,
-        ReadOptions {
-            verify_checksums: false,
-        },
-    )
-    .unwrap();
-    let out = arrow::compute::concat_batches(f.schema(), &f.read_all(None).unwrap()).unwrap();
-    assert_same(&batch, &out);
+    for (verify_checksums, mmap) in [(false, true), (true, false), (false, false)] {
+        let f = SiftFile::open_with(
+            &path,
+            ReadOptions {
+                verify_checksums,
+                mmap,
+            },
+        )
+        .unwrap();
+        let out = arrow::compute::concat_batches(f.schema(), &f.read_all(None).unwrap()).unwrap();
+        assert_same(&batch, &out);
+    }
 }
 
 fn random_batch(len: usize, seed: u64, null_pct: u64, card: u64) -> RecordBatch {

@@ -1,1 +1,38 @@
-//! Scan engine (filters and pushdown arrive with the scan issue).
+//! Sift's scan engine: filters evaluated on encoded data, with selection pushdown, zone
+//! maps, run-time filter ordering and payload skipping.
+//!
+//! ```no_run
+//! use sift_scan::{col, scan, Literal};
+//! let filter = col("l_shipdate").gte(Literal::date("1994-01-01").unwrap())
+//!     .and(col("l_quantity").lt(24));
+//! for batch in scan("lineitem.sift").project(["l_extendedprice"]).filter(filter) {
+//!     let batch = batch?;
+//!     println!("{} rows", batch.num_rows());
+//! }
+//! # Ok::<(), sift_scan::Error>(())
+//! ```
+//!
+//! Data flow per block: prune by zone maps (`prune.rs`) → order the filters by observed
+//! selectivity and cost (`order.rs`) → evaluate them on the encoded chunks, later ones
+//! only on the rows still selected (`eval.rs`, with `sift_encoding::filter_chunk` and
+//! `decode_selected`) → decode only the selected rows of the projected columns.
+
+mod bind;
+mod coerce;
+mod error;
+mod eval;
+mod expr;
+mod like;
+mod order;
+mod parse;
+mod prune;
+pub mod queries;
+mod scan;
+mod source;
+mod stats;
+
+pub use error::{Error, Result};
+pub use expr::{CmpOp, Column, Expr, Literal, Udf, UdfFn, col};
+pub use parse::parse_filter;
+pub use scan::{Scan, ScanBuilder, Table, scan};
+pub use stats::ScanStats;

@@ -1,0 +1,552 @@
+//! Predicates evaluated on encoded values, scheme by scheme (DESIGN §1, issue 5 §4).
+//!
+//! | node | evaluation |
+//! |---|---|
+//! | constant | once |
+//! | RLE | once per run, then runs set as bit ranges |
+//! | dictionary | once per entry: a mask over codes; a contiguous mask (always, for ranges on a sorted dictionary) becomes a range on the codes, which recurses into their encoding |
+//! | frame of reference | the range is moved into the code domain and compared on the packed codes (`sift_bits::packed_cmp`) |
+//! | ALP | the float range becomes an exact integer range (ALP decoding is monotone), which recurses into the integers |
+//! | patch | the inner node, then the exceptions alone |
+//! | anything else | decoded, then evaluated |
+//!
+//! Every function returns a bitmap over the chunk's *compacted* (non-null) values; the
+//! column entry point deposits it onto the valid rows.
+
+use std::sync::Arc;
+
+use sift_bits::Bitmap;
+use sift_bits::predicate::Predicate;
+
+use crate::alp;
+use crate::bytes::{ByteValues, decode_bytes};
+use crate::cascade::{Ctx, FloatBits, Value, decode_indices};
+use crate::dict::checked_len;
+use crate::error::{Result, corrupt};
+use crate::int::packed_words;
+use crate::node::{Node, NodeId};
+
+/// A predicate on the values of one column, in its storage domain. Nulls never match;
+/// `negate` flips the answer for non-null values only (SQL's `NOT` on a known value).
+#[derive(Clone)]
+pub enum ValuePredicate {
+    /// Integers (every integer-like type, decimals scaled): `lo <= v <= hi`.
+    IntRange { lo: i128, hi: i128, negate: bool },
+    /// Integers in a set (sorted, without repeats).
+    IntIn { values: Arc<[i128]>, negate: bool },
+    /// Floats by IEEE total order, as [`float_key`]s: `lo <= key(v) <= hi`.
+    FloatRange { lo: u64, hi: u64, negate: bool },
+    /// Floats whose [`float_key`] is in the set (sorted, without repeats).
+    FloatIn { keys: Arc<[u64]>, negate: bool },
+    /// Byte strings accepted by `matcher` (negation is the matcher's business).
+    Bytes(Arc<BytesMatcher>),
+    /// Booleans equal to `value`.
+    Bool { value: bool },
+}
+
+/// A predicate on one byte string.
+pub type BytesMatcher = dyn Fn(&[u8]) -> bool + Send + Sync;
+
+impl std::fmt::Debug for ValuePredicate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::IntRange { lo, hi, negate } => write!(f, "int[{lo}, {hi}] negate={negate}"),
+            Self::IntIn { values, negate } => write!(f, "int in {values:?} negate={negate}"),
+            Self::FloatRange { lo, hi, negate } => write!(
+                f,
+                "float[{}, {}] negate={negate}",
+                float_from_key(*lo),
+                float_from_key(*hi)
+            ),
+            Self::FloatIn { keys, negate } => write!(f, "float in {keys:?} negate={negate}"),
+            Self::Bytes(_) => write!(f, "bytes matcher"),
+            Self::Bool { value } => write!(f, "bool = {value}"),
+        }
+    }
+}
+
+/// The position of `x` in IEEE total order as an unsigned key: `a.total_cmp(b)` is
+/// `float_key(a).cmp(&float_key(b))`.
+pub fn float_key(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 1 { !b } else { b | (1 << 63) }
+}
+
+/// The inverse of [`float_key`].
+pub fn float_from_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+/// A predicate on the values of one domain.
+trait DomainPred<V: Value>: Sized {
+    fn eval(&self, v: V) -> bool;
+
+    /// Evaluates on node `id`, with the scheme-specific paths this predicate has (ranges
+    /// compare packed codes and translate through ALP); by default the shared schemes.
+    fn filter_node(&self, ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Bitmap> {
+        filter_generic(ctx, id, count, depth, self)
+    }
+}
+
+/// `lo <= v <= hi` (xor `negate`) on `i64`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IntRange {
+    lo: i64,
+    hi: i64,
+    negate: bool,
+}
+
+impl IntRange {
+    /// Clamps an `i128` range to `i64` (an empty result keeps `lo > hi`).
+    fn new(lo: i128, hi: i128, negate: bool) -> Self {
+        let clamp = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        if lo > hi || hi < i128::from(i64::MIN) || lo > i128::from(i64::MAX) {
+            return Self {
+                lo: 1,
+                hi: 0,
+                negate,
+            };
+        }
+        Self {
+            lo: clamp(lo),
+            hi: clamp(hi),
+            negate,
+        }
+    }
+}
+
+impl DomainPred<i64> for IntRange {
+    #[inline]
+    fn eval(&self, v: i64) -> bool {
+        (self.lo <= v && v <= self.hi) != self.negate
+    }
+    fn filter_node(&self, ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Bitmap> {
+        filter_ints(ctx, id, count, depth, *self)
+    }
+}
+
+struct IntSet {
+    values: Vec<i64>,
+    negate: bool,
+}
+
+impl DomainPred<i64> for IntSet {
+    fn eval(&self, v: i64) -> bool {
+        self.values.binary_search(&v).is_ok() != self.negate
+    }
+}
+
+#[derive(Clone, Copy)]
+struct KeyRange {
+    lo: u64,
+    hi: u64,
+    negate: bool,
+}
+
+impl DomainPred<FloatBits> for KeyRange {
+    #[inline]
+    fn eval(&self, v: FloatBits) -> bool {
+        let k = float_key(v.f64());
+        (self.lo <= k && k <= self.hi) != self.negate
+    }
+    fn filter_node(&self, ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Bitmap> {
+        filter_floats(ctx, id, count, depth, *self)
+    }
+}
+
+struct KeySet<'a> {
+    keys: &'a [u64],
+    negate: bool,
+}
+
+impl DomainPred<FloatBits> for KeySet<'_> {
+    fn eval(&self, v: FloatBits) -> bool {
+        self.keys.binary_search(&float_key(v.f64())).is_ok() != self.negate
+    }
+}
+
+struct BoolEq(bool);
+
+impl DomainPred<bool> for BoolEq {
+    fn eval(&self, v: bool) -> bool {
+        v == self.0
+    }
+}
+
+/// Evaluates `pred` on the `count` compacted values of the chunk's root node.
+pub(crate) fn filter_values(
+    ctx: &Ctx<'_>,
+    kind: crate::PhysicalKind,
+    count: usize,
+    pred: &ValuePredicate,
+) -> Result<Bitmap> {
+    use crate::PhysicalKind as K;
+    use ValuePredicate as P;
+    let mismatch = || {
+        crate::EncodingError::Unsupported(format!("predicate {pred:?} on a {kind:?} column"))
+    };
+    match (kind, pred) {
+        (K::Int(_), P::IntRange { lo, hi, negate }) => {
+            let range = IntRange::new(*lo, *hi, *negate);
+            if i128_root(ctx)? {
+                let values = crate::int::decode_ints::<i128>(ctx.enc, 0, count, &ctx.bufs)?;
+                return Ok(eval_all(&values, |v| (*lo <= v && v <= *hi) != *negate));
+            }
+            filter_ints(ctx, 0, count, 0, range)
+        }
+        (K::Int(_), P::IntIn { values, negate }) => {
+            if i128_root(ctx)? {
+                let decoded = crate::int::decode_ints::<i128>(ctx.enc, 0, count, &ctx.bufs)?;
+                return Ok(eval_all(&decoded, |v| {
+                    values.binary_search(&v).is_ok() != *negate
+                }));
+            }
+            let set = IntSet {
+                values: values
+                    .iter()
+                    .filter_map(|&v| i64::try_from(v).ok())
+                    .collect(),
+                negate: *negate,
+            };
+            filter_generic(ctx, 0, count, 0, &set)
+        }
+        (K::Float(8), P::FloatRange { lo, hi, negate }) => filter_floats(
+            ctx,
+            0,
+            count,
+            0,
+            KeyRange {
+                lo: *lo,
+                hi: *hi,
+                negate: *negate,
+            },
+        ),
+        (K::Float(8), P::FloatIn { keys, negate }) => filter_generic(
+            ctx,
+            0,
+            count,
+            0,
+            &KeySet {
+                keys,
+                negate: *negate,
+            },
+        ),
+        (K::Bytes | K::FixedBytes(_), P::Bytes(m)) => filter_bytes(ctx, 0, count, 0, m.as_ref()),
+        (K::Bool, P::Bool { value }) => filter_generic(ctx, 0, count, 0, &BoolEq(*value)),
+        _ => Err(mismatch()),
+    }
+}
+
+/// True when the root holds integers that did not go through the `i64` cascade (`u64`
+/// beyond `i64::MAX`, wide decimals): bit-packed over their own range, or plain.
+fn i128_root(ctx: &Ctx<'_>) -> Result<bool> {
+    Ok(match ctx.enc.node(0)? {
+        Node::Plain { width, .. } => *width == 16,
+        Node::For { base, bits, .. } => {
+            i64::try_from(*base).is_err()
+                || (*base + ((1i128 << *bits.min(&64)) - 1)) > i128::from(i64::MAX)
+        }
+        _ => false,
+    })
+}
+
+/// Evaluates a predicate value by value.
+fn eval_all<V: Copy>(values: &[V], f: impl Fn(V) -> bool) -> Bitmap {
+    let mut words = vec![0u64; values.len().div_ceil(64)];
+    for (w, chunk) in words.iter_mut().zip(values.chunks(64)) {
+        let mut bits = 0u64;
+        for (i, &v) in chunk.iter().enumerate() {
+            bits |= u64::from(f(v)) << i;
+        }
+        *w = bits;
+    }
+    Bitmap::from_words(words, values.len()).unwrap_or_default()
+}
+
+/// A bitmap of `count` bits, all equal to `v`.
+fn uniform(count: usize, v: bool) -> Bitmap {
+    if v {
+        Bitmap::ones(count)
+    } else {
+        Bitmap::zeros(count)
+    }
+}
+
+/// Integers (`i64` cascade).
+fn filter_ints(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    count: usize,
+    depth: usize,
+    p: IntRange,
+) -> Result<Bitmap> {
+    if p.lo > p.hi {
+        return Ok(uniform(count, p.negate));
+    }
+    match ctx.node(id, depth)? {
+        &Node::For { base, bits, buffer } => {
+            if bits > 64 {
+                return Err(corrupt(format!("bit width {bits} > 64")));
+            }
+            // The range in the code domain, clipped to the codes' span.
+            let max = if bits == 64 {
+                u64::MAX
+            } else {
+                (1u64 << bits) - 1
+            };
+            let lo = (i128::from(p.lo) - base).max(0);
+            let hi = (i128::from(p.hi) - base).min(i128::from(max));
+            if lo > hi {
+                return Ok(uniform(count, p.negate));
+            }
+            let words_needed = sift_bits::pack::packed_words(count, u32::from(bits))
+                .ok_or_else(|| corrupt("packed length overflows"))?;
+            let bytes = ctx.bufs.get(buffer, words_needed.saturating_mul(8))?;
+            let words = packed_words(&bytes[..words_needed * 8]);
+            let mut out = Bitmap::default();
+            sift_bits::packed_cmp::compare_into(
+                sift_bits::Level::active(),
+                &words,
+                u32::from(bits),
+                count,
+                Predicate::Between(lo as u64, hi as u64),
+                &mut out,
+            )
+            .map_err(|e| corrupt(format!("packed codes: {e}")))?;
+            if p.negate {
+                out.not_assign();
+            }
+            Ok(out)
+        }
+        _ => filter_generic(ctx, id, count, depth, &p),
+    }
+}
+
+/// Doubles (by bit pattern).
+fn filter_floats(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    count: usize,
+    depth: usize,
+    p: KeyRange,
+) -> Result<Bitmap> {
+    if p.lo > p.hi {
+        return Ok(uniform(count, p.negate));
+    }
+    match ctx.node(id, depth)? {
+        &Node::Alp {
+            exponent,
+            factor,
+            ints,
+        } => {
+            let ints = ctx.child(id, ints)?;
+            match alp::int_range(exponent, factor, p.lo, p.hi)? {
+                Some((lo, hi)) => filter_ints(
+                    ctx,
+                    ints,
+                    count,
+                    depth + 1,
+                    IntRange {
+                        lo,
+                        hi,
+                        negate: p.negate,
+                    },
+                ),
+                None => Ok(uniform(count, p.negate)),
+            }
+        }
+        _ => filter_generic(ctx, id, count, depth, &p),
+    }
+}
+
+/// The schemes every domain shares, and the decode-then-evaluate fallback.
+fn filter_generic<V: Value, P: DomainPred<V>>(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    count: usize,
+    depth: usize,
+    p: &P,
+) -> Result<Bitmap> {
+    match ctx.node(id, depth)? {
+        Node::Constant { value } => {
+            let b: [u8; 8] = value
+                .as_slice()
+                .try_into()
+                .map_err(|_| corrupt(format!("constant of {} bytes, 8 expected", value.len())))?;
+            Ok(uniform(count, p.eval(V::from_le_bytes8(b))))
+        }
+        &Node::Dict { values, len, codes } => {
+            let len = checked_len(len, count)?;
+            let dict = V::decode(ctx, ctx.child(id, values)?, len, depth + 1)?;
+            let mask: Vec<bool> = dict.iter().map(|&v| p.eval(v)).collect();
+            filter_codes(ctx, ctx.child(id, codes)?, count, depth + 1, &mask)
+        }
+        &Node::Rle {
+            values,
+            runs,
+            lengths,
+        } => {
+            let runs = runs as usize;
+            if runs > count || (runs == 0 && count > 0) {
+                return Err(corrupt(format!("{runs} runs for {count} values")));
+            }
+            let vals = V::decode(ctx, ctx.child(id, values)?, runs, depth + 1)?;
+            let lens = decode_indices(ctx, ctx.child(id, lengths)?, runs, count as u64, depth + 1)?;
+            let mut words = vec![0u64; count.div_ceil(64)];
+            let mut pos = 0usize;
+            for (v, len) in vals.into_iter().zip(lens) {
+                let end = pos + len as usize;
+                if len == 0 || end > count {
+                    return Err(corrupt(format!("run lengths do not add up to {count}")));
+                }
+                if p.eval(v) {
+                    set_range(&mut words, pos, end);
+                }
+                pos = end;
+            }
+            if pos != count {
+                return Err(corrupt(format!("runs hold {pos} values, {count} expected")));
+            }
+            Bitmap::from_words(words, count).ok_or_else(|| corrupt("run bitmap"))
+        }
+        &Node::Patch {
+            inner,
+            exceptions,
+            positions,
+            values,
+        } => {
+            let exceptions = exceptions as usize;
+            if exceptions > count {
+                return Err(corrupt(format!(
+                    "{exceptions} exceptions for {count} values"
+                )));
+            }
+            let mut out = p.filter_node(ctx, ctx.child(id, inner)?, count, depth + 1)?;
+            let max = count.saturating_sub(1) as u64;
+            let pos = decode_indices(ctx, ctx.child(id, positions)?, exceptions, max, depth + 1)?;
+            let vals = V::decode(ctx, ctx.child(id, values)?, exceptions, depth + 1)?;
+            for (q, v) in pos.into_iter().zip(vals) {
+                out.set(q as usize, p.eval(v));
+            }
+            Ok(out)
+        }
+        _ => {
+            let values = V::decode(ctx, id, count, depth)?;
+            Ok(eval_all(&values, |v| p.eval(v)))
+        }
+    }
+}
+
+/// Codes of a dictionary whose entries matched as `mask`: a contiguous set of codes (or
+/// the complement of one) becomes a range evaluated on the codes' own encoding; any other
+/// set is looked up code by code.
+fn filter_codes(
+    ctx: &Ctx<'_>,
+    codes: NodeId,
+    count: usize,
+    depth: usize,
+    mask: &[bool],
+) -> Result<Bitmap> {
+    let first = mask.iter().position(|&m| m);
+    let last = mask.iter().rposition(|&m| m);
+    let (Some(first), Some(last)) = (first, last) else {
+        return Ok(Bitmap::zeros(count));
+    };
+    let n = mask.len();
+    if mask[first..=last].iter().all(|&m| m) {
+        return filter_ints(ctx, codes, count, depth, IntRange::new(first as i128, last as i128, false));
+    }
+    // The complement: trues at both ends, one run of falses inside.
+    if mask[0] && mask[n - 1] {
+        let f0 = mask.iter().position(|&m| !m).unwrap_or(n);
+        let f1 = mask.iter().rposition(|&m| !m).unwrap_or(0);
+        if f0 <= f1 && mask[f0..=f1].iter().all(|&m| !m) {
+            return filter_ints(ctx, codes, count, depth, IntRange::new(f0 as i128, f1 as i128, true));
+        }
+    }
+    let max = n.saturating_sub(1) as u64;
+    let codes = decode_indices(ctx, codes, count, max, depth)?;
+    Ok(eval_all(&codes, |c| mask[c as usize]))
+}
+
+/// Byte strings.
+fn filter_bytes(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    count: usize,
+    depth: usize,
+    m: &BytesMatcher,
+) -> Result<Bitmap> {
+    match ctx.node(id, depth)? {
+        Node::Constant { value } => Ok(uniform(count, m(value))),
+        &Node::Dict { values, len, codes } => {
+            let len = checked_len(len, count)?;
+            let dict = decode_bytes(ctx, ctx.child(id, values)?, len, depth + 1)?;
+            let mask: Vec<bool> = (0..len).map(|i| m(dict.value(i))).collect();
+            filter_codes(ctx, ctx.child(id, codes)?, count, depth + 1, &mask)
+        }
+        _ => {
+            let values: ByteValues = decode_bytes(ctx, id, count, depth)?;
+            let mut words = vec![0u64; count.div_ceil(64)];
+            for i in 0..count {
+                if m(values.value(i)) {
+                    words[i / 64] |= 1 << (i % 64);
+                }
+            }
+            Bitmap::from_words(words, count).ok_or_else(|| corrupt("string bitmap"))
+        }
+    }
+}
+
+/// Sets bits `start..end`.
+pub(crate) fn set_range(words: &mut [u64], start: usize, end: usize) {
+    if start >= end {
+        return;
+    }
+    let (sw, ew) = (start / 64, (end - 1) / 64);
+    let lo_mask = u64::MAX << (start % 64);
+    let hi_mask = u64::MAX >> (63 - (end - 1) % 64);
+    if sw == ew {
+        words[sw] |= lo_mask & hi_mask;
+        return;
+    }
+    words[sw] |= lo_mask;
+    for w in &mut words[sw + 1..ew] {
+        *w = u64::MAX;
+    }
+    words[ew] |= hi_mask;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_keys_follow_total_order() {
+        let xs = [
+            f64::NEG_INFINITY,
+            -1.5,
+            -0.0,
+            0.0,
+            1e-300,
+            2.0,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        for w in xs.windows(2) {
+            assert!(float_key(w[0]) < float_key(w[1]), "{} {}", w[0], w[1]);
+            assert_eq!(float_from_key(float_key(w[0])).to_bits(), w[0].to_bits());
+        }
+    }
+
+    #[test]
+    fn set_range_sets_exactly() {
+        for (s, e) in [(0, 0), (0, 1), (3, 64), (63, 65), (0, 128), (5, 190), (64, 128)] {
+            let mut w = vec![0u64; 3];
+            set_range(&mut w, s, e);
+            for i in 0..192 {
+                assert_eq!((w[i / 64] >> (i % 64)) & 1 == 1, (s..e).contains(&i), "{s} {e} {i}");
+            }
+        }
+    }
+}

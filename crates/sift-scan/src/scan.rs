@@ -1,0 +1,390 @@
+//! The scan API: `scan(path).project([...]).filter(expr).limit(n).batch_size(n)`, an
+//! iterator of Arrow record batches.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_schema::SchemaRef;
+use sift_encoding::Bitmap;
+
+use crate::bind::{Bound, bind};
+use crate::error::{Error, Result};
+use crate::eval::BlockEval;
+use crate::expr::Expr;
+use crate::order::Order;
+use crate::prune::{Zone, prunes};
+use crate::source::Source;
+use crate::stats::ScanStats;
+
+/// An open file (Sift, or Parquet read through the same engine) that scans run on. Open
+/// it once to scan it many times: the footer is parsed and the checksums verified once.
+#[derive(Clone)]
+pub struct Table {
+    source: Arc<Source>,
+    path: PathBuf,
+}
+
+impl Table {
+    /// Opens a `.sift` file, or a `.parquet` file (by its extension).
+    pub fn open(path: impl AsRef<Path>) -> Result<Table> {
+        Self::open_with(path, true)
+    }
+
+    /// Opens a file, choosing whether Sift segment checksums are verified.
+    pub fn open_with(path: impl AsRef<Path>, verify_checksums: bool) -> Result<Table> {
+        let path = path.as_ref().to_path_buf();
+        Ok(Table {
+            source: Arc::new(Source::open(&path, verify_checksums)?),
+            path,
+        })
+    }
+
+    /// The file's schema.
+    pub fn schema(&self) -> SchemaRef {
+        self.source.schema()
+    }
+
+    /// Total rows.
+    pub fn num_rows(&self) -> u64 {
+        (0..self.source.num_blocks())
+            .map(|b| self.source.block_rows(b) as u64)
+            .sum()
+    }
+
+    /// A scan of this table.
+    pub fn scan(&self) -> ScanBuilder {
+        ScanBuilder {
+            table: Ok(self.clone()),
+            projection: None,
+            filter: None,
+            limit: None,
+            batch_size: None,
+            rows: None,
+        }
+    }
+}
+
+/// Starts a scan of the file at `path`; see [`ScanBuilder`].
+pub fn scan(path: impl AsRef<Path>) -> ScanBuilder {
+    ScanBuilder {
+        table: Table::open(path),
+        projection: None,
+        filter: None,
+        limit: None,
+        batch_size: None,
+        rows: None,
+    }
+}
+
+/// Scan settings; [`build`](Self::build) checks them and starts the scan (iterating the
+/// builder directly does the same).
+pub struct ScanBuilder {
+    table: Result<Table>,
+    projection: Option<Vec<String>>,
+    filter: Option<Expr>,
+    limit: Option<u64>,
+    batch_size: Option<usize>,
+    rows: Option<Range<u64>>,
+}
+
+impl ScanBuilder {
+    /// The columns to return, in this order (default: all).
+    pub fn project<S: Into<String>>(mut self, columns: impl IntoIterator<Item = S>) -> Self {
+        self.projection = Some(columns.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Only rows where `expr` is true (ANDed with an earlier filter).
+    pub fn filter(mut self, expr: Expr) -> Self {
+        self.filter = Some(match self.filter.take() {
+            Some(f) => f.and(expr),
+            None => expr,
+        });
+        self
+    }
+
+    /// At most `n` rows.
+    pub fn limit(mut self, n: u64) -> Self {
+        self.limit = Some(n);
+        self
+    }
+
+    /// Batches of `n` rows (the last may be shorter); default: one batch per block, of
+    /// the rows that passed the filter.
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.batch_size = Some(n.max(1));
+        self
+    }
+
+    /// Only rows `range` of the file (row numbers before filtering).
+    pub fn rows(mut self, range: Range<u64>) -> Self {
+        self.rows = Some(range);
+        self
+    }
+
+    /// Checks the projection and filter against the schema and starts the scan.
+    pub fn build(self) -> Result<Scan> {
+        let table = self.table?;
+        let schema = table.schema();
+        let projection = match &self.projection {
+            None => (0..schema.fields().len()).collect(),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    schema.index_of(n).map_err(|_| {
+                        let known: Vec<&str> =
+                            schema.fields().iter().map(|f| f.name().as_str()).collect();
+                        Error::Type(format!(
+                            "{}: no column '{n}' (columns: {})",
+                            table.path.display(),
+                            known.join(", ")
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<usize>>>()?,
+        };
+        let filter = match &self.filter {
+            Some(e) => bind(e, &schema)
+                .map_err(|e| Error::Type(format!("{}: {e}", table.path.display())))?,
+            None => Bound::Const(true),
+        };
+        let leaves = filter.leaves();
+        let mut needed: Vec<usize> = projection.clone();
+        for l in &leaves {
+            needed.push(l.column);
+            match &l.op {
+                crate::bind::LeafOp::Columns { right, .. } => needed.push(*right),
+                crate::bind::LeafOp::Udf { columns, .. } => needed.extend(columns),
+                _ => {}
+            }
+        }
+        let order = Order::new(leaves.len());
+        let out_schema = SchemaRef::new(schema.project(&projection)?);
+        // Blocks overlapping the row range, with each block's first row.
+        let mut first_row = 0u64;
+        let mut blocks = Vec::new();
+        let range = self.rows.clone().unwrap_or(0..u64::MAX);
+        if range.start > range.end {
+            return Err(Error::Invalid(format!(
+                "row range {}..{} is backwards",
+                range.start, range.end
+            )));
+        }
+        for b in 0..table.source.num_blocks() {
+            let rows = table.source.block_rows(b) as u64;
+            if first_row < range.end && first_row + rows > range.start {
+                blocks.push((b, first_row));
+            }
+            first_row += rows;
+        }
+        Ok(Scan {
+            table: Some(table),
+            projection,
+            needed,
+            filter,
+            order,
+            schema: out_schema,
+            range,
+            blocks: blocks.into(),
+            remaining: self.limit,
+            batch_size: self.batch_size,
+            pending: VecDeque::new(),
+            stats: ScanStats::default(),
+            failed: false,
+        })
+    }
+}
+
+impl IntoIterator for ScanBuilder {
+    type Item = Result<RecordBatch>;
+    type IntoIter = Scan;
+
+    /// Starts the scan; a bad setting becomes the iterator's only item.
+    fn into_iter(self) -> Scan {
+        match self.build() {
+            Ok(s) => s,
+            Err(e) => Scan::failed(e),
+        }
+    }
+}
+
+/// A running scan: an iterator of record batches.
+pub struct Scan {
+    table: Option<Table>,
+    projection: Vec<usize>,
+    needed: Vec<usize>,
+    filter: Bound,
+    order: Order,
+    schema: SchemaRef,
+    range: Range<u64>,
+    blocks: VecDeque<(usize, u64)>,
+    remaining: Option<u64>,
+    batch_size: Option<usize>,
+    pending: VecDeque<Result<RecordBatch>>,
+    stats: ScanStats,
+    failed: bool,
+}
+
+impl Scan {
+    fn failed(e: Error) -> Scan {
+        Scan {
+            table: None,
+            projection: vec![],
+            needed: vec![],
+            filter: Bound::Const(false),
+            order: Order::default(),
+            schema: SchemaRef::new(arrow_schema::Schema::empty()),
+            range: 0..0,
+            blocks: VecDeque::new(),
+            remaining: Some(0),
+            batch_size: None,
+            pending: VecDeque::from([Err(e)]),
+            stats: ScanStats::default(),
+            failed: true,
+        }
+    }
+
+    /// The schema of the batches.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// What the scan has done so far.
+    pub fn stats(&self) -> &ScanStats {
+        &self.stats
+    }
+
+    /// Evaluates the filter on one block and decodes the projected rows.
+    fn block(&mut self, b: usize, first_row: u64) -> Result<Option<RecordBatch>> {
+        let Some(table) = &self.table else {
+            return Ok(None);
+        };
+        let source = table.source.clone();
+        let rows = source.block_rows(b);
+        self.stats.blocks_total += 1;
+        let zone = |c: usize| Zone {
+            rows: rows as u64,
+            stats: source.stats(b, c),
+        };
+        if prunes(&self.filter, &zone) {
+            self.stats.blocks_pruned += 1;
+            return Ok(None);
+        }
+        // Rows of this block inside the requested range.
+        let lo = self.range.start.saturating_sub(first_row).min(rows as u64) as usize;
+        let hi = self.range.end.saturating_sub(first_row).min(rows as u64) as usize;
+        let input = (lo > 0 || hi < rows).then(|| {
+            let mut bm = Bitmap::zeros(rows);
+            for i in lo..hi {
+                bm.set(i, true);
+            }
+            bm
+        });
+        let data = source.block(b, &self.needed)?;
+        self.stats.rows_scanned += rows as u64;
+        let mut ev = BlockEval {
+            data: &data,
+            rows,
+            stats: &mut self.stats,
+            order: &mut self.order,
+        };
+        let selected = match (&self.filter, &input) {
+            (Bound::Const(true), None) => None,
+            (f, input) => Some(ev.eval(f, input.as_ref())?),
+        };
+        let mut count = selected.as_ref().map_or(rows, Bitmap::count_ones);
+        if count == 0 {
+            ev.stats.blocks_empty += 1;
+            return Ok(None);
+        }
+        // A limit that ends inside this block keeps only its first rows.
+        let mut selected = selected;
+        if let Some(rem) = self.remaining
+            && (count as u64) > rem
+        {
+            let mut bm = selected.unwrap_or_else(|| Bitmap::ones(rows));
+            let keep: Vec<usize> = bm.iter_ones().skip(rem as usize).collect();
+            for i in keep {
+                bm.set(i, false);
+            }
+            count = rem as usize;
+            selected = Some(bm);
+        }
+        ev.stats.rows_matched += count as u64;
+        let columns = self
+            .projection
+            .iter()
+            .map(|&c| ev.project(c, selected.as_ref()))
+            .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(count));
+        let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
+        if let Some(rem) = &mut self.remaining {
+            *rem -= count as u64;
+        }
+        Ok(Some(batch))
+    }
+
+    /// Splits or joins block results into batches of `batch_size` rows.
+    fn rebatch(&mut self, batch: RecordBatch) {
+        let Some(size) = self.batch_size else {
+            self.pending.push_back(Ok(batch));
+            return;
+        };
+        let mut joined = batch;
+        if let Some(Ok(last)) = self.pending.back()
+            && last.num_rows() < size
+            && let Some(Ok(last)) = self.pending.pop_back()
+        {
+            match arrow_select::concat::concat_batches(&self.schema, [&last, &joined]) {
+                Ok(b) => joined = b,
+                Err(e) => {
+                    self.pending.push_back(Err(e.into()));
+                    return;
+                }
+            }
+        }
+        let mut offset = 0;
+        while offset < joined.num_rows() {
+            let n = size.min(joined.num_rows() - offset);
+            self.pending.push_back(Ok(joined.slice(offset, n)));
+            offset += n;
+        }
+    }
+}
+
+impl Iterator for Scan {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        loop {
+            // With a batch size, a short last batch waits for more rows unless the scan ended.
+            let ready = match (self.pending.front(), self.batch_size) {
+                (Some(Ok(b)), Some(size)) => {
+                    b.num_rows() >= size || self.pending.len() > 1 || self.blocks.is_empty()
+                }
+                (Some(_), _) => true,
+                (None, _) => false,
+            };
+            if ready || (self.blocks.is_empty() && !self.pending.is_empty()) {
+                return self.pending.pop_front();
+            }
+            if self.failed || self.blocks.is_empty() || self.remaining == Some(0) {
+                self.blocks.clear();
+                return self.pending.pop_front();
+            }
+            let (b, first_row) = self.blocks.pop_front()?;
+            match self.block(b, first_row) {
+                Ok(Some(batch)) => self.rebatch(batch),
+                Ok(None) => {}
+                Err(e) => {
+                    self.failed = true;
+                    self.blocks.clear();
+                    self.pending.push_back(Err(e));
+                }
+            }
+        }
+    }
+}

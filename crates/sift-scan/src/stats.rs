@@ -1,0 +1,40 @@
+//! What a scan did: blocks pruned, values decoded, bytes read.
+
+use std::fmt;
+
+/// Counters of one scan, updated as it runs (see [`Scan::stats`](crate::Scan::stats)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Blocks in the scanned row range.
+    pub blocks_total: u64,
+    /// Blocks whose zone maps proved the filter false: not read at all.
+    pub blocks_pruned: u64,
+    /// Blocks read whose filter matched no row: projected columns not read.
+    pub blocks_empty: u64,
+    /// Rows in the blocks that were evaluated.
+    pub rows_scanned: u64,
+    /// Rows that passed the filter (before the limit).
+    pub rows_matched: u64,
+    /// Values decoded into Arrow arrays (projections and decode-then-evaluate
+    /// predicates); predicates evaluated on encoded data decode nothing.
+    pub values_decoded: u64,
+    /// Bytes of column data read: whole chunks for encoded predicates and full decodes,
+    /// only the mini-blocks holding a selected row for bit-packed projections.
+    pub bytes_read: u64,
+}
+
+impl fmt::Display for ScanStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "blocks {} (pruned {}, no match {}), rows scanned {}, matched {}, values decoded {}, bytes read {}",
+            self.blocks_total,
+            self.blocks_pruned,
+            self.blocks_empty,
+            self.rows_scanned,
+            self.rows_matched,
+            self.values_decoded,
+            self.bytes_read
+        )
+    }
+}
