@@ -176,12 +176,92 @@ pub fn run(args: &DemoArgs, ui: &Ui) -> Result<()> {
         ]);
     }
     write!(out, "{table}")?;
+    out.flush()?;
+    run_queries(&mut out, ui, &targets[0].path, &targets[1].path)?;
     if workspace.keep {
         writeln!(out, "\nfiles kept in {}", dir.display())?;
     }
     out.flush()?;
     drop(workspace);
     Ok(())
+}
+
+/// Runs the benchmark queries on the Sift file and on the Parquet file through the same
+/// engine, checks that both give the same answer, and prints times and scan statistics.
+fn run_queries(out: &mut Stdout, ui: &Ui, sift: &Path, parquet: &Path) -> Result<()> {
+    const RUNS: usize = 3;
+    writeln!(
+        out,
+        "\nQueries through Sift's scan engine, on the Sift file and on the Parquet (zstd) file,\n\
+         one thread, best of {RUNS} runs (the SQL is in bench/queries.py):\n"
+    )?;
+    let sift = sift_scan::Table::open(sift).context("cannot open the Sift file")?;
+    let parquet = sift_scan::Table::open(parquet).context("cannot open the Parquet file")?;
+    let mut table = Table::new(&[
+        ("query", Align::Left),
+        ("Sift", Align::Right),
+        ("Parquet", Align::Right),
+        ("speedup", Align::Right),
+        ("rows matched", Align::Right),
+        ("blocks pruned", Align::Right),
+        ("values decoded", Align::Right),
+        ("bytes read", Align::Right),
+    ]);
+    let names = ["q6", "q1", "q12", "q14", "q19"];
+    let progress = ui.progress(Some(names.len() as u64), "queries", "running queries");
+    for name in names {
+        let (s_ms, s_res) = best_of(RUNS, || sift_scan::queries::run(name, &sift))?;
+        let (p_ms, p_res) = best_of(RUNS, || sift_scan::queries::run(name, &parquet))?;
+        if !same_rows(&s_res.rows, &p_res.rows) {
+            bail!(
+                "{name}: the Sift file and the Parquet file give different answers:\n  {:?}\n  {:?}",
+                s_res.rows,
+                p_res.rows
+            );
+        }
+        let st = &s_res.stats;
+        table.row(vec![
+            name.into(),
+            format!("{s_ms:.1} ms"),
+            format!("{p_ms:.1} ms"),
+            format!("{:.1}×", p_ms / s_ms.max(1e-9)),
+            human_count(st.rows_matched),
+            format!("{} of {}", st.blocks_pruned, st.blocks_total),
+            human_count(st.values_decoded),
+            human_bytes(st.bytes_read),
+        ]);
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    write!(out, "{table}")?;
+    writeln!(out, "both files gave the same answer to every query.")?;
+    Ok(())
+}
+
+/// The best time in milliseconds of `runs` runs of `f`, and its last result.
+fn best_of<T>(runs: usize, mut f: impl FnMut() -> sift_scan::Result<T>) -> Result<(f64, T)> {
+    let mut best = f64::INFINITY;
+    let mut last = None;
+    for _ in 0..runs.max(1) {
+        let started = Instant::now();
+        let r = f()?;
+        best = best.min(started.elapsed().as_secs_f64() * 1e3);
+        last = Some(r);
+    }
+    last.map(|r| (best, r)).context("no run")
+}
+
+/// Equal results, floats to a relative 1e-9 (summation order differs between sources).
+fn same_rows(a: &[Vec<sift_scan::queries::Value>], b: &[Vec<sift_scan::queries::Value>]) -> bool {
+    use sift_scan::queries::Value as V;
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.len() == y.len()
+                && x.iter().zip(y).all(|(u, v)| match (u, v) {
+                    (V::Float(p), V::Float(q)) => (p - q).abs() <= 1e-9 * p.abs().max(q.abs()).max(1.0),
+                    _ => u == v,
+                })
+        })
 }
 
 impl Target {
