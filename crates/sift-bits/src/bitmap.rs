@@ -100,7 +100,7 @@ impl Bitmap {
 
     /// Number of one bits.
     pub fn count_ones(&self) -> usize {
-        self.words.iter().map(|w| w.count_ones() as usize).sum()
+        popcount(&self.words)
     }
 
     /// Iterates over the positions of one bits, in increasing order.
@@ -305,6 +305,26 @@ impl BitOrAssign<&Bitmap> for Bitmap {
     fn bitor_assign(&mut self, rhs: &Bitmap) {
         self.or_assign(rhs);
     }
+}
+
+/// Number of one bits in `words`. Without `-C target-cpu`, `u64::count_ones` compiles to a
+/// software bit count (~15 instructions a word); scans count selections constantly, so the
+/// POPCNT instruction is used when the CPU has it.
+pub fn popcount(words: &[u64]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: popcnt was detected on this CPU.
+        return unsafe { popcount_hw(words) };
+    }
+    words.iter().map(|w| w.count_ones() as usize).sum()
+}
+
+/// # Safety
+/// The CPU must support popcnt.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn popcount_hw(words: &[u64]) -> usize {
+    words.iter().map(|w| w.count_ones() as usize).sum()
 }
 
 #[cfg(test)]

@@ -258,7 +258,9 @@ fn same_rows(a: &[Vec<sift_scan::queries::Value>], b: &[Vec<sift_scan::queries::
         && a.iter().zip(b).all(|(x, y)| {
             x.len() == y.len()
                 && x.iter().zip(y).all(|(u, v)| match (u, v) {
-                    (V::Float(p), V::Float(q)) => (p - q).abs() <= 1e-9 * p.abs().max(q.abs()).max(1.0),
+                    (V::Float(p), V::Float(q)) => {
+                        (p - q).abs() <= 1e-9 * p.abs().max(q.abs()).max(1.0)
+                    }
                     _ => u == v,
                 })
         })

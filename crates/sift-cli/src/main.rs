@@ -10,6 +10,7 @@ mod inspect;
 mod io;
 mod measure;
 mod query;
+mod scan;
 mod table;
 mod ui;
 
@@ -57,6 +58,7 @@ enum Command {
     Cat(cat::CatArgs),
     Demo(demo::DemoArgs),
     Query(query::QueryArgs),
+    Scan(scan::ScanArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Cat(args) => cat::run(&args, &ui),
         Command::Demo(args) => demo::run(&args, &ui),
         Command::Query(args) => query::run(&args, &ui),
+        Command::Scan(args) => scan::run(&args, &ui),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

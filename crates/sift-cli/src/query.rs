@@ -14,9 +14,11 @@ use crate::ui::Ui;
 
 /// Run a benchmark query on a Sift (or Parquet) file and time it.
 #[derive(Debug, Args)]
-#[command(after_help = "Queries: q1, q6, q12, q14, q19 (lineitem; the SQL is in bench/queries.py) and \
+#[command(
+    after_help = "Queries: q1, q6, q12, q14, q19 (lineitem; the SQL is in bench/queries.py) and \
     micro-f{F}-p{P} (a table of int64 columns c0…c19: F filters c_i < 8, the max of P columns c10…).\n\n\
-    Examples:\n  sift query q6 lineitem.sift --runs 5\n  sift query micro-f2-p3 micro.sift --json")]
+    Examples:\n  sift query q6 lineitem.sift --runs 5\n  sift query micro-f2-p3 micro.sift --json"
+)]
 pub struct QueryArgs {
     /// The query: q1, q6, q12, q14, q19 or micro-f{F}-p{P}.
     pub query: String,

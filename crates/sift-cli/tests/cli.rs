@@ -704,3 +704,402 @@ fn bad_arguments_are_refused() {
         .to_string();
     assert_eq!(stdout(&o).trim_end(), expected.trim_end());
 }
+
+// ------------------------------------------------------------------------------ scan
+
+/// `sift scan FILE ARGS…` with the given extra arguments.
+fn scan(file: &Path, args: &[&str]) -> Output {
+    let mut all = vec![OsStr::new("scan"), file.as_os_str()];
+    all.extend(args.iter().map(OsStr::new));
+    sift(all)
+}
+
+/// Rows `sift scan` returns for `filter` (as CSV of one column, minus the header).
+fn scan_count(file: &Path, filter: &str) -> usize {
+    let o = ok(scan(file, &["-f", filter, "-c", "i16", "-o", "csv"]));
+    let out = stdout(&o);
+    assert!(out.starts_with("i16\n"), "{filter}: {out}");
+    out.lines().count() - 1
+}
+
+#[test]
+fn scan_help() {
+    let o = ok(sift(["scan", "--help"]));
+    let out = stdout(&o);
+    assert!(out.contains("Usage:"), "{out}");
+    assert!(out.contains("--filter"), "{out}");
+}
+
+/// Filters over every kind of column, on the Sift file and on the Parquet file it came
+/// from (both through the engine), against counts computed from the generator.
+#[test]
+fn scan_filters_select_the_expected_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let sift_path = sample_sift(dir.path(), 2500, 1000);
+    let pq = dir.path().join("sample.parquet");
+    let valid = |i: u64| i % 7 != 3;
+    let count = |f: &dyn Fn(u64) -> bool| (0..2500u64).filter(|&i| f(i)).count();
+    let i16_of = |i: u64| i as i64 * 3 - 500;
+    let f64_of = |i: u64| (i as f64).sin() * 1e6;
+    let cases: Vec<(&str, usize)> = vec![
+        ("i16 >= 0 and i16 < 300", 100),
+        ("i8 is null", count(&|i| !valid(i))),
+        (
+            "i8 is not null and i8 < 10",
+            count(&|i| valid(i) && i % 100 < 10),
+        ),
+        ("u64 > 18446744073709551000", 615),
+        ("large_utf8 in ('alpha', 'gamma')", count(&|i| i % 3 != 1)),
+        (
+            "utf8 like 'value 1%'",
+            count(&|i| valid(i) && [1, 10, 11, 12].contains(&(i % 13))),
+        ),
+        (
+            "starts_with(utf8_view, 'a somewhat longer string number 12')",
+            count(&|i| i.to_string().starts_with("12")),
+        ),
+        (
+            "f32 between 10 and 20.5",
+            count(&|i| valid(i) && (20..=41).contains(&i)),
+        ),
+        ("bool = true", count(&|i| valid(i) && i % 3 == 0)),
+        (
+            "bool = false or bool is null",
+            count(&|i| !valid(i) || i % 3 != 0),
+        ),
+        // Day 8035 is 1992-01-01; the column holds days 8000 + i.
+        ("\"date\" >= date '1992-01-01'", 2500 - 35),
+        // 2020-09-13 12:26:40 UTC is the first value; each row adds 1.234567 s.
+        (
+            "ts < timestamp '2020-09-13 12:30:00'",
+            count(&|i| valid(i) && i * 1_234_567 < 200_000_000),
+        ),
+        (
+            "dec > 100.5",
+            count(&|i| valid(i) && (i as i128 * 12_345 - 99) > 100_500),
+        ),
+        ("u8 < i16", count(&|i| ((i % 256) as i64) < i16_of(i))),
+        (
+            "not (i16 < 0 or u8 = 7)",
+            count(&|i| i16_of(i) >= 0 && i % 256 != 7),
+        ),
+        ("1000 > u16", count(&|i| i * 7 < 1000)),
+        (
+            "f64 > 0 and f64 <= 500000",
+            count(&|i| f64_of(i) > 0.0 && f64_of(i) <= 500_000.0),
+        ),
+        ("u32 <> 5", count(&|i| valid(i) && i != 5)),
+        (
+            "i8 not in (1, 2, 3)",
+            count(&|i| valid(i) && !(1..=3).contains(&(i % 100))),
+        ),
+        ("utf8 not like '%x'", count(&|i| valid(i) && i % 20 == 0)),
+        ("u64 < 18446744073709551000", 2500 - 616),
+        (
+            "i8 not between 10 and 90",
+            count(&|i| valid(i) && !(10..=90).contains(&(i % 100))),
+        ),
+        ("u16 in ()", 0),
+        ("not u16 in ()", 2500),
+        ("i32 >= 1000000", count(&|i| valid(i) && i * i >= 1_000_000)),
+        ("large_utf8 >= 'beta'", count(&|i| i % 3 != 0)),
+        (
+            "utf8_view like '%number 1_'",
+            count(&|i| (10..20).contains(&i)),
+        ),
+        ("f16 > 100", count(&|i| i > 400)),
+        (
+            "i64 between -1099511627776 and -1099000000000",
+            count(&|i| (i as i64) * 1_000_003 <= 511_627_776),
+        ),
+        (
+            "dec between 0 and 10.5",
+            count(&|i| valid(i) && (99..=10_599).contains(&(i as i128 * 12_345))),
+        ),
+        ("true", 2500),
+        ("false", 0),
+    ];
+    let mut wrong = Vec::new();
+    for file in [&sift_path, &pq] {
+        for (filter, expected) in &cases {
+            let got = scan_count(file, filter);
+            if got != *expected {
+                wrong.push(format!(
+                    "{}: {filter}: {got} rows, expected {expected}",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn scan_limit_rows_and_output_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let sift_path = sample_sift(dir.path(), 2500, 1000);
+    let all = sample_batch(2500);
+    // Rows 167..=266 have 0 <= i16 < 300.
+    let filter = "i16 >= 0 and i16 < 300";
+    let o = ok(scan(
+        &sift_path,
+        &["-f", filter, "-c", "i64,utf8", "-o", "csv"],
+    ));
+    assert_eq!(
+        stdout(&o),
+        pretty_csv(&all.slice(167, 100), &["i64", "utf8"])
+    );
+
+    // The limit counts rows that passed the filter.
+    let o = ok(scan(
+        &sift_path,
+        &["-f", filter, "-c", "i64,utf8", "-o", "csv", "--limit", "7"],
+    ));
+    assert_eq!(stdout(&o), pretty_csv(&all.slice(167, 7), &["i64", "utf8"]));
+
+    // --rows restricts by row number before filtering, across a block boundary; the
+    // batch size does not change what is returned.
+    let o = ok(scan(
+        &sift_path,
+        &[
+            "--rows",
+            "990..1010",
+            "-f",
+            "u8 < 250",
+            "-c",
+            "u8",
+            "-o",
+            "json",
+            "--batch-size",
+            "3",
+        ],
+    ));
+    let expected: Vec<String> = (990..1010u64)
+        .filter(|i| i % 256 < 250)
+        .map(|i| format!("{{\"u8\":{}}}", i % 256))
+        .collect();
+    assert_eq!(stdout(&o).lines().collect::<Vec<_>>(), expected);
+
+    // The default table, as `cat` prints it.
+    let o = ok(scan(&sift_path, &["-f", "i16 = 1", "-c", "u8"]));
+    let expected = pretty_format_batches(&[all.slice(167, 1).project(&[4]).unwrap()])
+        .unwrap()
+        .to_string();
+    assert_eq!(stdout(&o).trim_end(), expected.trim_end());
+
+    // No match: a table with only the header; CSV with only the header.
+    let o = ok(scan(&sift_path, &["-f", "i16 > 100000", "-c", "u8,i16"]));
+    let out = stdout(&o);
+    assert!(out.contains("| u8 | i16 |"), "{out}");
+    assert_eq!(out.lines().count(), 4, "{out}");
+    let o = ok(scan(
+        &sift_path,
+        &["-f", "i16 > 100000", "-c", "u8,i16", "-o", "csv"],
+    ));
+    assert_eq!(stdout(&o), "u8,i16\n");
+
+    // --output none prints nothing on stdout. (All columns but u64: see
+    // `scan_selected_rows_of_u64_above_i64_max`.)
+    let o = ok(scan(
+        &sift_path,
+        &["-f", filter, "-o", "none", "-c", "i8,i64,f64,utf8,ts,dec"],
+    ));
+    assert!(o.stdout.is_empty());
+}
+
+/// ENGINE BUG (reported, not fixed here): decoding only the selected rows of a UInt64
+/// column whose frame-of-reference base is above i64::MAX fails with "corrupt encoding:
+/// frame-of-reference base 18446744073709550616 out of range" (`sift-encoding`'s
+/// `selected.rs` converts the base with `i64::try_from`, while the full decode in
+/// `int.rs` converts it to the column's own type). Any filter that selects some but not
+/// all rows of a block, with `u64` projected, hits it.
+#[test]
+fn scan_selected_rows_of_u64_above_i64_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let sift_path = sample_sift(dir.path(), 2500, 1000);
+    let o = ok(scan(
+        &sift_path,
+        &["-f", "i16 = 1", "-c", "u64", "-o", "csv"],
+    ));
+    assert_eq!(stdout(&o), format!("u64\n{}\n", u64::MAX - 167));
+    // Every column, as `sift scan FILE --filter …` reads by default.
+    let o = ok(scan(
+        &sift_path,
+        &["-f", "i16 >= 0 and i16 < 300", "-o", "none"],
+    ));
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn scan_out_writes_files_that_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sift_path = sample_sift(d, 2500, 1000);
+    let filter = "i16 >= 0 and i16 < 300";
+    let columns = ["i16", "utf8", "ts", "dec", "date"];
+    let idx: Vec<usize> = columns
+        .iter()
+        .map(|c| sample_batch(1).schema().index_of(c).unwrap())
+        .collect();
+    let expected = sample_batch(2500).slice(167, 100).project(&idx).unwrap();
+
+    let pq = d.join("out.parquet");
+    let o = ok(scan(
+        &sift_path,
+        &[
+            "-f",
+            filter,
+            "-c",
+            &columns.join(","),
+            "--out",
+            pq.to_str().unwrap(),
+        ],
+    ));
+    assert!(stdout(&o).contains("100 rows"), "{}", stdout(&o));
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        File::open(&pq).unwrap(),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let schema = arrow::array::RecordBatchReader::schema(&reader);
+    let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+    let actual = arrow::compute::concat_batches(&schema, &batches).unwrap();
+    assert_same_data(&expected, &actual);
+
+    // The written file scans again, through the engine's Parquet path.
+    assert_eq!(scan_count(&pq, "i16 < 100"), 33);
+
+    // Sift and Arrow IPC outputs, then CSV.
+    let sift_out = d.join("out.sift");
+    ok(scan(
+        &sift_path,
+        &[
+            "-f",
+            filter,
+            "-c",
+            &columns.join(","),
+            "--out",
+            sift_out.to_str().unwrap(),
+        ],
+    ));
+    let arrow_out = d.join("out.arrow");
+    ok(scan(&sift_out, &["--out", arrow_out.to_str().unwrap()]));
+    assert_same_data(&expected, &read_ipc_file(&arrow_out).1);
+    let csv_out = d.join("out.csv");
+    ok(scan(
+        &sift_path,
+        &[
+            "-f",
+            filter,
+            "-c",
+            "i64,utf8",
+            "--out",
+            csv_out.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(
+        std::fs::read_to_string(&csv_out).unwrap(),
+        pretty_csv(&sample_batch(2500).slice(167, 100), &["i64", "utf8"])
+    );
+
+    // Refused: writing over the input, an unknown extension, --out with --output.
+    let o = scan(&sift_path, &["--out", sift_path.to_str().unwrap()]);
+    assert!(clean_failure(&o).contains("same file"));
+    let o = scan(&sift_path, &["--out", d.join("x.txt").to_str().unwrap()]);
+    assert!(clean_failure(&o).contains("unknown file type"));
+    let o = scan(
+        &sift_path,
+        &["--out", d.join("x.sift").to_str().unwrap(), "-o", "csv"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // No temporary files left behind, nothing written by the refused runs.
+    assert_eq!(
+        dir_names(d),
+        [
+            "out.arrow",
+            "out.csv",
+            "out.parquet",
+            "out.sift",
+            "sample.parquet",
+            "sample.sift"
+        ]
+    );
+}
+
+#[test]
+fn scan_stats_go_to_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let sift_path = sample_sift(dir.path(), 2500, 1000);
+    // i16 grows with the row number, so zone maps rule out blocks 1 and 2.
+    let o = ok(scan(
+        &sift_path,
+        &[
+            "-f",
+            "i16 >= 0 and i16 < 300",
+            "-o",
+            "none",
+            "--stats",
+            "-c",
+            "i64,utf8",
+        ],
+    ));
+    assert!(o.stdout.is_empty());
+    let err = stderr(&o);
+    assert!(err.contains("blocks 3 (pruned 2, no match 0)"), "{err}");
+    assert!(err.contains("rows scanned 1000, matched 100"), "{err}");
+    assert!(err.contains("values decoded"), "{err}");
+    assert!(err.contains("bytes read"), "{err}");
+    assert!(err.contains("100 rows returned in"), "{err}");
+    // Without --stats, and with --quiet, stderr stays empty.
+    let o = ok(scan(
+        &sift_path,
+        &["-f", "i16 < 0", "-c", "i16", "-o", "csv", "-q"],
+    ));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn scan_errors_are_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sift_path = sample_sift(d, 100, 1000);
+
+    // A filter that does not parse: the parser's message, with the column.
+    let o = scan(&sift_path, &["-f", "i16 >= and u8 = 1"]);
+    let err = clean_failure(&o);
+    assert!(err.contains("invalid --filter"), "{err}");
+    assert!(
+        err.contains("at column 8: expected a literal after '>=', found 'and'"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    let o = scan(&sift_path, &["-f", "utf8 = 'open"]);
+    assert!(clean_failure(&o).contains("unterminated string"));
+
+    // Unknown columns, in the filter and in the projection: the engine lists the columns.
+    for args in [&["-f", "nope = 1"][..], &["-c", "i64,nope"][..]] {
+        let o = scan(&sift_path, args);
+        let err = clean_failure(&o);
+        assert!(err.contains("no column 'nope'"), "{args:?}: {err}");
+        assert!(err.contains("i8, i16, i32"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty());
+    }
+    // A literal the column's type cannot hold.
+    let o = scan(&sift_path, &["-f", "date = 'not a date'"]);
+    assert!(clean_failure(&o).contains("date"));
+
+    // Missing file, and a format the engine does not scan.
+    let o = scan(&d.join("missing.sift"), &[]);
+    assert!(clean_failure(&o).contains("missing.sift"));
+    let csv = d.join("t.csv");
+    std::fs::write(&csv, "a\n1\n").unwrap();
+    let o = scan(&csv, &[]);
+    assert!(clean_failure(&o).contains("convert"));
+
+    // Bad arguments are clap's usage errors.
+    for args in [&["--rows", "5..2"][..], &["--batch-size", "0"][..]] {
+        let o = scan(&sift_path, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+}

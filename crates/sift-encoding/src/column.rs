@@ -11,14 +11,14 @@ use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
 use crate::bytes::{ByteValues, decode_bytes, encode_bytes};
-use crate::filter::{ValuePredicate, filter_values};
-use crate::selected::{Selectable, select_bytes};
-use sift_bits::Bitmap;
 use crate::cascade::{Ctx, FloatBits, MAX_CASCADE, Value};
 use crate::error::{EncodingError, Result, corrupt};
+use crate::filter::{ValuePredicate, filter_values};
 use crate::int::{NativeInt, decode_ints, encode_ints};
 use crate::node::{BufferSink, Buffers, ColumnEncoding, Node, Validity};
+use crate::selected::{Selectable, select_bytes};
 use crate::stats::{ChunkStats, Scalar, bytes_bounds, float_bounds, int_bounds};
+use sift_bits::Bitmap;
 
 /// Integer storage types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -360,18 +360,18 @@ pub fn decode_selected(
 }
 
 /// The validity of a chunk of `len` rows: `None` when every row is valid.
-pub fn chunk_validity(enc: &ColumnEncoding, len: usize, buffers: &[&[u8]]) -> Result<Option<Bitmap>> {
+pub fn chunk_validity(
+    enc: &ColumnEncoding,
+    len: usize,
+    buffers: &[&[u8]],
+) -> Result<Option<Bitmap>> {
     Ok(match enc.validity {
         Validity::AllValid => None,
         Validity::AllNull => Some(Bitmap::zeros(len)),
         Validity::Bitmap { buffer } => {
             let words = len.div_ceil(64);
             let bytes = Buffers(buffers).get(buffer, words * 8)?;
-            let words: Vec<u64> = bytes[..words * 8]
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-                .collect();
-            Bitmap::from_words(words, len)
+            Bitmap::from_words(le_words(&bytes[..words * 8]), len)
         }
     })
 }
@@ -446,17 +446,12 @@ fn decode_rows(
         (None, _) => None,
         (Some(s), None) => Some(s.clone()),
         (Some(s), Some(n)) => {
-            let valid = Bitmap::from_words(
-                n.inner().values().chunks(8).map(|c| {
-                    let mut a = [0u8; 8];
-                    a[..c.len()].copy_from_slice(c);
-                    u64::from_le_bytes(a)
-                }).collect(),
-                len,
-            )
-            .ok_or_else(|| corrupt("validity bitmap too short"))?;
-            let on_values = sift_bits::levels::compress(s, &valid).map_err(|e| corrupt(e.to_string()))?;
-            let out_valid = sift_bits::levels::compress(&valid, s).map_err(|e| corrupt(e.to_string()))?;
+            let valid = Bitmap::from_words(le_words(n.inner().values()), len)
+                .ok_or_else(|| corrupt("validity bitmap too short"))?;
+            let on_values =
+                sift_bits::levels::compress(s, &valid).map_err(|e| corrupt(e.to_string()))?;
+            let out_valid =
+                sift_bits::levels::compress(&valid, s).map_err(|e| corrupt(e.to_string()))?;
             nulls = Some(NullBuffer::new(BooleanBuffer::new(
                 Buffer::from_vec(out_valid.into_words()),
                 0,
@@ -518,7 +513,11 @@ fn decode_rows(
             let bytes = match &sel {
                 None => all,
                 Some(s) => {
-                    picked = s.iter_ones().flat_map(|i| &all[i * w..(i + 1) * w]).copied().collect();
+                    picked = s
+                        .iter_ones()
+                        .flat_map(|i| &all[i * w..(i + 1) * w])
+                        .copied()
+                        .collect();
                     &picked
                 }
             };
@@ -558,8 +557,22 @@ fn int_values<T: NativeInt>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -
     let Some(s) = sel else {
         return decode_int_column::<T>(ctx, count);
     };
-    if T::BYTES > 8 || matches!(ctx.enc.node(0)?, Node::Plain { .. }) {
-        return Ok(crate::selected::compact(&decode_int_column::<T>(ctx, count)?, s));
+    // Roots outside the i64 cascade (plain, or bit-packed over a range beyond i64 such as
+    // large u64 values) decode in their own type, then compact.
+    let own_type = match ctx.enc.node(0)? {
+        Node::Plain { .. } => true,
+        Node::For { base, bits, .. } => {
+            i64::try_from(*base).is_err()
+                || *bits >= 64
+                || base.saturating_add((1i128 << *bits) - 1) > i128::from(i64::MAX)
+        }
+        _ => false,
+    };
+    if T::BYTES > 8 || own_type {
+        return Ok(crate::selected::compact(
+            &decode_int_column::<T>(ctx, count)?,
+            s,
+        ));
     }
     let wide = i64::select(ctx, 0, count, 0, s)?;
     narrow(wide)
@@ -615,6 +628,16 @@ fn narrow<T: NativeInt>(wide: Vec<i64>) -> Result<Vec<T>> {
             Ok(wide.iter().map(|&v| T::from_i64_wrapping(v)).collect())
         }
     }
+}
+
+/// Little-endian bytes as words (a copy; a short tail is zero-padded).
+fn le_words(bytes: &[u8]) -> Vec<u64> {
+    let mut words = vec![0u64; bytes.len().div_ceil(8)];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
+    if cfg!(target_endian = "big") {
+        words.iter_mut().for_each(|w| *w = u64::from_le(*w));
+    }
+    words
 }
 
 /// Spreads compacted values over their valid positions, filling nulls with the default.

@@ -182,9 +182,8 @@ pub(crate) fn filter_values(
 ) -> Result<Bitmap> {
     use crate::PhysicalKind as K;
     use ValuePredicate as P;
-    let mismatch = || {
-        crate::EncodingError::Unsupported(format!("predicate {pred:?} on a {kind:?} column"))
-    };
+    let mismatch =
+        || crate::EncodingError::Unsupported(format!("predicate {pred:?} on a {kind:?} column"));
     match (kind, pred) {
         (K::Int(_), P::IntRange { lo, hi, negate }) => {
             let range = IntRange::new(*lo, *hi, *negate);
@@ -454,14 +453,26 @@ fn filter_codes(
     };
     let n = mask.len();
     if mask[first..=last].iter().all(|&m| m) {
-        return filter_ints(ctx, codes, count, depth, IntRange::new(first as i128, last as i128, false));
+        return filter_ints(
+            ctx,
+            codes,
+            count,
+            depth,
+            IntRange::new(first as i128, last as i128, false),
+        );
     }
     // The complement: trues at both ends, one run of falses inside.
     if mask[0] && mask[n - 1] {
         let f0 = mask.iter().position(|&m| !m).unwrap_or(n);
         let f1 = mask.iter().rposition(|&m| !m).unwrap_or(0);
         if f0 <= f1 && mask[f0..=f1].iter().all(|&m| !m) {
-            return filter_ints(ctx, codes, count, depth, IntRange::new(f0 as i128, f1 as i128, true));
+            return filter_ints(
+                ctx,
+                codes,
+                count,
+                depth,
+                IntRange::new(f0 as i128, f1 as i128, true),
+            );
         }
     }
     let max = n.saturating_sub(1) as u64;
@@ -518,6 +529,7 @@ pub(crate) fn set_range(words: &mut [u64], start: usize, end: usize) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -541,11 +553,23 @@ mod tests {
 
     #[test]
     fn set_range_sets_exactly() {
-        for (s, e) in [(0, 0), (0, 1), (3, 64), (63, 65), (0, 128), (5, 190), (64, 128)] {
+        for (s, e) in [
+            (0, 0),
+            (0, 1),
+            (3, 64),
+            (63, 65),
+            (0, 128),
+            (5, 190),
+            (64, 128),
+        ] {
             let mut w = vec![0u64; 3];
             set_range(&mut w, s, e);
             for i in 0..192 {
-                assert_eq!((w[i / 64] >> (i % 64)) & 1 == 1, (s..e).contains(&i), "{s} {e} {i}");
+                assert_eq!(
+                    (w[i / 64] >> (i % 64)) & 1 == 1,
+                    (s..e).contains(&i),
+                    "{s} {e} {i}"
+                );
             }
         }
     }

@@ -487,7 +487,7 @@ impl Binder<'_> {
                 .collect();
             ValuePredicate::Bytes(Arc::new(move |x: &[u8]| set.contains(x) != neg))
         } else if coerced.iter().all(|v| matches!(v, Coerced::Bool(_))) {
-            let has = |b: bool| coerced.iter().any(|v| *v == Coerced::Bool(b));
+            let has = |b: bool| coerced.contains(&Coerced::Bool(b));
             return Ok(match (has(true) != neg, has(false) != neg) {
                 (true, true) => self.leaf(c, LeafOp::Null { negated: true }, None, label),
                 (true, false) => self.leaf(
@@ -558,9 +558,7 @@ fn simplify(b: Bound) -> Bound {
                     Bound::Const(false) => return Bound::Const(false),
                     Bound::And(inner) => out.extend(inner),
                     c => {
-                        if let Some(merged) = out.iter_mut().find_map(|o| intersect(o, &c)) {
-                            let _ = merged;
-                        } else {
+                        if !out.iter_mut().any(|o| intersect(o, &c).is_some()) {
                             out.push(c);
                         }
                     }

@@ -10,8 +10,14 @@ use crate::expr::Literal;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date `YYYY-MM-DD`.
 pub(crate) fn parse_date(text: &str) -> Option<i32> {
-    let mut parts = text.trim().splitn(3, '-');
-    let y: i64 = parts.next()?.parse().ok()?;
+    let text = text.trim();
+    // A leading '-' is the sign of the year, not a separator.
+    let (sign, text) = match text.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, text),
+    };
+    let mut parts = text.splitn(3, '-');
+    let y: i64 = sign * parts.next()?.parse::<i64>().ok()?;
     let m: u32 = parts.next()?.parse().ok()?;
     let d: u32 = parts.next()?.parse().ok()?;
     let days_in = [
@@ -60,7 +66,11 @@ pub(crate) fn format_date(days: i32) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    if y < 0 {
+        format!("-{:04}-{m:02}-{d:02}", -y)
+    } else {
+        format!("{y:04}-{m:02}-{d:02}")
+    }
 }
 
 /// Seconds since the epoch of `YYYY-MM-DD[ T]HH:MM:SS[.fff…]` (UTC), as (seconds, nanos).
@@ -154,7 +164,7 @@ pub(crate) fn coerce(column: &str, dt: &DataType, lit: &Literal) -> Result<Coerc
                 return Err(err(" (NaN)"));
             }
             let floor = x.floor();
-            if floor < -1.8e38 || floor > 1.7e38 {
+            if !(-1.8e38..=1.7e38).contains(&floor) {
                 Coerced::IntOutside(*x > 0.0)
             } else if floor == *x {
                 int_in_type(d, floor as i128)
@@ -248,6 +258,7 @@ pub(crate) fn scalar_cmp(a: &Scalar, b: &Scalar) -> Option<Ordering> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

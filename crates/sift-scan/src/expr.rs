@@ -368,7 +368,23 @@ fn ident(name: &str) -> String {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if plain {
+    const KEYWORDS: &[&str] = &[
+        "and",
+        "or",
+        "not",
+        "between",
+        "in",
+        "is",
+        "null",
+        "like",
+        "true",
+        "false",
+        "date",
+        "timestamp",
+        "starts_with",
+    ];
+    let keyword = KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(name));
+    if plain && !keyword {
         name.to_string()
     } else {
         format!("\"{}\"", name.replace('"', "\"\""))

@@ -129,6 +129,7 @@ fn wildcard(tokens: &[Token], v: &[u8]) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -49,6 +49,7 @@ pub fn parse_filter(text: &str) -> Result<Expr> {
     let mut parser = Parser {
         tokens: tokenize(text)?,
         pos: 0,
+        depth: 0,
     };
     if parser.peek().kind == Tok::End {
         return Err(parser.unexpected("a filter"));
@@ -290,10 +291,15 @@ fn number(chars: &[char], start: usize) -> Result<(Tok, usize)> {
 
 // ------------------------------------------------------------------------------ parser
 
+/// Nesting levels (`not`, parentheses) a filter may have.
+const MAX_DEPTH: usize = 256;
+
 struct Parser {
     /// Always ends with a `Tok::End`.
     tokens: Vec<Token>,
     pos: usize,
+    /// Current nesting of `not` and parentheses.
+    depth: usize,
 }
 
 fn keyword(tok: &Tok) -> Option<&'static str> {
@@ -388,10 +394,22 @@ impl Parser {
     }
 
     fn not(&mut self) -> Result<Expr> {
-        if self.eat_keyword("not") {
-            return Ok(Expr::Not(Box::new(self.not()?)));
+        // Every level of `not` and `(` passes here; a bound keeps hostile input such as
+        // "((((…" from overflowing the stack.
+        if self.depth >= MAX_DEPTH {
+            return Err(parse_error(
+                self.peek().col,
+                format!("the filter nests deeper than {MAX_DEPTH} levels"),
+            ));
         }
-        self.primary()
+        self.depth += 1;
+        let expr = if self.eat_keyword("not") {
+            self.not().map(|e| Expr::Not(Box::new(e)))
+        } else {
+            self.primary()
+        };
+        self.depth -= 1;
+        expr
     }
 
     fn primary(&mut self) -> Result<Expr> {

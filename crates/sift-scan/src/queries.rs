@@ -104,7 +104,9 @@ fn f64s(b: &RecordBatch, i: usize) -> Result<Cow<'_, [f64]>> {
         return Ok(Cow::Borrowed(p.values().as_ref()));
     }
     let c = arrow_cast::cast(a, &DataType::Float64)?;
-    Ok(Cow::Owned(c.as_primitive::<Float64Type>().values().to_vec()))
+    Ok(Cow::Owned(
+        c.as_primitive::<Float64Type>().values().to_vec(),
+    ))
 }
 
 /// Column `i` as `i64`s.
@@ -122,7 +124,9 @@ fn strings(b: &RecordBatch, i: usize) -> Result<StringArray> {
     let a = b.column(i);
     match a.as_string_opt::<i32>() {
         Some(s) => Ok(s.clone()),
-        None => Ok(arrow_cast::cast(a, &DataType::Utf8)?.as_string::<i32>().clone()),
+        None => Ok(arrow_cast::cast(a, &DataType::Utf8)?
+            .as_string::<i32>()
+            .clone()),
     }
 }
 
@@ -317,7 +321,11 @@ fn revenue_by_part(table: &Table, filter: Expr) -> Result<QueryResult> {
             let (k, p, d) = (i64s(b, 0)?, f64s(b, 1)?, f64s(b, 2)?);
             count += b.num_rows() as i64;
             parts += k.iter().sum::<i64>();
-            revenue += p.iter().zip(d.iter()).map(|(p, d)| p * (1.0 - d)).sum::<f64>();
+            revenue += p
+                .iter()
+                .zip(d.iter())
+                .map(|(p, d)| p * (1.0 - d))
+                .sum::<f64>();
             Ok(())
         },
     )?;

@@ -44,9 +44,11 @@ pub(crate) enum ColumnData<'a> {
 
 impl Source {
     pub(crate) fn open(path: &Path, verify_checksums: bool) -> Result<Source> {
-        let is_parquet = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("parquet") || e.eq_ignore_ascii_case("parq"));
+        let is_parquet = path.extension().is_some_and(|e| {
+            ["parquet", "parq", "pq"]
+                .iter()
+                .any(|x| e.eq_ignore_ascii_case(x))
+        });
         if is_parquet {
             let file =
                 File::open(path).map_err(|e| Error::Parquet(format!("{}: {e}", path.display())))?;

@@ -1,0 +1,424 @@
+//! `sift scan`: run a filtered, projected scan through the engine and print or save the
+//! rows that pass.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use sift_format::MAX_BLOCK_ROWS;
+
+use crate::cat::CatOutput;
+use crate::display::printable_batch;
+use crate::io::{AtomicFile, Format, Output, OutputOptions, Stdout};
+use crate::table::{fmt_secs, human_bytes, human_count};
+use crate::ui::Ui;
+
+/// Scan a Sift or Parquet file: only the rows passing a filter, only some columns.
+///
+/// The filter is evaluated by Sift's engine: blocks whose statistics rule it out are
+/// skipped, predicates run on the compressed data where the encoding allows, and only
+/// the selected rows of the requested columns are decoded. Parquet files go through the
+/// same engine (decoded per row group).
+///
+/// Filter syntax: comparisons (= <> != < <= > >=) between a column and a literal or
+/// two columns; `col [not] between a and b`; `col [not] in (a, b, …)`; `col is [not]
+/// null`; `col [not] like 'a%b_'`; `starts_with(col, 'prefix')`; combined with `and`,
+/// `or`, `not` and parentheses. Literals: 42, -1.5, 1e5, 'text' ('' for a quote),
+/// date 'YYYY-MM-DD', timestamp 'YYYY-MM-DD HH:MM:SS', true, false. Column names that are
+/// keywords or hold other characters go in double quotes: "order", "a b".
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    sift scan lineitem.sift --filter \"l_shipdate >= date '1994-01-01' and l_quantity < 24\" --limit 10\n  \
+    sift scan lineitem.sift -c l_orderkey,l_comment -f \"l_comment like '%special%'\" -o csv\n  \
+    sift scan lineitem.parquet -f \"l_returnflag = 'R'\" --out returned.sift\n  \
+    sift scan lineitem.sift -f \"l_discount between 0.05 and 0.07\" -o none --stats")]
+pub struct ScanArgs {
+    /// The file to scan (.sift or .parquet).
+    pub file: PathBuf,
+    /// Columns to return, comma-separated (default: all).
+    #[arg(short, long, value_delimiter = ',', value_name = "A,B,…")]
+    pub columns: Vec<String>,
+    /// Only rows where this is true (syntax above).
+    #[arg(short, long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Return at most N rows.
+    #[arg(short = 'n', long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// Rows to consider, by row number before filtering: START..END (END exclusive),
+    /// START.., ..END or a single row N.
+    #[arg(long, value_name = "START..END", value_parser = parse_row_range)]
+    pub rows: Option<Range<u64>>,
+    /// Rows per batch handed from the engine to the output (default: one per block).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_size: Option<u64>,
+    /// How rows are printed.
+    #[arg(short, long, value_enum, default_value_t = CatOutput::Table)]
+    pub output: CatOutput,
+    /// Write the rows to this file instead of printing them; the format follows the
+    /// extension: .sift, .parquet, .csv, .arrow/.feather/.ipc or .arrows.
+    #[arg(long, value_name = "PATH", conflicts_with = "output")]
+    pub out: Option<PathBuf>,
+    /// Print what the scan did (blocks pruned, rows matched, values decoded, bytes read)
+    /// and how long it took, on stderr.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+/// `START..END`, `START..`, `..END` or `N` (meaning `N..N+1`).
+fn parse_row_range(s: &str) -> Result<Range<u64>, String> {
+    let num = |t: &str| {
+        t.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("'{t}' is not a row number"))
+    };
+    let range = match s.split_once("..") {
+        None => {
+            let n = num(s)?;
+            n..n.saturating_add(1)
+        }
+        Some((a, b)) => {
+            let start = if a.trim().is_empty() { 0 } else { num(a)? };
+            let end = if b.trim().is_empty() {
+                u64::MAX
+            } else {
+                num(b)?
+            };
+            start..end
+        }
+    };
+    if range.end < range.start {
+        return Err(format!("row range {s} ends before it starts"));
+    }
+    Ok(range)
+}
+
+pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
+    let start_time = Instant::now();
+    // The engine reads what it can scan in place; other formats need `sift convert`.
+    let format = Format::of(&args.file)?;
+    if !matches!(format, Format::Sift | Format::Parquet) {
+        bail!(
+            "{}: sift scan reads .sift and .parquet files; convert {} files first \
+             (sift convert IN OUT.sift)",
+            args.file.display(),
+            format.name()
+        );
+    }
+    // Parse before opening the file so a typo is reported at once.
+    let filter = match &args.filter {
+        Some(text) => Some(
+            sift_scan::parse_filter(text).with_context(|| format!("invalid --filter {text:?}"))?,
+        ),
+        None => None,
+    };
+    if let Some(out) = &args.out {
+        check_out_path(&args.file, out)?;
+    }
+
+    let table = sift_scan::Table::open(&args.file).context("cannot open the file")?;
+    let mut builder = table.scan();
+    if !args.columns.is_empty() {
+        builder = builder.project(args.columns.iter().cloned());
+    }
+    if let Some(f) = filter {
+        builder = builder.filter(f);
+    }
+    if let Some(n) = args.limit {
+        builder = builder.limit(n);
+    }
+    if let Some(r) = &args.rows {
+        builder = builder.rows(r.clone());
+    }
+    if let Some(n) = args.batch_size {
+        builder = builder.batch_size(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    let mut scan = builder.build()?;
+    let schema = scan.schema();
+
+    let mut stdout = Stdout::new();
+    let mut sink = match &args.out {
+        Some(path) => Sink::File(Box::new(FileSink::create(path, &schema)?)),
+        None => Sink::Print(Printer::new(
+            args.output,
+            printable_batch(RecordBatch::new_empty(schema))?.schema(),
+            &mut stdout,
+        )),
+    };
+    // The number of matching rows is unknown up front: a spinner counts them.
+    let quiet_terminal =
+        args.out.is_none() && args.output != CatOutput::None && std::io::stdout().is_terminal();
+    let progress = if quiet_terminal {
+        indicatif::ProgressBar::hidden()
+    } else {
+        ui.progress(None, "rows", "scanning")
+    };
+    let mut rows = 0u64;
+    for batch in scan.by_ref() {
+        let batch = batch.with_context(|| format!("cannot scan {}", args.file.display()))?;
+        rows += batch.num_rows() as u64;
+        progress.inc(batch.num_rows() as u64);
+        sink.write(batch)?;
+    }
+    let written = sink.finish()?;
+    stdout.flush()?;
+    progress.finish_and_clear();
+    let secs = start_time.elapsed().as_secs_f64();
+
+    if args.stats {
+        eprintln!("scan: {}", scan.stats());
+        eprintln!(
+            "scan: {} rows returned in {}",
+            human_count(rows),
+            fmt_secs(secs)
+        );
+    }
+    if let (Some(out), Some(bytes)) = (&args.out, written) {
+        if ui.verbose() {
+            writeln!(
+                stdout,
+                "{} → {}: {} rows, {}, {}",
+                args.file.display(),
+                out.display(),
+                human_count(rows),
+                human_bytes(bytes),
+                fmt_secs(secs)
+            )?;
+            stdout.flush()?;
+        }
+    } else if args.output == CatOutput::None && ui.verbose() && !args.stats {
+        eprintln!("{} rows matched in {}", human_count(rows), fmt_secs(secs));
+    }
+    Ok(())
+}
+
+/// Refuses an output path that is the input (writing would destroy what is read) or has
+/// an extension no writer handles, before any work is done.
+fn check_out_path(input: &Path, out: &Path) -> Result<()> {
+    Format::of(out)?;
+    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(out))
+        && a == b
+    {
+        bail!("{}: input and output are the same file", out.display());
+    }
+    Ok(())
+}
+
+enum Sink<'a> {
+    Print(Printer<'a>),
+    File(Box<FileSink>),
+}
+
+impl Sink<'_> {
+    fn write(&mut self, batch: RecordBatch) -> Result<()> {
+        match self {
+            Sink::Print(p) => p.print(printable_batch(batch)?),
+            Sink::File(f) => f.write(&batch),
+        }
+    }
+
+    /// Finishes the output; returns the bytes written to a file.
+    fn finish(self) -> Result<Option<u64>> {
+        match self {
+            Sink::Print(mut p) => {
+                p.finish()?;
+                Ok(None)
+            }
+            Sink::File(f) => f.finish().map(Some),
+        }
+    }
+}
+
+/// A file being written: the shared writers of `io.rs`, plus CSV (which they do not
+/// write), committed atomically the same way.
+enum FileSink {
+    Output(Output),
+    Csv {
+        writer: arrow::csv::Writer<BufWriter<File>>,
+        tmp: AtomicFile,
+        path: PathBuf,
+    },
+}
+
+impl FileSink {
+    fn create(path: &Path, schema: &SchemaRef) -> Result<Self> {
+        if Format::of(path)? != Format::Csv {
+            return Ok(FileSink::Output(Output::create(
+                path,
+                schema,
+                &OutputOptions::default(),
+            )?));
+        }
+        let (tmp, file) = AtomicFile::create(path)?;
+        let mut writer = arrow::csv::WriterBuilder::new()
+            .with_header(true)
+            .build(BufWriter::with_capacity(1 << 20, file));
+        // The header even when no row matches.
+        let empty = printable_batch(RecordBatch::new_empty(schema.clone()))?;
+        writer
+            .write(&empty)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(FileSink::Csv {
+            writer,
+            tmp,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        match self {
+            FileSink::Output(o) => o.write(batch),
+            FileSink::Csv { writer, path, .. } => writer
+                .write(&printable_batch(batch.clone())?)
+                .with_context(|| format!("cannot write {}", path.display())),
+        }
+    }
+
+    fn finish(self) -> Result<u64> {
+        match self {
+            FileSink::Output(o) => o.finish(),
+            FileSink::Csv { writer, tmp, path } => {
+                let file = writer
+                    .into_inner()
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                tmp.commit(file)
+            }
+        }
+    }
+}
+
+/// Prints batches to stdout the way `sift cat` does.
+enum Printer<'a> {
+    /// Batches are collected up to one block's worth of rows, then printed as one table
+    /// (a table's column widths depend on all its rows).
+    Table {
+        schema: SchemaRef,
+        pending: Vec<RecordBatch>,
+        pending_rows: usize,
+        printed: bool,
+        out: &'a mut Stdout,
+    },
+    Csv {
+        schema: SchemaRef,
+        writer: Box<arrow::csv::Writer<&'a mut Stdout>>,
+        wrote: bool,
+    },
+    Json(arrow::json::LineDelimitedWriter<&'a mut Stdout>),
+    None,
+}
+
+impl<'a> Printer<'a> {
+    fn new(kind: CatOutput, schema: SchemaRef, out: &'a mut Stdout) -> Self {
+        match kind {
+            CatOutput::Table => Printer::Table {
+                schema,
+                pending: Vec::new(),
+                pending_rows: 0,
+                printed: false,
+                out,
+            },
+            CatOutput::Csv => Printer::Csv {
+                schema,
+                writer: Box::new(
+                    arrow::csv::WriterBuilder::new()
+                        .with_header(true)
+                        .build(out),
+                ),
+                wrote: false,
+            },
+            CatOutput::Json => Printer::Json(arrow::json::LineDelimitedWriter::new(out)),
+            CatOutput::None => Printer::None,
+        }
+    }
+
+    fn print(&mut self, batch: RecordBatch) -> Result<()> {
+        match self {
+            Printer::Table {
+                pending,
+                pending_rows,
+                ..
+            } => {
+                *pending_rows += batch.num_rows();
+                pending.push(batch);
+                if *pending_rows >= MAX_BLOCK_ROWS {
+                    self.flush_table()?;
+                }
+            }
+            Printer::Csv { writer, wrote, .. } => {
+                writer.write(&batch)?;
+                *wrote = true;
+            }
+            Printer::Json(writer) => writer.write(&batch)?,
+            Printer::None => drop(batch),
+        }
+        Ok(())
+    }
+
+    fn flush_table(&mut self) -> Result<()> {
+        if let Printer::Table {
+            pending,
+            pending_rows,
+            printed,
+            out,
+            ..
+        } = self
+            && !pending.is_empty()
+        {
+            let table = arrow::util::pretty::pretty_format_batches(pending)?;
+            writeln!(out, "{table}")?;
+            pending.clear();
+            *pending_rows = 0;
+            *printed = true;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.flush_table()?;
+        match self {
+            // Nothing matched: still show the column names.
+            Printer::Table {
+                schema,
+                printed: false,
+                out,
+                ..
+            } => {
+                let empty = RecordBatch::new_empty(schema.clone());
+                let table = arrow::util::pretty::pretty_format_batches(&[empty])?;
+                writeln!(out, "{table}")?;
+            }
+            Printer::Csv {
+                schema,
+                writer,
+                wrote: false,
+            } => writer.write(&RecordBatch::new_empty(schema.clone()))?,
+            Printer::Json(writer) => writer.finish()?,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_ranges_parse() {
+        let r = |s| parse_row_range(s);
+        assert_eq!(r("2..5"), Ok(2..5));
+        assert_eq!(r("2.."), Ok(2..u64::MAX));
+        assert_eq!(r("..3"), Ok(0..3));
+        assert_eq!(r("7"), Ok(7..8));
+        assert_eq!(r("4..4"), Ok(4..4));
+        assert!(r("5..2").is_err());
+        assert!(r("x..2").is_err());
+        assert!(r("-1").is_err());
+    }
+}
