@@ -361,7 +361,11 @@ pub(crate) fn int_range(exponent: u8, factor: u8, lo: u64, hi: u64) -> Result<Op
     };
     let from = first_at_least(lo);
     // Largest d with key(d) <= hi: one below the first with key > hi.
-    let to = if hi == u64::MAX { INT_LIMIT } else { first_at_least(hi + 1) - 1 };
+    let to = if hi == u64::MAX {
+        INT_LIMIT
+    } else {
+        first_at_least(hi + 1) - 1
+    };
     Ok((from <= to).then_some((from, to)))
 }
 

@@ -31,8 +31,8 @@ pub use column::{
     EncodedColumn, PhysicalKind, chunk_validity, decode_array, decode_selected, encode_array,
     filter_chunk, physical_kind,
 };
-pub use filter::{BytesMatcher, ValuePredicate, float_from_key, float_key};
-pub use sift_bits::Bitmap;
 pub use error::{EncodingError, Result};
+pub use filter::{BytesMatcher, ValuePredicate, float_from_key, float_key};
 pub use node::{ColumnEncoding, MAX_DEPTH, Node, NodeId, Validity};
+pub use sift_bits::Bitmap;
 pub use stats::{ChunkStats, MAX_STAT_BYTES, Scalar};

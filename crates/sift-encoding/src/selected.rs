@@ -25,13 +25,25 @@ use crate::node::{Node, NodeId};
 /// A domain whose values can be decoded selectively.
 pub(crate) trait Selectable: Value {
     /// The selected values of node `id` (`sel` has `count` bits).
-    fn select(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize, sel: &Bitmap) -> Result<Vec<Self>> {
+    fn select(
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        sel: &Bitmap,
+    ) -> Result<Vec<Self>> {
         select_generic(ctx, id, count, depth, sel)
     }
 }
 
 impl Selectable for i64 {
-    fn select(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize, sel: &Bitmap) -> Result<Vec<i64>> {
+    fn select(
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        sel: &Bitmap,
+    ) -> Result<Vec<i64>> {
         match ctx.node(id, depth)? {
             &Node::For { base, bits, buffer } => {
                 let base = i64::try_from(base)

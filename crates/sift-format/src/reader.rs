@@ -248,7 +248,11 @@ impl SiftFile {
 
     /// Where a chunk is, for messages: `block 3 column 'x' at offset 1234`.
     pub fn chunk_place(&self, block: usize, column: usize) -> String {
-        let name = self.footer.fields.get(column).map_or("?", |f| f.name.as_str());
+        let name = self
+            .footer
+            .fields
+            .get(column)
+            .map_or("?", |f| f.name.as_str());
         let offset = self
             .footer
             .blocks
@@ -260,7 +264,10 @@ impl SiftFile {
 
     /// An error from decoding a chunk, with the file, block, column and offset.
     pub fn chunk_error(&self, block: usize, column: usize, e: impl std::fmt::Display) -> Error {
-        corrupt(&self.path, format!("{}: {e}", self.chunk_place(block, column)))
+        corrupt(
+            &self.path,
+            format!("{}: {e}", self.chunk_place(block, column)),
+        )
     }
 
     /// One column chunk of one block, read (in place when mapped) with its checksums
