@@ -65,9 +65,13 @@ impl std::fmt::Debug for ValuePredicate {
     }
 }
 
-/// The position of `x` in IEEE total order as an unsigned key: `a.total_cmp(b)` is
-/// `float_key(a).cmp(&float_key(b))`.
+/// The position of `x` in SQL's float order as an unsigned key: IEEE total order on
+/// numbers (−0.0 just below +0.0), and every NaN, whatever its sign and payload, equal to
+/// the others and above every number (as DuckDB and PostgreSQL order them).
 pub fn float_key(x: f64) -> u64 {
+    if x.is_nan() {
+        return u64::MAX;
+    }
     let b = x.to_bits();
     if b >> 63 == 1 { !b } else { b | (1 << 63) }
 }
@@ -185,17 +189,15 @@ pub(crate) fn filter_values(
     let mismatch =
         || crate::EncodingError::Unsupported(format!("predicate {pred:?} on a {kind:?} column"));
     match (kind, pred) {
-        (K::Int(_), P::IntRange { lo, hi, negate }) => {
+        (K::Int(it), P::IntRange { lo, hi, negate }) => {
             let range = IntRange::new(*lo, *hi, *negate);
-            if i128_root(ctx)? {
-                let values = crate::int::decode_ints::<i128>(ctx.enc, 0, count, &ctx.bufs)?;
+            if let Some(values) = native_root(ctx, it, count)? {
                 return Ok(eval_all(&values, |v| (*lo <= v && v <= *hi) != *negate));
             }
             filter_ints(ctx, 0, count, 0, range)
         }
-        (K::Int(_), P::IntIn { values, negate }) => {
-            if i128_root(ctx)? {
-                let decoded = crate::int::decode_ints::<i128>(ctx.enc, 0, count, &ctx.bufs)?;
+        (K::Int(it), P::IntIn { values, negate }) => {
+            if let Some(decoded) = native_root(ctx, it, count)? {
                 return Ok(eval_all(&decoded, |v| {
                     values.binary_search(&v).is_ok() != *negate
                 }));
@@ -236,16 +238,27 @@ pub(crate) fn filter_values(
     }
 }
 
-/// True when the root holds integers that did not go through the `i64` cascade (`u64`
-/// beyond `i64::MAX`, wide decimals): bit-packed over their own range, or plain.
-fn i128_root(ctx: &Ctx<'_>) -> Result<bool> {
-    Ok(match ctx.enc.node(0)? {
-        Node::Plain { width, .. } => *width == 16,
-        Node::For { base, bits, .. } => {
-            i64::try_from(*base).is_err()
-                || (*base + ((1i128 << *bits.min(&64)) - 1)) > i128::from(i64::MAX)
-        }
-        _ => false,
+/// The values of a root that did not go through the `i64` cascade, decoded in the
+/// column's own type (`u64` beyond `i64::MAX`, wide decimals: bit-packed over their own
+/// range, or plain), as `i128`; `None` for cascade roots, which hold `i64` values.
+fn native_root(
+    ctx: &Ctx<'_>,
+    it: crate::column::IntType,
+    count: usize,
+) -> Result<Option<Vec<i128>>> {
+    use crate::column::IntType as I;
+    let own = matches!(ctx.enc.node(0)?, Node::Plain { .. } | Node::For { .. });
+    Ok(match it {
+        I::U64 if own => Some(
+            crate::int::decode_ints::<u64>(ctx.enc, 0, count, &ctx.bufs)?
+                .into_iter()
+                .map(i128::from)
+                .collect(),
+        ),
+        I::I128 if own => Some(crate::int::decode_ints::<i128>(
+            ctx.enc, 0, count, &ctx.bufs,
+        )?),
+        _ => None,
     })
 }
 
@@ -549,6 +562,8 @@ mod tests {
             assert!(float_key(w[0]) < float_key(w[1]), "{} {}", w[0], w[1]);
             assert_eq!(float_from_key(float_key(w[0])).to_bits(), w[0].to_bits());
         }
+        assert_eq!(float_key(-f64::NAN), float_key(f64::NAN));
+        assert!(float_key(-f64::NAN) > float_key(f64::INFINITY));
     }
 
     #[test]

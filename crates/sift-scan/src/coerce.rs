@@ -155,7 +155,7 @@ pub(crate) fn coerce(column: &str, dt: &DataType, lit: &Literal) -> Result<Coerc
             Coerced::Int(scale_seconds(i128::from(secs), nanos, *unit))
         }
         (D::Decimal128(_, scale), Literal::Int(i)) => {
-            scaled_decimal(i128::from(*scale), *i, None).ok_or_else(|| err(" (out of range)"))?
+            scaled_decimal(i128::from(*scale), *i).ok_or_else(|| err(" (out of range)"))?
         }
         (D::Decimal128(_, scale), Literal::Float(x)) => decimal_from_float(*scale, *x),
         (d, Literal::Int(i)) if d.is_integer() || is_int_like(d) => int_in_type(d, *i),
@@ -223,7 +223,7 @@ fn scale_seconds(secs: i128, nanos: u32, unit: TimeUnit) -> i128 {
     }
 }
 
-fn scaled_decimal(scale: i128, v: i128, _frac: Option<f64>) -> Option<Coerced> {
+fn scaled_decimal(scale: i128, v: i128) -> Option<Coerced> {
     if scale >= 0 {
         let m = 10i128.checked_pow(u32::try_from(scale).ok()?)?;
         v.checked_mul(m).map(Coerced::Int)
@@ -232,17 +232,51 @@ fn scaled_decimal(scale: i128, v: i128, _frac: Option<f64>) -> Option<Coerced> {
     }
 }
 
-/// A float literal on a decimal column: the exact scaled integer when it is one, else
-/// the integer just below it (`IntBetween`).
+/// A float literal on a decimal column, exactly: the literal's shortest decimal form (what
+/// the user wrote, for any literal that is a double) scaled by `10^scale` — an integer, or
+/// strictly between two (`IntBetween` of the lower one).
 fn decimal_from_float(scale: i8, x: f64) -> Coerced {
-    let scaled = x * 10f64.powi(i32::from(scale));
-    let r = scaled.round();
-    if (scaled - r).abs() <= 1e-9 * r.abs().max(1.0) {
-        Coerced::Int(r as i128)
-    } else if scaled.is_nan() {
-        Coerced::IntOutside(true)
+    if x.is_nan() {
+        return Coerced::IntOutside(true);
+    }
+    if x.is_infinite() {
+        return Coerced::IntOutside(x > 0.0);
+    }
+    // Rust prints doubles in their shortest round-trip form, without an exponent.
+    let text = format!("{}", x.abs());
+    let (int_part, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let scale = i32::from(scale);
+    let digits = format!("{int_part}{frac}");
+    // value = digits × 10^(-frac.len()); scaled = digits × 10^(scale - frac.len()).
+    let shift = scale - frac.len() as i32;
+    let parsed = digits.trim_start_matches('0');
+    let Ok(mut n) = (if parsed.is_empty() {
+        Ok(0i128)
     } else {
-        Coerced::IntBetween(scaled.floor() as i128)
+        parsed.parse::<i128>()
+    }) else {
+        return Coerced::IntOutside(x > 0.0);
+    };
+    let mut exact = true;
+    if shift >= 0 {
+        match 10i128
+            .checked_pow(shift as u32)
+            .and_then(|m| n.checked_mul(m))
+        {
+            Some(v) => n = v,
+            None => return Coerced::IntOutside(x > 0.0),
+        }
+    } else {
+        let d = 10i128.checked_pow((-shift) as u32).unwrap_or(i128::MAX);
+        exact = n % d == 0;
+        n /= d;
+    }
+    match (x < 0.0, exact) {
+        (false, true) => Coerced::Int(n),
+        (false, false) => Coerced::IntBetween(n),
+        (true, true) => Coerced::Int(-n),
+        // -(n + fraction) lies between -n - 1 and -n.
+        (true, false) => Coerced::IntBetween(-n - 1),
     }
 }
 
@@ -295,5 +329,12 @@ mod tests {
             Coerced::IntOutside(true)
         );
         assert!(coerce("x", &dt, &Literal::Str("a".into())).is_err());
+        let dec = DataType::Decimal128(9, 2);
+        let c = |x: f64| coerce("d", &dec, &Literal::Float(x)).unwrap();
+        assert_eq!(c(0.05), Coerced::Int(5));
+        assert_eq!(c(1.1000000001), Coerced::IntBetween(110));
+        assert_eq!(c(-9999999.985), Coerced::IntBetween(-999999999));
+        assert_eq!(c(-1.5), Coerced::Int(-150));
+        assert_eq!(c(123.0), Coerced::Int(12300));
     }
 }

@@ -320,12 +320,26 @@ fn revenue_by_part(table: &Table, filter: Expr) -> Result<QueryResult> {
         |b| {
             let (k, p, d) = (i64s(b, 0)?, f64s(b, 1)?, f64s(b, 2)?);
             count += b.num_rows() as i64;
-            parts += k.iter().sum::<i64>();
-            revenue += p
-                .iter()
-                .zip(d.iter())
-                .map(|(p, d)| p * (1.0 - d))
-                .sum::<f64>();
+            let nulls: Vec<_> = (0..3).map(|c| b.column(c).logical_nulls()).collect();
+            if nulls.iter().all(Option::is_none) {
+                parts += k.iter().sum::<i64>();
+                revenue += p
+                    .iter()
+                    .zip(d.iter())
+                    .map(|(p, d)| p * (1.0 - d))
+                    .sum::<f64>();
+                return Ok(());
+            }
+            // SQL's sums skip rows where an operand is null.
+            let valid = |c: usize, i: usize| nulls[c].as_ref().is_none_or(|n| n.is_valid(i));
+            for i in 0..b.num_rows() {
+                if valid(0, i) {
+                    parts += k[i];
+                }
+                if valid(1, i) && valid(2, i) {
+                    revenue += p[i] * (1.0 - d[i]);
+                }
+            }
             Ok(())
         },
     )?;
