@@ -6,13 +6,17 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{
+    BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
+};
 use sift_bits::byteslice::ByteSlices;
 use sift_bits::levels::{compress_at, deposit_at, extend_at};
 use sift_bits::pack::{low_mask, pack};
 use sift_bits::packed_cmp::compare_into;
+use sift_bits::range::compare_values;
 use sift_bits::select::{select_into, unpack_selected_into};
-use sift_bits::unpack::unpack_for_at;
+use sift_bits::unpack::{Lane, unpack_for_at};
 use sift_bits::{Bitmap, Level, Predicate};
 
 const N: usize = 1 << 16;
@@ -126,6 +130,52 @@ fn predicates(c: &mut Criterion) {
     g.finish();
 }
 
+/// `packed_cmp::compare_into` with a 50 %-selective `BETWEEN` on uniform codes, per width.
+fn range_compare(c: &mut Criterion) {
+    let mut next = rng(5);
+    let raw: Vec<u64> = (0..N).map(|_| next()).collect();
+    let mut g = c.benchmark_group("range compare");
+    g.throughput(Throughput::Elements(N as u64));
+    for level in Level::supported() {
+        for w in (1u32..=32).chain([64]) {
+            let packed = pack(&raw, w);
+            let m = low_mask(w);
+            let pred = Predicate::Between(m / 4, m / 4 + m / 2);
+            let mut out = Bitmap::default();
+            g.bench_function(
+                BenchmarkId::new(format!("{level:?}"), format!("w{w}")),
+                |b| b.iter(|| compare_into(level, black_box(&packed), w, N, pred, &mut out)),
+            );
+        }
+    }
+    g.finish();
+}
+
+/// `range::compare_values` on decoded values of each lane type, 50 % selective.
+fn range_compare_values(c: &mut Criterion) {
+    fn one<T: Lane>(g: &mut BenchmarkGroup<'_, WallTime>, level: Level, raw: &[u64]) {
+        let vals: Vec<T> = raw.iter().map(|&v| T::from_u64(v)).collect();
+        let m = low_mask(T::BITS);
+        let (lo, hi) = (T::from_u64(m / 4), T::from_u64(m / 4 + m / 2));
+        let mut out = Bitmap::default();
+        g.bench_function(
+            BenchmarkId::new(format!("{level:?}"), format!("u{}", T::BITS)),
+            |b| b.iter(|| compare_values(level, black_box(&vals), lo, hi, false, &mut out)),
+        );
+    }
+    let mut next = rng(6);
+    let raw: Vec<u64> = (0..N).map(|_| next()).collect();
+    let mut g = c.benchmark_group("range compare values");
+    g.throughput(Throughput::Elements(N as u64));
+    for level in Level::supported() {
+        one::<u8>(&mut g, level, &raw);
+        one::<u16>(&mut g, level, &raw);
+        one::<u32>(&mut g, level, &raw);
+        one::<u64>(&mut g, level, &raw);
+    }
+    g.finish();
+}
+
 fn levels(c: &mut Criterion) {
     let mut next = rng(4);
     let valid = bitmap(&mut next, 1);
@@ -153,6 +203,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_millis(700));
-    targets = unpack, select, predicates, levels
+    targets = unpack, select, predicates, range_compare, range_compare_values, levels
 }
 criterion_main!(benches);

@@ -4,8 +4,9 @@
 //! 1. Parquet-Select Fig. 12: select-then-unpack vs unpack-all-then-select, widths 1–16,
 //!    selectivities 1/1 … 1/128, 2^27 values (`SIFT_FIG12_LOG2N` to change).
 //! 2. ByteSlice `<` on 12-bit uniform codes at 10 % selectivity, cycles per value, against
-//!    unpack-and-compare and the packed SWAR compare.
+//!    unpack-and-compare and the packed compare (`packed_cmp`).
 //! 3. Unpack throughput, values per cycle, widths 1–64 into the narrowest type.
+//! 4. Range compare, cycles per value: packed codes per width, decoded values per lane type.
 //!
 //! Each cell is the minimum of several timed repetitions. Cycles are core cycles: the core
 //! clock is probed between repetitions with a chain of dependent register adds (1 cycle
@@ -24,6 +25,7 @@ use sift_bits::byteslice::ByteSlices;
 use sift_bits::compact::compact_words;
 use sift_bits::pack::{low_mask, pack};
 use sift_bits::packed_cmp::compare_into;
+use sift_bits::range::compare_values;
 use sift_bits::select::unpack_selected_into;
 use sift_bits::unpack::{Lane, unpack_for_at};
 use sift_bits::{Bitmap, Level, Predicate};
@@ -312,7 +314,7 @@ fn byteslice_n(ghz: f64, log2n: u32, reps: usize, inner: usize) {
         });
         assert_eq!(r.count_ones(), expect);
         println!(
-            "| packed SWAR compare (bit-packed input) | {level:?} | {:.2} | {:.3} |",
+            "| packed compare (bit-packed input) | {level:?} | {:.2} | {:.3} |",
             t.secs * 1e3 / inner as f64,
             cpv(&t)
         );
@@ -409,8 +411,79 @@ fn unpack_table(ghz: f64) {
     }
 }
 
+/// Cycles per value of `f`, which evaluates `n` values per call: best of 30 batches.
+fn cycles_per_value(level: Level, n: usize, mut f: impl FnMut()) -> f64 {
+    // The scalar level is ~100× slower; fewer calls per batch keep the batches short.
+    let inner = if level == Level::Scalar { 2 } else { 50 };
+    let t = measure(30, || {
+        for _ in 0..inner {
+            f();
+        }
+    });
+    t.cycles / (n * inner) as f64
+}
+
+/// One `range_values` instantiation.
+type RangeBench = fn(Level, &[u64]) -> f64;
+
+fn range_values<T: Lane>(level: Level, raw: &[u64]) -> f64 {
+    let vals: Vec<T> = raw.iter().map(|&v| T::from_u64(v)).collect();
+    let m = low_mask(T::BITS);
+    let (lo, hi) = (T::from_u64(m / 4), T::from_u64(m / 4 + m / 2));
+    let mut out = Bitmap::default();
+    cycles_per_value(level, vals.len(), || {
+        compare_values(level, black_box(&vals), lo, hi, false, &mut out);
+    })
+}
+
+/// Range compare on 2^16 values (one block, in L2): `packed_cmp::compare_into` per width and
+/// `range::compare_values` per lane type, `BETWEEN max/4 AND 3·max/4` on uniform codes.
+fn range_table() {
+    let n = 1 << 16;
+    let mut rng = Rng(5);
+    let raw: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+    let levels: Vec<Level> = Level::supported().into_iter().rev().collect();
+    let head: Vec<String> = levels.iter().map(|l| format!("{l:?}")).collect();
+    println!("\n### Range compare on bit-packed codes, cycles/value (2^16 values, data in L2)\n");
+    println!("| w | {} |", head.join(" | "));
+    println!("|---|{}", "---|".repeat(levels.len()));
+    for w in (1..=32u32).chain([64]) {
+        let packed = pack(&raw, w);
+        let m = low_mask(w);
+        let pred = Predicate::Between(m / 4, m / 4 + m / 2);
+        let mut out = Bitmap::default();
+        let cells: Vec<String> = levels
+            .iter()
+            .map(|&l| {
+                let c = cycles_per_value(l, n, || {
+                    compare_into(l, black_box(&packed), w, n, pred, &mut out).unwrap();
+                });
+                format!("{c:.3}")
+            })
+            .collect();
+        println!("| {w} | {} |", cells.join(" | "));
+    }
+    println!("\n### Range compare on decoded values, cycles/value (2^16 values, data in L2)\n");
+    println!("| type | {} |", head.join(" | "));
+    println!("|---|{}", "---|".repeat(levels.len()));
+    let rows: [(&str, RangeBench); 4] = [
+        ("u8", range_values::<u8>),
+        ("u16", range_values::<u16>),
+        ("u32", range_values::<u32>),
+        ("u64", range_values::<u64>),
+    ];
+    for (ty, f) in rows {
+        let cells: Vec<String> = levels
+            .iter()
+            .map(|&l| format!("{:.3}", f(l, &raw)))
+            .collect();
+        println!("| {ty} | {} |", cells.join(" | "));
+    }
+}
+
 fn main() {
-    // `cargo bench` passes `--bench`; a name filter selects sections: fig12, byteslice, unpack.
+    // `cargo bench` passes `--bench`; a name filter selects sections: fig12, byteslice, unpack,
+    // range.
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
@@ -436,6 +509,9 @@ fn main() {
     }
     if want("byteslice") {
         byteslice(ghz);
+    }
+    if want("range") {
+        range_table();
     }
     println!(
         "\nfastest core clock observed by the end: {:.3} GHz (if above the clock used, the cycle \

@@ -8,7 +8,8 @@
 //! - [`select`]: Parquet-Select on packed codes (PDEP/PEXT), fused select-and-unpack.
 //! - [`compact`]: filtering decoded values by a bitmap (AVX-512 VPCOMPRESS).
 //! - [`levels`]: bitmap transforms: `extend`, `deposit`, `compress`.
-//! - [`predicate`]: range predicates; [`packed_cmp`] evaluates them on packed codes (SWAR).
+//! - [`predicate`]: range predicates; [`packed_cmp`] evaluates them on packed codes (fused
+//!   unpack-and-compare), [`range`] on decoded values.
 //! - [`byteslice`]: the ByteSlice layout and its early-stopping SIMD scan.
 //! - [`bitmap`]: the bitmap type; [`dispatch`]: CPU detection and the forced levels.
 //!
@@ -25,6 +26,7 @@ pub mod levels;
 pub mod pack;
 pub mod packed_cmp;
 pub mod predicate;
+pub mod range;
 pub mod select;
 pub mod unpack;
 

@@ -123,33 +123,66 @@ const fn qword_plans() -> [Qword; 65] {
 
 static QWORD: [Qword; 65] = qword_plans();
 
+/// Decodes `width`-bit codes into 64-byte vectors of `lane_bits`-bit lanes (8, 16 or 32)
+/// masked to the width, and passes vector `g` (values `g · 512 / lane_bits ..`) to `emit`.
+/// Decodes as many vectors as whole 64-byte loads allow, at most `max`, rounded down to a
+/// multiple of `multiple`; returns how many, or `None` if the multishift kernel does not
+/// apply to the pair. Shared by the unpackers and the fused unpack-and-compare.
+///
+/// # Safety
+/// The CPU must support avx512f, avx512bw and avx512vbmi (this is inlined into callers that
+/// enable them).
+#[inline(always)]
+pub(crate) unsafe fn multishift_each(
+    packed: &[u64],
+    lane_bits: u32,
+    width: u32,
+    max: usize,
+    multiple: usize,
+    mut emit: impl FnMut(usize, __m512i),
+) -> Option<usize> {
+    let plans = match lane_bits {
+        8 => &MS8,
+        16 => &MS16,
+        32 => &MS32,
+        _ => return None,
+    };
+    let plan = plans.get(width as usize).copied().flatten()?;
+    let bytes = as_bytes(packed);
+    let groups = groups_in(bytes.len(), plan.group_bytes, 64, max) / multiple * multiple;
+    // `u64::MAX / lane_max` has a one in the low bit of every lane.
+    let mask = low_mask(width).wrapping_mul(u64::MAX / low_mask(lane_bits));
+    // SAFETY: the caller enabled the features; `groups_in` keeps every 64-byte load at
+    // most `bytes.len() - 64` bytes in; loads are unaligned.
+    unsafe {
+        let perm = _mm512_loadu_si512(plan.perm.as_ptr().cast());
+        let ctrl = _mm512_loadu_si512(plan.ctrl.as_ptr().cast());
+        let mask = _mm512_set1_epi64(mask as i64);
+        for g in 0..groups {
+            let v = _mm512_loadu_si512(bytes.as_ptr().add(g * plan.group_bytes).cast());
+            let x = _mm512_multishift_epi64_epi8(ctrl, _mm512_permutexvar_epi8(perm, v));
+            emit(g, _mm512_and_si512(x, mask));
+        }
+    }
+    Some(groups)
+}
+
 macro_rules! multishift_kernel {
     ($name:ident, $t:ty, $set1:ident, $add:ident, $st:ty) => {
+        /// `None` if the multishift kernel does not apply to this width.
         #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-        unsafe fn $name(
-            bytes: &[u8],
-            plan: &Multishift,
-            width: u32,
-            base: $t,
-            out: &mut [$t],
-        ) -> usize {
+        unsafe fn $name(packed: &[u64], width: u32, base: $t, out: &mut [$t]) -> Option<usize> {
             const PER: usize = 64 / std::mem::size_of::<$t>();
-            let groups = groups_in(bytes.len(), plan.group_bytes, 64, out.len() / PER);
-            let mask = $set1(low_mask(width) as $t as $st);
             let basev = $set1(base as $st);
-            // SAFETY: `groups_in` guarantees every 64-byte load starts at most
-            // `bytes.len() - 64` and every store ends within `out`; loads/stores are unaligned.
-            unsafe {
-                let perm = _mm512_loadu_si512(plan.perm.as_ptr().cast());
-                let ctrl = _mm512_loadu_si512(plan.ctrl.as_ptr().cast());
-                for g in 0..groups {
-                    let v = _mm512_loadu_si512(bytes.as_ptr().add(g * plan.group_bytes).cast());
-                    let x = _mm512_multishift_epi64_epi8(ctrl, _mm512_permutexvar_epi8(perm, v));
-                    let r = $add(_mm512_and_si512(x, mask), basev);
-                    _mm512_storeu_si512(out.as_mut_ptr().add(g * PER).cast(), r);
-                }
-            }
-            groups * PER
+            let ptr = out.as_mut_ptr();
+            // SAFETY: features as enabled here; each store covers values `PER·g..PER·(g+1)`
+            // with `g < out.len() / PER`, inside `out`.
+            let groups = unsafe {
+                multishift_each(packed, <$t>::BITS, width, out.len() / PER, 1, |g, x| {
+                    _mm512_storeu_si512(ptr.add(g * PER).cast(), $add(x, basev));
+                })
+            }?;
+            Some(groups * PER)
         }
     };
 }
@@ -176,19 +209,25 @@ fn qword_step(
     }
 }
 
-/// Shared loop of the one-value-per-lane kernels; `emit` stores 8 masked values.
+/// Shared loop of the one-value-per-lane kernels: passes group `g` (values `8g..8g + 8`,
+/// masked, in 64-bit lanes) to `emit`, for as many groups as whole loads allow, at most
+/// `out_groups`, rounded down to a multiple of `multiple`; returns how many.
+///
+/// # Safety
+/// The CPU must support avx512f, avx512bw, avx512vbmi and avx512vbmi2.
 #[inline(always)]
-unsafe fn qword_loop(
+pub(crate) unsafe fn qword_loop(
     bytes: &[u8],
     width: u32,
     out_groups: usize,
+    multiple: usize,
     mut emit: impl FnMut(usize, __m512i),
 ) -> usize {
     let Some(plan) = QWORD.get(width as usize) else {
         return 0;
     };
     let load = if plan.spill { 128 } else { 64 };
-    let groups = groups_in(bytes.len(), width as usize, load, out_groups);
+    let groups = groups_in(bytes.len(), width as usize, load, out_groups) / multiple * multiple;
     // SAFETY: the caller enabled avx512f/bw/vbmi/vbmi2 (this is inlined into such callers);
     // `groups_in` keeps each `load`-byte read at a group start inside `bytes`.
     unsafe {
@@ -221,7 +260,7 @@ pub(super) unsafe fn unpack_u64(packed: &[u64], width: u32, base: u64, out: &mut
     // SAFETY: features as required by this function; each store covers values
     // `8g..8g+8` with `g < out.len() / 8`.
     let groups = unsafe {
-        qword_loop(bytes, width, out.len() / 8, |g, x| {
+        qword_loop(bytes, width, out.len() / 8, 1, |g, x| {
             _mm512_storeu_si512(ptr.add(8 * g).cast(), _mm512_add_epi64(x, basev));
         })
     };
@@ -232,16 +271,16 @@ pub(super) unsafe fn unpack_u64(packed: &[u64], width: u32, base: u64, out: &mut
 /// The CPU must support avx512f, avx512bw, avx512vbmi and avx512vbmi2.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2")]
 pub(super) unsafe fn unpack_u32(packed: &[u64], width: u32, base: u32, out: &mut [u32]) -> usize {
-    let bytes = as_bytes(packed);
-    if let Some(Some(plan)) = MS32.get(width as usize) {
-        // SAFETY: features as required by this function.
-        return unsafe { ms_u32(bytes, plan, width, base, out) };
+    // SAFETY: features as required by this function.
+    if let Some(n) = unsafe { ms_u32(packed, width, base, out) } {
+        return n;
     }
+    let bytes = as_bytes(packed);
     let basev = _mm256_set1_epi32(base as i32);
     let ptr = out.as_mut_ptr();
     // SAFETY: features as required; each 32-byte store covers values `8g..8g+8` in `out`.
     let groups = unsafe {
-        qword_loop(bytes, width, out.len() / 8, |g, x| {
+        qword_loop(bytes, width, out.len() / 8, 1, |g, x| {
             let n = _mm256_add_epi32(_mm512_cvtepi64_epi32(x), basev);
             _mm256_storeu_si256(ptr.add(8 * g).cast(), n);
         })
@@ -253,22 +292,16 @@ pub(super) unsafe fn unpack_u32(packed: &[u64], width: u32, base: u32, out: &mut
 /// The CPU must support avx512f, avx512bw, avx512vbmi and avx512vbmi2.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2")]
 pub(super) unsafe fn unpack_u16(packed: &[u64], width: u32, base: u16, out: &mut [u16]) -> usize {
-    match MS16.get(width as usize) {
-        // SAFETY: features as required by this function.
-        Some(Some(plan)) => unsafe { ms_u16(as_bytes(packed), plan, width, base, out) },
-        _ => 0,
-    }
+    // SAFETY: features as required by this function.
+    unsafe { ms_u16(packed, width, base, out) }.unwrap_or(0)
 }
 
 /// # Safety
 /// The CPU must support avx512f, avx512bw, avx512vbmi and avx512vbmi2.
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2")]
 pub(super) unsafe fn unpack_u8(packed: &[u64], width: u32, base: u8, out: &mut [u8]) -> usize {
-    match MS8.get(width as usize) {
-        // SAFETY: features as required by this function.
-        Some(Some(plan)) => unsafe { ms_u8(as_bytes(packed), plan, width, base, out) },
-        _ => 0,
-    }
+    // SAFETY: features as required by this function.
+    unsafe { ms_u8(packed, width, base, out) }.unwrap_or(0)
 }
 
 #[cfg(test)]

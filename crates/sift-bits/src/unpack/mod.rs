@@ -9,7 +9,7 @@
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
-mod avx512;
+pub(crate) mod avx512;
 
 use crate::dispatch::Level;
 use crate::error::{BitsError, check_packed};
@@ -40,10 +40,21 @@ pub trait Lane: sealed::Sealed + Copy + Default + PartialEq + std::fmt::Debug + 
     /// Compacts a prefix of `bm` with SIMD at `level`; returns (words done, values written).
     #[doc(hidden)]
     fn compact_simd(level: Level, values: &[Self], bm: &[u64], dst: &mut [Self]) -> (usize, usize);
+    /// Range-compares whole words of 64 values with SIMD at `level` (`lo <= hi`); returns
+    /// how many values it did (a multiple of 64, 0 at the scalar level).
+    #[doc(hidden)]
+    fn range_simd(
+        level: Level,
+        values: &[Self],
+        lo: Self,
+        hi: Self,
+        negate: bool,
+        out: &mut [u64],
+    ) -> usize;
 }
 
 macro_rules! lane {
-    ($t:ty, $avx512:ident, $avx2:ident, $compact:ident) => {
+    ($t:ty, $avx512:ident, $avx2:ident, $compact:ident, $range:ident) => {
         impl Lane for $t {
             const BITS: u32 = <$t>::BITS;
             #[inline(always)]
@@ -93,13 +104,37 @@ macro_rules! lane {
                 }
                 (0, 0)
             }
+            #[allow(unused_variables)]
+            fn range_simd(
+                level: Level,
+                values: &[Self],
+                lo: Self,
+                hi: Self,
+                negate: bool,
+                out: &mut [u64],
+            ) -> usize {
+                #[cfg(target_arch = "x86_64")]
+                match level.clamp() {
+                    // SAFETY: `clamp` returned Avx512 only because avx512f/bw were detected.
+                    Level::Avx512 => unsafe {
+                        crate::range::avx512::$range(values, lo, hi, negate, out)
+                    },
+                    // SAFETY: as above, AVX2 was detected.
+                    Level::Avx2 => unsafe {
+                        crate::range::avx2::$range(values, lo, hi, negate, out)
+                    },
+                    Level::Scalar => 0,
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                0
+            }
         }
     };
 }
-lane!(u8, unpack_u8, unpack_u8, compact_u8);
-lane!(u16, unpack_u16, unpack_u16, compact_u16);
-lane!(u32, unpack_u32, unpack_u32, compact_u32);
-lane!(u64, unpack_u64, unpack_u64, compact_u64);
+lane!(u8, unpack_u8, unpack_u8, compact_u8, range_u8);
+lane!(u16, unpack_u16, unpack_u16, compact_u16, range_u16);
+lane!(u32, unpack_u32, unpack_u32, compact_u32, range_u32);
+lane!(u64, unpack_u64, unpack_u64, compact_u64, range_u64);
 
 /// Unpacks `out.len()` values of `width` bits into `T` at the active [`Level`].
 ///
