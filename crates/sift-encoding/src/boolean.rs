@@ -8,6 +8,7 @@ use crate::node::{BufferSink, Node, NodeId};
 use crate::rle;
 
 impl Value for bool {
+    const CONSTANT_BYTES: usize = 1;
     fn le_bytes(self) -> [u8; 8] {
         [u8::from(self), 0, 0, 0, 0, 0, 0, 0]
     }

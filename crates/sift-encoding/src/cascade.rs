@@ -47,6 +47,8 @@ impl Ctx<'_> {
 
 /// A value type with a cascading encoder and decoder.
 pub(crate) trait Value: Copy + Eq + Hash + Ord + Default + Send + Sync + 'static {
+    /// Bytes of a `Constant` node of this domain (booleans store one).
+    const CONSTANT_BYTES: usize = 8;
     /// Little-endian bytes (for constants).
     fn le_bytes(self) -> [u8; 8];
     /// From little-endian bytes.
@@ -372,13 +374,7 @@ fn decode_generic<V: Value>(
     depth: usize,
 ) -> Result<Option<Vec<V>>> {
     Ok(Some(match node {
-        Node::Constant { value } => {
-            let b: [u8; 8] = value
-                .as_slice()
-                .try_into()
-                .map_err(|_| corrupt(format!("constant of {} bytes, 8 expected", value.len())))?;
-            vec![V::from_le_bytes8(b); count]
-        }
+        Node::Constant { value } => vec![constant::<V>(value)?; count],
         Node::Rle {
             values,
             runs,
@@ -401,6 +397,20 @@ fn decode_generic<V: Value>(
         )?,
         _ => return Ok(None),
     }))
+}
+
+/// The value of a `Constant` node, checked to have the domain's size.
+pub(crate) fn constant<V: Value>(value: &[u8]) -> Result<V> {
+    if value.len() != V::CONSTANT_BYTES {
+        return Err(corrupt(format!(
+            "constant of {} bytes, {} expected",
+            value.len(),
+            V::CONSTANT_BYTES
+        )));
+    }
+    let mut b = [0u8; 8];
+    b[..value.len()].copy_from_slice(value);
+    Ok(V::from_le_bytes8(b))
 }
 
 /// Decodes `count` integers in `0..=max` (codes, lengths, positions).

@@ -531,7 +531,8 @@ fn decode_rows(
                     out
                 }
             };
-            builder.add_buffer(Buffer::from_vec(values))
+            // An aligned copy: an empty Vec<u8> is not aligned for the float type.
+            builder.add_buffer(Buffer::from(values.as_slice()))
         }
         PhysicalKind::Bytes | PhysicalKind::FixedBytes(_) => {
             let values = match &sel {
@@ -560,7 +561,7 @@ fn int_values<T: NativeInt>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -
     // Roots outside the i64 cascade (plain, or bit-packed over a range beyond i64 such as
     // large u64 values) decode in their own type, then compact.
     let own_type = match ctx.enc.node(0)? {
-        Node::Plain { .. } => true,
+        Node::Plain { width, .. } => *width as usize == T::BYTES,
         Node::For { base, bits, .. } => {
             i64::try_from(*base).is_err()
                 || *bits >= 64
@@ -598,8 +599,14 @@ fn encode_int_column<T: NativeInt>(values: &[T], sink: &mut BufferSink) {
 /// Decodes the integers of a chunk: bit-packed or plain roots directly into `T`, cascades
 /// through `i64` with a checked narrowing.
 fn decode_int_column<T: NativeInt>(ctx: &Ctx<'_>, count: usize) -> Result<Vec<T>> {
-    if matches!(ctx.enc.node(0)?, Node::For { .. } | Node::Plain { .. }) {
-        return decode_ints::<T>(ctx.enc, 0, count, &ctx.bufs);
+    // Roots in the column's own type; a plain root of another width holds the i64
+    // cascade's values (e.g. decimals that fit i64), widened below.
+    match ctx.enc.node(0)? {
+        Node::For { .. } => return decode_ints::<T>(ctx.enc, 0, count, &ctx.bufs),
+        Node::Plain { width, .. } if *width as usize == T::BYTES => {
+            return decode_ints::<T>(ctx.enc, 0, count, &ctx.bufs);
+        }
+        _ => {}
     }
     narrow(i64::decode(ctx, 0, count, 0)?)
 }

@@ -20,7 +20,7 @@ use sift_bits::predicate::Predicate;
 
 use crate::alp;
 use crate::bytes::{ByteValues, decode_bytes};
-use crate::cascade::{Ctx, FloatBits, Value, decode_indices};
+use crate::cascade::{Ctx, FloatBits, Value, constant, decode_indices};
 use crate::dict::checked_len;
 use crate::error::{Result, corrupt};
 use crate::int::packed_words;
@@ -247,15 +247,19 @@ fn native_root(
     count: usize,
 ) -> Result<Option<Vec<i128>>> {
     use crate::column::IntType as I;
-    let own = matches!(ctx.enc.node(0)?, Node::Plain { .. } | Node::For { .. });
+    let node = ctx.enc.node(0)?;
+    let own = |bytes: u32| {
+        matches!(node, Node::For { .. })
+            || matches!(node, Node::Plain { width, .. } if *width == bytes)
+    };
     Ok(match it {
-        I::U64 if own => Some(
+        I::U64 if own(8) => Some(
             crate::int::decode_ints::<u64>(ctx.enc, 0, count, &ctx.bufs)?
                 .into_iter()
                 .map(i128::from)
                 .collect(),
         ),
-        I::I128 if own => Some(crate::int::decode_ints::<i128>(
+        I::I128 if own(16) => Some(crate::int::decode_ints::<i128>(
             ctx.enc, 0, count, &ctx.bufs,
         )?),
         _ => None,
@@ -380,13 +384,7 @@ fn filter_generic<V: Value, P: DomainPred<V>>(
     p: &P,
 ) -> Result<Bitmap> {
     match ctx.node(id, depth)? {
-        Node::Constant { value } => {
-            let b: [u8; 8] = value
-                .as_slice()
-                .try_into()
-                .map_err(|_| corrupt(format!("constant of {} bytes, 8 expected", value.len())))?;
-            Ok(uniform(count, p.eval(V::from_le_bytes8(b))))
-        }
+        Node::Constant { value } => Ok(uniform(count, p.eval(constant::<V>(value)?))),
         &Node::Dict { values, len, codes } => {
             let len = checked_len(len, count)?;
             let dict = V::decode(ctx, ctx.child(id, values)?, len, depth + 1)?;

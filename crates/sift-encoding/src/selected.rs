@@ -16,7 +16,7 @@ use sift_bits::Bitmap;
 
 use crate::alp;
 use crate::bytes::{ByteValues, decode_bytes, gather};
-use crate::cascade::{Ctx, FloatBits, Value, decode_indices};
+use crate::cascade::{Ctx, FloatBits, Value, constant, decode_indices};
 use crate::dict::checked_len;
 use crate::error::{Result, corrupt};
 use crate::int::packed_words;
@@ -112,13 +112,7 @@ fn select_generic<V: Selectable>(
     sel: &Bitmap,
 ) -> Result<Vec<V>> {
     match ctx.node(id, depth)? {
-        Node::Constant { value } => {
-            let b: [u8; 8] = value
-                .as_slice()
-                .try_into()
-                .map_err(|_| corrupt(format!("constant of {} bytes, 8 expected", value.len())))?;
-            Ok(vec![V::from_le_bytes8(b); sel.count_ones()])
-        }
+        Node::Constant { value } => Ok(vec![constant::<V>(value)?; sel.count_ones()]),
         &Node::Dict { values, len, codes } => {
             let len = checked_len(len, count)?;
             let dict = V::decode(ctx, ctx.child(id, values)?, len, depth + 1)?;
