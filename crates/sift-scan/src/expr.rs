@@ -12,8 +12,10 @@
 //! ```
 //!
 //! Semantics are SQL's: a comparison with a null value is unknown, and a row passes the
-//! filter only when the whole expression is true. Floats compare by IEEE total order
-//! (NaN is greater than every number and equal to itself, −0.0 < +0.0), as arrow-rs does.
+//! filter only when the whole expression is true. Floats compared with a literal follow
+//! SQL (DuckDB, PostgreSQL): every NaN equals every other NaN and is greater than every
+//! number, and −0.0 equals +0.0. Column-to-column comparisons use arrow-rs's kernels, which
+//! order floats by IEEE total order (−0.0 < +0.0, a NaN with its sign bit set below −inf).
 //! Literal coercion is documented on [`Literal`].
 
 use std::fmt;
