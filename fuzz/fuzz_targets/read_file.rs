@@ -18,7 +18,13 @@ fn read(path: &Path, data: &[u8], verify_checksums: bool) {
     if std::fs::write(path, data).is_err() {
         return;
     }
-    let Ok(file) = SiftFile::open_with(path, ReadOptions { verify_checksums }) else {
+    let Ok(file) = SiftFile::open_with(
+        path,
+        ReadOptions {
+            verify_checksums,
+            ..ReadOptions::default()
+        },
+    ) else {
         return;
     };
     // Errors are fine; panics are what the fuzzer looks for.
