@@ -26,7 +26,7 @@ if [ -f fuzz/Cargo.toml ]; then
   cargo check --manifest-path fuzz/Cargo.toml --target-dir "$target_dir/fuzz"
 fi
 
-step "Python differential tests (pyarrow)"
+step "Python differential tests (pyarrow, DuckDB)"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
