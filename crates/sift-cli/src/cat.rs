@@ -191,7 +191,7 @@ fn block_range(file: &SiftFile, range: Option<BlockRange>) -> Result<Range<usize
 }
 
 /// Writes batches to stdout in the chosen format.
-enum Printer<'a> {
+pub(crate) enum Printer<'a> {
     /// Batches are collected up to one block's worth of rows, then printed as one table
     /// (a table's column widths depend on all its rows).
     Table {
@@ -211,7 +211,7 @@ enum Printer<'a> {
 }
 
 impl<'a> Printer<'a> {
-    fn new(kind: CatOutput, schema: SchemaRef, out: &'a mut Stdout) -> Self {
+    pub(crate) fn new(kind: CatOutput, schema: SchemaRef, out: &'a mut Stdout) -> Self {
         match kind {
             CatOutput::Table => Printer::Table {
                 schema,
@@ -234,7 +234,7 @@ impl<'a> Printer<'a> {
         }
     }
 
-    fn print(&mut self, batch: RecordBatch) -> Result<()> {
+    pub(crate) fn print(&mut self, batch: RecordBatch) -> Result<()> {
         match self {
             Printer::Table {
                 pending,
@@ -276,7 +276,7 @@ impl<'a> Printer<'a> {
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<()> {
+    pub(crate) fn finish(&mut self) -> Result<()> {
         self.flush_table()?;
         match self {
             // Nothing selected: still show the column names.

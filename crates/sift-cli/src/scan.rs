@@ -10,9 +10,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use sift_format::MAX_BLOCK_ROWS;
 
-use crate::cat::CatOutput;
+use crate::cat::{CatOutput, Printer};
 use crate::display::printable_batch;
 use crate::io::{AtomicFile, Format, Output, OutputOptions, Stdout};
 use crate::table::{fmt_secs, human_bytes, human_count};
@@ -290,118 +289,6 @@ impl FileSink {
                 tmp.commit(file)
             }
         }
-    }
-}
-
-/// Prints batches to stdout the way `sift cat` does.
-enum Printer<'a> {
-    /// Batches are collected up to one block's worth of rows, then printed as one table
-    /// (a table's column widths depend on all its rows).
-    Table {
-        schema: SchemaRef,
-        pending: Vec<RecordBatch>,
-        pending_rows: usize,
-        printed: bool,
-        out: &'a mut Stdout,
-    },
-    Csv {
-        schema: SchemaRef,
-        writer: Box<arrow::csv::Writer<&'a mut Stdout>>,
-        wrote: bool,
-    },
-    Json(arrow::json::LineDelimitedWriter<&'a mut Stdout>),
-    None,
-}
-
-impl<'a> Printer<'a> {
-    fn new(kind: CatOutput, schema: SchemaRef, out: &'a mut Stdout) -> Self {
-        match kind {
-            CatOutput::Table => Printer::Table {
-                schema,
-                pending: Vec::new(),
-                pending_rows: 0,
-                printed: false,
-                out,
-            },
-            CatOutput::Csv => Printer::Csv {
-                schema,
-                writer: Box::new(
-                    arrow::csv::WriterBuilder::new()
-                        .with_header(true)
-                        .build(out),
-                ),
-                wrote: false,
-            },
-            CatOutput::Json => Printer::Json(arrow::json::LineDelimitedWriter::new(out)),
-            CatOutput::None => Printer::None,
-        }
-    }
-
-    fn print(&mut self, batch: RecordBatch) -> Result<()> {
-        match self {
-            Printer::Table {
-                pending,
-                pending_rows,
-                ..
-            } => {
-                *pending_rows += batch.num_rows();
-                pending.push(batch);
-                if *pending_rows >= MAX_BLOCK_ROWS {
-                    self.flush_table()?;
-                }
-            }
-            Printer::Csv { writer, wrote, .. } => {
-                writer.write(&batch)?;
-                *wrote = true;
-            }
-            Printer::Json(writer) => writer.write(&batch)?,
-            Printer::None => drop(batch),
-        }
-        Ok(())
-    }
-
-    fn flush_table(&mut self) -> Result<()> {
-        if let Printer::Table {
-            pending,
-            pending_rows,
-            printed,
-            out,
-            ..
-        } = self
-            && !pending.is_empty()
-        {
-            let table = arrow::util::pretty::pretty_format_batches(pending)?;
-            writeln!(out, "{table}")?;
-            pending.clear();
-            *pending_rows = 0;
-            *printed = true;
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self) -> Result<()> {
-        self.flush_table()?;
-        match self {
-            // Nothing matched: still show the column names.
-            Printer::Table {
-                schema,
-                printed: false,
-                out,
-                ..
-            } => {
-                let empty = RecordBatch::new_empty(schema.clone());
-                let table = arrow::util::pretty::pretty_format_batches(&[empty])?;
-                writeln!(out, "{table}")?;
-            }
-            Printer::Csv {
-                schema,
-                writer,
-                wrote: false,
-            } => writer.write(&RecordBatch::new_empty(schema.clone()))?,
-            Printer::Json(writer) => writer.finish()?,
-            _ => {}
-        }
-        Ok(())
     }
 }
 

@@ -370,22 +370,11 @@ fn ident(name: &str) -> String {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    const KEYWORDS: &[&str] = &[
-        "and",
-        "or",
-        "not",
-        "between",
-        "in",
-        "is",
-        "null",
-        "like",
-        "true",
-        "false",
-        "date",
-        "timestamp",
-        "starts_with",
-    ];
-    let keyword = KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(name));
+    // Keywords of the parser's grammar, and its one function name, must be quoted.
+    let keyword = crate::parse::KEYWORDS
+        .iter()
+        .chain(&["starts_with"])
+        .any(|k| k.eq_ignore_ascii_case(name));
     if plain && !keyword {
         name.to_string()
     } else {

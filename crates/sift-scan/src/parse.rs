@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::expr::{CmpOp, Expr, Literal};
 
 /// Words with a meaning in the grammar; a column with one of these names must be quoted.
-const KEYWORDS: &[&str] = &[
+pub(crate) const KEYWORDS: &[&str] = &[
     "and",
     "or",
     "not",

@@ -13,7 +13,8 @@ pub struct ScanStats {
     pub blocks_empty: u64,
     /// Rows in the blocks that were evaluated.
     pub rows_scanned: u64,
-    /// Rows that passed the filter (before the limit).
+    /// Rows that passed the filter and were returned (a scan stops reading blocks once it
+    /// reaches its limit).
     pub rows_matched: u64,
     /// Values decoded into Arrow arrays (projections and decode-then-evaluate
     /// predicates); predicates evaluated on encoded data decode nothing.
