@@ -21,9 +21,10 @@ use crate::source::{BlockData, ColumnData};
 use crate::stats::ScanStats;
 
 /// Below this fraction of selected rows, a later predicate selects its codes first and
-/// evaluates only those; above it, it scans the encoded chunk and intersects. (The
-/// encoded scan costs ~0.1–0.3 cycles per row; selecting and evaluating ~5–10 cycles per
-/// selected row: measured with `sift query`.)
+/// evaluates only those; above it, it scans the encoded chunk and intersects. The packed
+/// compare costs 0.01–0.2 cycles per row (sift-bits BENCHMARKS.md §5); selecting, decoding
+/// and evaluating one row through Arrow costs several cycles, so the break-even is at a few
+/// percent. The value is an estimate, not tuned per query.
 const SELECT_FIRST_BELOW: f64 = 0.02;
 
 /// Rows per mini-block for payload accounting: a projected chunk stored as bit-packed
