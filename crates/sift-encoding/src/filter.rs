@@ -18,13 +18,13 @@ use std::sync::Arc;
 use sift_bits::Bitmap;
 use sift_bits::predicate::Predicate;
 
-use crate::alp;
 use crate::bytes::{ByteValues, decode_bytes};
 use crate::cascade::{Ctx, FloatBits, Value, constant, decode_indices};
 use crate::dict::checked_len;
 use crate::error::{Result, corrupt};
-use crate::int::packed_words;
+use crate::int::for_words;
 use crate::node::{Node, NodeId};
+use crate::{alp, patch, rle};
 
 /// A predicate on the values of one column, in its storage domain. Nulls never match;
 /// `negate` flips the answer for non-null values only (SQL's `NOT` on a known value).
@@ -315,10 +315,7 @@ fn filter_ints(
             if lo > hi {
                 return Ok(uniform(count, p.negate));
             }
-            let words_needed = sift_bits::pack::packed_words(count, u32::from(bits))
-                .ok_or_else(|| corrupt("packed length overflows"))?;
-            let bytes = ctx.bufs.get(buffer, words_needed.saturating_mul(8))?;
-            let words = packed_words(&bytes[..words_needed * 8]);
+            let words = for_words(&ctx.bufs, bits, buffer, count)?;
             let mut out = Bitmap::default();
             sift_bits::packed_cmp::compare_into(
                 sift_bits::Level::active(),
@@ -396,26 +393,15 @@ fn filter_generic<V: Value, P: DomainPred<V>>(
             runs,
             lengths,
         } => {
-            let runs = runs as usize;
-            if runs > count || (runs == 0 && count > 0) {
-                return Err(corrupt(format!("{runs} runs for {count} values")));
-            }
-            let vals = V::decode(ctx, ctx.child(id, values)?, runs, depth + 1)?;
-            let lens = decode_indices(ctx, ctx.child(id, lengths)?, runs, count as u64, depth + 1)?;
+            let (vals, lens) = rle::runs::<V>(ctx, id, (values, runs, lengths), count, depth)?;
             let mut words = vec![0u64; count.div_ceil(64)];
             let mut pos = 0usize;
             for (v, len) in vals.into_iter().zip(lens) {
                 let end = pos + len as usize;
-                if len == 0 || end > count {
-                    return Err(corrupt(format!("run lengths do not add up to {count}")));
-                }
                 if p.eval(v) {
                     set_range(&mut words, pos, end);
                 }
                 pos = end;
-            }
-            if pos != count {
-                return Err(corrupt(format!("runs hold {pos} values, {count} expected")));
             }
             Bitmap::from_words(words, count).ok_or_else(|| corrupt("run bitmap"))
         }
@@ -425,16 +411,9 @@ fn filter_generic<V: Value, P: DomainPred<V>>(
             positions,
             values,
         } => {
-            let exceptions = exceptions as usize;
-            if exceptions > count {
-                return Err(corrupt(format!(
-                    "{exceptions} exceptions for {count} values"
-                )));
-            }
+            let (pos, vals) =
+                patch::exceptions::<V>(ctx, id, (exceptions, positions, values), count, depth)?;
             let mut out = p.filter_node(ctx, ctx.child(id, inner)?, count, depth + 1)?;
-            let max = count.saturating_sub(1) as u64;
-            let pos = decode_indices(ctx, ctx.child(id, positions)?, exceptions, max, depth + 1)?;
-            let vals = V::decode(ctx, ctx.child(id, values)?, exceptions, depth + 1)?;
             for (q, v) in pos.into_iter().zip(vals) {
                 out.set(q as usize, p.eval(v));
             }

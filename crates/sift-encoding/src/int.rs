@@ -137,13 +137,30 @@ fn encode_plain<T: NativeInt>(values: &[T], sink: &mut BufferSink) -> NodeId {
 
 /// The packed words of a buffer: borrowed in place when the buffer is 8-aligned (the writer
 /// aligns segments, the reader keeps that alignment) on a little-endian machine, else copied.
-pub(crate) fn packed_words(bytes: &[u8]) -> std::borrow::Cow<'_, [u64]> {
+fn packed_words(bytes: &[u8]) -> std::borrow::Cow<'_, [u64]> {
     if cfg!(target_endian = "little")
         && let Ok(words) = bytemuck::try_cast_slice::<u8, u64>(bytes)
     {
         return std::borrow::Cow::Borrowed(words);
     }
     std::borrow::Cow::Owned(pack::words_from_le_bytes(bytes))
+}
+
+/// The packed words of a frame-of-reference node holding `count` codes of `bits` bits,
+/// checked to be long enough.
+pub(crate) fn for_words<'a>(
+    bufs: &Buffers<'a>,
+    bits: u8,
+    buffer: u32,
+    count: usize,
+) -> Result<std::borrow::Cow<'a, [u64]>> {
+    if bits > 64 {
+        return Err(corrupt(format!("bit width {bits} > 64")));
+    }
+    let words_needed = pack::packed_words(count, u32::from(bits))
+        .ok_or_else(|| corrupt("packed length overflows"))?;
+    let bytes = bufs.get(buffer, words_needed.saturating_mul(8))?;
+    Ok(packed_words(&bytes[..words_needed * 8]))
 }
 
 /// Decodes `count` integers from node `id`.
@@ -157,13 +174,7 @@ pub(crate) fn decode_ints<T: NativeInt>(
         Node::For { base, bits, buffer } => {
             let base = T::from_i128(*base)
                 .ok_or_else(|| corrupt(format!("frame-of-reference base {base} out of range")))?;
-            if *bits > 64 {
-                return Err(corrupt(format!("bit width {bits} > 64")));
-            }
-            let words_needed = pack::packed_words(count, u32::from(*bits))
-                .ok_or_else(|| corrupt("packed length overflows"))?;
-            let bytes = bufs.get(*buffer, words_needed.saturating_mul(8))?;
-            let words = packed_words(&bytes[..words_needed * 8]);
+            let words = for_words(bufs, *bits, *buffer, count)?;
             let mut out = vec![T::default(); count];
             pack::unpack_map(&words, u32::from(*bits), &mut out, |c| base.add_code(c))
                 .map_err(|e| corrupt(format!("packed buffer too short: {e:?}")))?;

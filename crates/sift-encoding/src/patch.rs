@@ -64,6 +64,26 @@ pub(crate) fn finish<V: Value>(
     );
 }
 
+/// The exception positions (increasing, each below `count`) and values of a patch node.
+pub(crate) fn exceptions<V: Value>(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    (exceptions, positions, values): (u32, NodeId, NodeId),
+    count: usize,
+    depth: usize,
+) -> Result<(Vec<u64>, Vec<V>)> {
+    let exceptions = exceptions as usize;
+    if exceptions > count {
+        return Err(corrupt(format!(
+            "{exceptions} exceptions for {count} values"
+        )));
+    }
+    let max = count.saturating_sub(1) as u64;
+    let pos = decode_indices(ctx, ctx.child(id, positions)?, exceptions, max, depth + 1)?;
+    let vals = V::decode(ctx, ctx.child(id, values)?, exceptions, depth + 1)?;
+    Ok((pos, vals))
+}
+
 /// Decodes `count` values from a patch node `(inner, exceptions, positions, values)`.
 pub(crate) fn decode<V: Value>(
     ctx: &Ctx<'_>,
@@ -72,16 +92,9 @@ pub(crate) fn decode<V: Value>(
     count: usize,
     depth: usize,
 ) -> Result<Vec<V>> {
-    let exceptions = exceptions as usize;
-    if exceptions > count {
-        return Err(corrupt(format!(
-            "{exceptions} exceptions for {count} values"
-        )));
-    }
+    let (pos, vals) =
+        self::exceptions::<V>(ctx, id, (exceptions, positions, values), count, depth)?;
     let mut out = V::decode(ctx, ctx.child(id, inner)?, count, depth + 1)?;
-    let max = count.saturating_sub(1) as u64;
-    let pos = decode_indices(ctx, ctx.child(id, positions)?, exceptions, max, depth + 1)?;
-    let vals = V::decode(ctx, ctx.child(id, values)?, exceptions, depth + 1)?;
     for (p, v) in pos.into_iter().zip(vals) {
         out[p as usize] = v;
     }

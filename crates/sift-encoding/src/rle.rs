@@ -33,33 +33,49 @@ pub(crate) fn encode<V: Value>(values: &[V], sink: &mut BufferSink, depth: u8) -
     id
 }
 
-/// Decodes `count` values from an RLE node `(values, runs, lengths)`.
-pub(crate) fn decode<V: Value>(
+/// The run values and lengths of an RLE node `(values, runs, lengths)`, checked: every
+/// length at least 1, together exactly `count`.
+pub(crate) fn runs<V: Value>(
     ctx: &Ctx<'_>,
     id: NodeId,
     (values, runs, lengths): (NodeId, u32, NodeId),
     count: usize,
     depth: usize,
-) -> Result<Vec<V>> {
+) -> Result<(Vec<V>, Vec<u64>)> {
     let runs = runs as usize;
     if runs > count || (runs == 0 && count > 0) {
         return Err(corrupt(format!("{runs} runs for {count} values")));
     }
     let vals = V::decode(ctx, ctx.child(id, values)?, runs, depth + 1)?;
     let lens = decode_indices(ctx, ctx.child(id, lengths)?, runs, count as u64, depth + 1)?;
-    let mut out = Vec::with_capacity(count);
-    for (v, len) in vals.into_iter().zip(lens) {
-        let len = len as usize;
-        if len == 0 || out.len() + len > count {
+    let mut total = 0usize;
+    for &len in &lens {
+        // Each length is at most `count` (checked by decode_indices), so this cannot overflow.
+        total += len as usize;
+        if len == 0 || total > count {
             return Err(corrupt(format!("run lengths do not add up to {count}")));
         }
-        out.resize(out.len() + len, v);
     }
-    if out.len() != count {
+    if total != count {
         return Err(corrupt(format!(
-            "runs hold {} values, {count} expected",
-            out.len()
+            "runs hold {total} values, {count} expected"
         )));
+    }
+    Ok((vals, lens))
+}
+
+/// Decodes `count` values from an RLE node `(values, runs, lengths)`.
+pub(crate) fn decode<V: Value>(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    node: (NodeId, u32, NodeId),
+    count: usize,
+    depth: usize,
+) -> Result<Vec<V>> {
+    let (vals, lens) = runs::<V>(ctx, id, node, count, depth)?;
+    let mut out = Vec::with_capacity(count);
+    for (v, len) in vals.into_iter().zip(lens) {
+        out.resize(out.len() + len as usize, v);
     }
     Ok(out)
 }

@@ -14,13 +14,13 @@
 
 use sift_bits::Bitmap;
 
-use crate::alp;
 use crate::bytes::{ByteValues, decode_bytes, gather};
-use crate::cascade::{Ctx, FloatBits, Value, constant, decode_indices};
+use crate::cascade::{Ctx, FloatBits, Value, constant};
 use crate::dict::checked_len;
 use crate::error::{Result, corrupt};
-use crate::int::packed_words;
+use crate::int::for_words;
 use crate::node::{Node, NodeId};
+use crate::{alp, patch};
 
 /// A domain whose values can be decoded selectively.
 pub(crate) trait Selectable: Value {
@@ -48,7 +48,7 @@ impl Selectable for i64 {
             &Node::For { base, bits, buffer } => {
                 let base = i64::try_from(base)
                     .map_err(|_| corrupt(format!("frame-of-reference base {base} out of range")))?;
-                let words = for_words(ctx, bits, buffer, count)?;
+                let words = for_words(&ctx.bufs, bits, buffer, count)?;
                 let out = sift_bits::select::unpack_selected_for::<u64>(
                     &words,
                     u32::from(bits),
@@ -88,22 +88,6 @@ impl Selectable for FloatBits {
 
 impl Selectable for bool {}
 
-/// The packed words of a frame-of-reference node holding `count` codes.
-fn for_words<'a>(
-    ctx: &Ctx<'a>,
-    bits: u8,
-    buffer: u32,
-    count: usize,
-) -> Result<std::borrow::Cow<'a, [u64]>> {
-    if bits > 64 {
-        return Err(corrupt(format!("bit width {bits} > 64")));
-    }
-    let words_needed = sift_bits::pack::packed_words(count, u32::from(bits))
-        .ok_or_else(|| corrupt("packed length overflows"))?;
-    let bytes = ctx.bufs.get(buffer, words_needed.saturating_mul(8))?;
-    Ok(packed_words(&bytes[..words_needed * 8]))
-}
-
 fn select_generic<V: Selectable>(
     ctx: &Ctx<'_>,
     id: NodeId,
@@ -125,16 +109,9 @@ fn select_generic<V: Selectable>(
             positions,
             values,
         } => {
-            let exceptions = exceptions as usize;
-            if exceptions > count {
-                return Err(corrupt(format!(
-                    "{exceptions} exceptions for {count} values"
-                )));
-            }
+            let (pos, vals) =
+                patch::exceptions::<V>(ctx, id, (exceptions, positions, values), count, depth)?;
             let mut out = V::select(ctx, ctx.child(id, inner)?, count, depth + 1, sel)?;
-            let max = count.saturating_sub(1) as u64;
-            let pos = decode_indices(ctx, ctx.child(id, positions)?, exceptions, max, depth + 1)?;
-            let vals = V::decode(ctx, ctx.child(id, values)?, exceptions, depth + 1)?;
             patch_selected(&mut out, sel, &pos, vals)?;
             Ok(out)
         }
