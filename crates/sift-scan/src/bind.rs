@@ -98,6 +98,17 @@ pub(crate) fn bind(expr: &Expr, schema: &Schema) -> Result<Bound> {
     Ok(simplify(bound))
 }
 
+/// The index of column `name`, or an error listing the columns there are.
+pub(crate) fn column_index(schema: &Schema, name: &str) -> Result<usize> {
+    schema.index_of(name).map_err(|_| {
+        let known: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        Error::Type(format!(
+            "no column '{name}' (columns: {})",
+            known.join(", ")
+        ))
+    })
+}
+
 struct Binder<'a> {
     schema: &'a Schema,
     next_id: usize,
@@ -105,21 +116,7 @@ struct Binder<'a> {
 
 impl Binder<'_> {
     fn column(&self, name: &str) -> Result<(usize, &DataType)> {
-        self.schema
-            .index_of(name)
-            .map(|i| (i, self.schema.field(i).data_type()))
-            .map_err(|_| {
-                let known: Vec<&str> = self
-                    .schema
-                    .fields()
-                    .iter()
-                    .map(|f| f.name().as_str())
-                    .collect();
-                Error::Type(format!(
-                    "no column '{name}' (columns: {})",
-                    known.join(", ")
-                ))
-            })
+        column_index(self.schema, name).map(|i| (i, self.schema.field(i).data_type()))
     }
 
     fn leaf(

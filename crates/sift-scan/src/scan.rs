@@ -10,7 +10,7 @@ use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use sift_encoding::Bitmap;
 
-use crate::bind::{Bound, bind};
+use crate::bind::{Bound, bind, column_index};
 use crate::error::{Error, Result};
 use crate::eval::BlockEval;
 use crate::expr::Expr;
@@ -56,27 +56,13 @@ impl Table {
 
     /// A scan of this table.
     pub fn scan(&self) -> ScanBuilder {
-        ScanBuilder {
-            table: Ok(self.clone()),
-            projection: None,
-            filter: None,
-            limit: None,
-            batch_size: None,
-            rows: None,
-        }
+        ScanBuilder::new(Ok(self.clone()))
     }
 }
 
 /// Starts a scan of the file at `path`; see [`ScanBuilder`].
 pub fn scan(path: impl AsRef<Path>) -> ScanBuilder {
-    ScanBuilder {
-        table: Table::open(path),
-        projection: None,
-        filter: None,
-        limit: None,
-        batch_size: None,
-        rows: None,
-    }
+    ScanBuilder::new(Table::open(path))
 }
 
 /// Scan settings; [`build`](Self::build) checks them and starts the scan (iterating the
@@ -91,6 +77,18 @@ pub struct ScanBuilder {
 }
 
 impl ScanBuilder {
+    /// Default settings on `table` (an open error is reported when the scan starts).
+    fn new(table: Result<Table>) -> Self {
+        ScanBuilder {
+            table,
+            projection: None,
+            filter: None,
+            limit: None,
+            batch_size: None,
+            rows: None,
+        }
+    }
+
     /// The columns to return, in this order (default: all).
     pub fn project<S: Into<String>>(mut self, columns: impl IntoIterator<Item = S>) -> Self {
         self.projection = Some(columns.into_iter().map(Into::into).collect());
@@ -134,15 +132,8 @@ impl ScanBuilder {
             Some(names) => names
                 .iter()
                 .map(|n| {
-                    schema.index_of(n).map_err(|_| {
-                        let known: Vec<&str> =
-                            schema.fields().iter().map(|f| f.name().as_str()).collect();
-                        Error::Type(format!(
-                            "{}: no column '{n}' (columns: {})",
-                            table.path.display(),
-                            known.join(", ")
-                        ))
-                    })
+                    column_index(&schema, n)
+                        .map_err(|e| Error::Type(format!("{}: {e}", table.path.display())))
                 })
                 .collect::<Result<Vec<usize>>>()?,
         };
