@@ -7,6 +7,7 @@
 //! - [`unpack`]: SIMD unpacking into `u8`/`u16`/`u32`/`u64`, with a frame-of-reference base.
 //! - [`select`]: Parquet-Select on packed codes (PDEP/PEXT), fused select-and-unpack.
 //! - [`compact`]: filtering decoded values by a bitmap (AVX-512 VPCOMPRESS).
+//! - [`float`]: integers to scaled doubles (ALP decoding's inner loop).
 //! - [`levels`]: bitmap transforms: `extend`, `deposit`, `compress`.
 //! - [`predicate`]: range predicates; [`packed_cmp`] evaluates them on packed codes (fused
 //!   unpack-and-compare), [`range`] on decoded values.
@@ -22,6 +23,7 @@ pub mod byteslice;
 pub mod compact;
 pub mod dispatch;
 pub mod error;
+pub mod float;
 pub mod levels;
 pub mod pack;
 pub mod packed_cmp;

@@ -42,7 +42,7 @@ const IF10: [f64; MAX_EXPONENT as usize + 1] = [
 const MAGIC: f64 = 6_755_399_441_055_744.0;
 
 /// Encoded integers stay within ±2^51 (the range where [`MAGIC`] is exact).
-const INT_LIMIT: i64 = 1 << 51;
+const INT_LIMIT: i64 = sift_bits::float::INT_LIMIT;
 
 /// Values every (exponent, factor) combination is tried on (the paper: 256 per row group).
 const SEARCH_SAMPLE: usize = 256;
@@ -58,17 +58,13 @@ const EXCEPTION_BITS: usize = 64 + 16;
 /// Cut positions ALP_RD tries: the high part keeps 1 to 16 bits (the paper's range).
 const RD_RIGHT_BITS: std::ops::RangeInclusive<u8> = 48..=63;
 
-/// `d` as a double, for |d| ≤ 2^51 exactly `d as f64` but vectorizable without AVX-512.
-#[inline(always)]
-fn int_to_f64(d: i64) -> f64 {
-    f64::from_bits(MAGIC.to_bits().wrapping_add(d as u64)) - MAGIC
-}
-
 /// The ALP decoding of one integer; `factor_mul` = `F10[f]`, `exp_mul` = `IF10[e]`.
-/// Encoder and decoder both call this, so what the encoder verified is what readers get.
+/// Encoder and decoder both call this (or its vectorized form
+/// `sift_bits::float::scale_to_f64_bits`, which gives the same bits), so what the encoder
+/// verified is what readers get.
 #[inline(always)]
 fn alp_decode_one(d: i64, factor_mul: f64, exp_mul: f64) -> f64 {
-    int_to_f64(d) * factor_mul * exp_mul
+    sift_bits::float::scale_one(d, factor_mul, exp_mul)
 }
 
 /// The ALP integer of `v` under (`e`, `f`), or `None` if `v` does not survive the round trip.
@@ -314,26 +310,16 @@ pub(crate) fn decode_ints_checked(
             "node {id}: ALP exponent {exponent} / factor {factor} out of range (factor ≤ exponent ≤ {MAX_EXPONENT})"
         )));
     }
-    // One vectorizable pass for the range check, so the conversion can assume it.
-    let out_of_range = ints.iter().fold(false, |acc, &d| {
-        acc | ((d as u64).wrapping_add(INT_LIMIT as u64) > 2 * INT_LIMIT as u64)
-    });
-    if out_of_range {
-        return Err(corrupt(format!("node {id}: ALP integer outside ±2^51")));
-    }
-    Ok(decode_alp_ints(
-        ints,
+    let mut ints = ints;
+    if !sift_bits::float::scale_to_f64_bits(
+        &mut ints,
         F10[usize::from(factor)],
         IF10[usize::from(exponent)],
-    ))
-}
-
-/// The tight ALP decoding loop (SIMD on plain x86-64 too, and in place: a `Vec` collected
-/// from a `Vec` of the same layout reuses its allocation).
-fn decode_alp_ints(ints: Vec<i64>, factor_mul: f64, exp_mul: f64) -> Vec<FloatBits> {
-    ints.into_iter()
-        .map(|d| FloatBits(alp_decode_one(d, factor_mul, exp_mul).to_bits()))
-        .collect()
+    ) {
+        return Err(corrupt(format!("node {id}: ALP integer outside ±2^51")));
+    }
+    // Same layout; the collect reuses the allocation.
+    Ok(ints.into_iter().map(|b| FloatBits(b as u64)).collect())
 }
 
 /// The ALP integers whose decoded doubles lie in the total-order key range `lo..=hi`
@@ -509,7 +495,7 @@ mod tests {
             if let Some(d) = alp_encode_one(FloatBits(v.to_bits()), e, f) {
                 prop_assert!(d.abs() <= INT_LIMIT);
                 prop_assert_eq!(alp_decode_one(d, F10[f], IF10[e]).to_bits(), v.to_bits());
-                prop_assert_eq!(int_to_f64(d), d as f64);
+                prop_assert_eq!(sift_bits::float::int_to_f64(d), d as f64);
             }
         }
     }
