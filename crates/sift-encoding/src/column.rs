@@ -407,27 +407,31 @@ pub fn filter_chunk(
     }
 }
 
-fn decode_rows(
-    enc: &ColumnEncoding,
-    dt: &DataType,
+/// The shape of a decode of some rows of a chunk, before its values are read.
+struct RowPlan {
+    /// The output's validity.
+    nulls: Option<NullBuffer>,
+    /// The selection over the stored (non-null) values; `None` for all of them.
+    sel: Option<Bitmap>,
+    /// Non-null values stored in the chunk.
+    stored: usize,
+    /// Values to produce: the selected non-null ones.
+    count: usize,
+    /// Output rows.
     len: usize,
-    buffers: &[&[u8]],
+}
+
+/// The validity and value selection of a decode of a chunk of `len` rows (all of them, or
+/// the rows set in `selection`), or `None` when every row is null.
+fn plan_rows(
+    enc: &ColumnEncoding,
+    len: usize,
+    bufs: &Buffers<'_>,
     selection: Option<&Bitmap>,
-) -> Result<ArrayRef> {
-    let kind = physical_kind(dt)?;
-    if !fixed_chunk_fits(kind, len) {
-        return Err(corrupt(format!(
-            "{len} values of {dt} exceed {MAX_FIXED_CHUNK_BYTES} bytes"
-        )));
-    }
-    let bufs = Buffers(buffers);
-    let ctx = Ctx {
-        enc,
-        bufs: Buffers(buffers),
-    };
+) -> Result<Option<RowPlan>> {
     let out_len = selection.map_or(len, Bitmap::count_ones);
     let mut nulls = match enc.validity {
-        Validity::AllNull => return Ok(arrow_array::new_null_array(dt, out_len)),
+        Validity::AllNull => return Ok(None),
         Validity::AllValid => None,
         Validity::Bitmap { buffer } => {
             let words = len.div_ceil(64);
@@ -436,9 +440,9 @@ fn decode_rows(
             Some(NullBuffer::new(bits))
         }
     };
-    let mut count = nulls.as_ref().map_or(len, |n| len - n.null_count());
-    if count > 0 && enc.nodes.is_empty() {
-        return Err(corrupt(format!("{count} values but no encoding")));
+    let stored = nulls.as_ref().map_or(len, |n| len - n.null_count());
+    if stored > 0 && enc.nodes.is_empty() {
+        return Err(corrupt(format!("{stored} values but no encoding")));
     }
     // With a selection: the selection over the compacted values (PEXT by validity), and
     // the output's validity (PEXT of validity by the selection).
@@ -460,11 +464,124 @@ fn decode_rows(
             Some(on_values)
         }
     };
-    let all_count = count;
-    if let Some(s) = &sel {
-        count = s.count_ones();
+    let count = sel.as_ref().map_or(stored, Bitmap::count_ones);
+    Ok(Some(RowPlan {
+        nulls,
+        sel,
+        stored,
+        count,
+        len: out_len,
+    }))
+}
+
+/// The Arrow type [`decode_dictionary`] returns for a column of type `dt`.
+pub fn dictionary_type(dt: &DataType) -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(dt.clone()))
+}
+
+/// Decodes a chunk of a string or binary column of type `dt` (all `len` rows, or the rows
+/// set in `selection`) as an Arrow dictionary array of type [`dictionary_type`], keyed by
+/// the chunk's own stored dictionary, when the chunk is dictionary-encoded at its root:
+/// only the codes are decoded and the strings are not copied or re-validated per row.
+/// `Ok(None)` when the chunk is not dictionary-encoded (decode it normally instead).
+pub fn decode_dictionary(
+    enc: &ColumnEncoding,
+    dt: &DataType,
+    len: usize,
+    buffers: &[&[u8]],
+    selection: Option<&Bitmap>,
+) -> Result<Option<ArrayRef>> {
+    use arrow_array::{DictionaryArray, Int32Array, types::Int32Type};
+    if physical_kind(dt)? != PhysicalKind::Bytes {
+        return Ok(None);
     }
-    let len = out_len;
+    if let Some(s) = selection
+        && s.len() != len
+    {
+        return Err(EncodingError::Unsupported(format!(
+            "selection of {} rows for a chunk of {len}",
+            s.len()
+        )));
+    }
+    let out_type = dictionary_type(dt);
+    if enc.validity == Validity::AllNull {
+        let out_len = selection.map_or(len, Bitmap::count_ones);
+        return Ok(Some(arrow_array::new_null_array(&out_type, out_len)));
+    }
+    let Some(&Node::Dict {
+        values,
+        len: dict_len,
+        codes,
+    }) = enc.nodes.first()
+    else {
+        return Ok(None);
+    };
+    let bufs = Buffers(buffers);
+    let Some(plan) = plan_rows(enc, len, &bufs, selection)? else {
+        return Ok(None);
+    };
+    let ctx = Ctx {
+        enc,
+        bufs: Buffers(buffers),
+    };
+    let dict_len = crate::dict::checked_len(dict_len, plan.stored)?;
+    // Block dictionaries hold at most a block's rows, far below i32::MAX.
+    if i32::try_from(dict_len).is_err() {
+        return Err(corrupt(format!("dictionary of {dict_len} entries")));
+    }
+    let dict = decode_bytes(&ctx, ctx.child(0, values)?, dict_len, 1)?;
+    let dict = bytes_array(dict, dt, dict_len, None)?;
+    let codes = ctx.child(0, codes)?;
+    let codes = match &plan.sel {
+        None => crate::cascade::decode_indices(
+            &ctx,
+            codes,
+            plan.stored,
+            dict_len.saturating_sub(1) as u64,
+            1,
+        )?,
+        Some(s) => crate::selected::select_indices(&ctx, codes, plan.stored, dict_len, 1, s)?,
+    };
+    // Every code is below dict_len (checked above), so the cast is exact.
+    let keys: Vec<i32> = codes.into_iter().map(|c| c as i32).collect();
+    let keys = scatter(keys, plan.nulls.as_ref(), plan.len);
+    let keys = Int32Array::new(keys.into(), plan.nulls);
+    Ok(Some(Arc::new(DictionaryArray::<Int32Type>::try_new(
+        keys, dict,
+    )?)))
+}
+
+fn decode_rows(
+    enc: &ColumnEncoding,
+    dt: &DataType,
+    len: usize,
+    buffers: &[&[u8]],
+    selection: Option<&Bitmap>,
+) -> Result<ArrayRef> {
+    let kind = physical_kind(dt)?;
+    if !fixed_chunk_fits(kind, len) {
+        return Err(corrupt(format!(
+            "{len} values of {dt} exceed {MAX_FIXED_CHUNK_BYTES} bytes"
+        )));
+    }
+    let bufs = Buffers(buffers);
+    let ctx = Ctx {
+        enc,
+        bufs: Buffers(buffers),
+    };
+    let Some(RowPlan {
+        nulls,
+        sel,
+        stored: all_count,
+        count,
+        len,
+    }) = plan_rows(enc, len, &bufs, selection)?
+    else {
+        return Ok(arrow_array::new_null_array(
+            dt,
+            selection.map_or(len, Bitmap::count_ones),
+        ));
+    };
     let builder = ArrayDataBuilder::new(dt.clone())
         .len(len)
         .nulls(nulls.clone());

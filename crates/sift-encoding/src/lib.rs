@@ -28,8 +28,8 @@ mod selected;
 mod stats;
 
 pub use column::{
-    EncodedColumn, PhysicalKind, chunk_validity, decode_array, decode_selected, encode_array,
-    filter_chunk, physical_kind,
+    EncodedColumn, PhysicalKind, chunk_validity, decode_array, decode_dictionary, decode_selected,
+    dictionary_type, encode_array, filter_chunk, physical_kind,
 };
 pub use error::{EncodingError, Result};
 pub use filter::{BytesMatcher, ValuePredicate, float_from_key, float_key};

@@ -163,7 +163,7 @@ pub(crate) fn compact<V: Copy>(values: &[V], sel: &Bitmap) -> Vec<V> {
 }
 
 /// The selected integers of node `id`, checked to lie in `0..len` (dictionary codes).
-fn select_indices(
+pub(crate) fn select_indices(
     ctx: &Ctx<'_>,
     id: NodeId,
     count: usize,

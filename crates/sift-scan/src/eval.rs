@@ -220,6 +220,35 @@ impl BlockEval<'_, '_> {
         Ok(out)
     }
 
+    /// Column `col` (a string or binary column) as an Arrow dictionary array: codes over
+    /// the block's stored dictionary when the chunk is dictionary-encoded, otherwise the
+    /// decoded values dictionary-encoded by Arrow.
+    pub(crate) fn project_dictionary(
+        &mut self,
+        col: usize,
+        sel: Option<&Bitmap>,
+    ) -> Result<ArrayRef> {
+        let all = sel.is_none_or(|s| s.count_ones() == self.rows);
+        if let ColumnData::Encoded(c) = self.data.column(col)? {
+            let bufs = c.buffers();
+            let sel = sel.filter(|_| !all);
+            let out =
+                sift_encoding::decode_dictionary(&c.meta.encoding, c.data_type, c.rows, &bufs, sel)
+                    .map_err(|e| self.decode_error(col, e))?;
+            if let Some(out) = out {
+                self.stats.bytes_read += match sel {
+                    Some(s) => payload_bytes(&c, s),
+                    None => c.meta.stored_bytes(),
+                };
+                self.stats.values_decoded += out.len() as u64;
+                return Ok(out);
+            }
+        }
+        let plain = self.project(col, sel)?;
+        let dt = sift_encoding::dictionary_type(plain.data_type());
+        Ok(arrow_cast::cast(&plain, &dt)?)
+    }
+
     fn decode_error(&self, col: usize, e: impl std::fmt::Display) -> Error {
         match self.data {
             BlockData::Sift { file, block } => Error::Format(file.chunk_error(*block, col, e)),

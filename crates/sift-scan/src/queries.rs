@@ -16,7 +16,7 @@ use arrow_schema::DataType;
 
 use crate::error::{Error, Result};
 use crate::expr::{CmpOp, Expr, Literal, col};
-use crate::scan::Table;
+use crate::scan::{ScanBuilder, Table};
 use crate::stats::ScanStats;
 
 /// One cell of a query result.
@@ -79,18 +79,25 @@ fn date(text: &str) -> Result<Literal> {
     Literal::date(text).ok_or_else(|| Error::Invalid(format!("bad date {text}")))
 }
 
-/// Runs a scan and feeds every batch to `f`.
+/// Runs a scan of `columns` filtered by `filter` and feeds every batch to `f`.
 fn each_batch(
     table: &Table,
     columns: &[&str],
     filter: Expr,
+    f: impl FnMut(&RecordBatch) -> Result<()>,
+) -> Result<ScanStats> {
+    scan_batches(
+        table.scan().project(columns.iter().copied()).filter(filter),
+        f,
+    )
+}
+
+/// Runs `scan` and feeds every batch to `f`.
+fn scan_batches(
+    scan: ScanBuilder,
     mut f: impl FnMut(&RecordBatch) -> Result<()>,
 ) -> Result<ScanStats> {
-    let mut scan = table
-        .scan()
-        .project(columns.iter().copied())
-        .filter(filter)
-        .build()?;
+    let mut scan = scan.build()?;
     for batch in scan.by_ref() {
         f(&batch?)?;
     }
@@ -168,18 +175,27 @@ pub fn q6(table: &Table) -> Result<QueryResult> {
     })
 }
 
-/// Running sums of one Q1 group.
+/// Running sums of one Q1 group, with the count of non-null inputs of each (SQL's sum
+/// and avg skip nulls; a sum over no value is NULL).
 #[derive(Default, Clone)]
 struct Q1Agg {
-    qty: f64,
-    price: f64,
-    disc_price: f64,
-    charge: f64,
-    disc: f64,
-    count: i64,
+    /// qty, price, disc_price, charge, disc.
+    sums: [f64; 5],
+    counts: [i64; 5],
+    /// count(*).
+    rows: i64,
 }
 
+/// Q1's group key: (return flag, line status), NULL as a group of its own.
+type Q1Key = (Option<String>, Option<String>);
+
 /// Q1's scan: shipdate ≤ 1998-09-02, six columns, grouped by return flag and status.
+///
+/// The two key columns are read as dictionary arrays ([`ScanBuilder::read_dictionary`]):
+/// each batch maps its few (flag, status) key pairs to groups once, and rows are grouped
+/// by their codes.
+///
+/// [`ScanBuilder::read_dictionary`]: crate::ScanBuilder::read_dictionary
 pub fn q1(table: &Table) -> Result<QueryResult> {
     let filter = col("l_shipdate").lte(date("1998-09-02")?);
     let cols = [
@@ -190,52 +206,67 @@ pub fn q1(table: &Table) -> Result<QueryResult> {
         "l_discount",
         "l_tax",
     ];
-    let mut groups: Vec<((String, String), Q1Agg)> = Vec::new();
-    let mut slot_group = vec![u16::MAX; 1 << 16];
-    let stats = each_batch(table, &cols, filter, |b| {
-        let (flag, status) = (strings(b, 0)?, strings(b, 1)?);
+    let mut groups: Vec<(Q1Key, Q1Agg)> = Vec::new();
+    let scan = table
+        .scan()
+        .project(cols)
+        .filter(filter)
+        .read_dictionary(["l_returnflag", "l_linestatus"]);
+    let stats = scan_batches(scan, |b| {
+        let gid = group_ids(b, &mut groups)?;
         let (q, p, d, t) = (f64s(b, 2)?, f64s(b, 3)?, f64s(b, 4)?, f64s(b, 5)?);
-        // Group keys are one-character strings in TPC-H: those index a table by their two
-        // bytes; longer keys take the general path.
-        let (fo, fv) = (flag.value_offsets(), flag.values().as_slice());
-        let (so, sv) = (status.value_offsets(), status.values().as_slice());
-        for i in 0..b.num_rows() {
-            let short = fo[i + 1] - fo[i] == 1 && so[i + 1] - so[i] == 1;
-            let slot = if short {
-                usize::from(fv[fo[i] as usize]) << 8 | usize::from(sv[so[i] as usize])
-            } else {
-                usize::MAX
-            };
-            let g = match slot_group.get(slot) {
-                Some(&g) if g != u16::MAX => usize::from(g),
-                _ => {
-                    let (k0, k1) = (flag.value(i), status.value(i));
-                    let g = match groups.iter().position(|(k, _)| k.0 == k0 && k.1 == k1) {
-                        Some(g) => g,
-                        None => {
-                            groups.push(((k0.to_string(), k1.to_string()), Q1Agg::default()));
-                            groups.len() - 1
-                        }
-                    };
-                    if let (Some(s), Ok(g16)) = (slot_group.get_mut(slot), u16::try_from(g)) {
-                        *s = g16;
-                    }
-                    g
+        let nulls: Vec<_> = (2..6).map(|c| b.column(c).logical_nulls()).collect();
+        let mut acc = vec![Q1Agg::default(); groups.len()];
+        if nulls.iter().all(Option::is_none) {
+            q1_sums(&gid, [&q, &p, &d, &t], &mut acc);
+        } else {
+            let ok = |c: usize, i: usize| nulls[c].as_ref().is_none_or(|n| n.is_valid(i));
+            for (i, &g) in gid.iter().enumerate() {
+                let a = &mut acc[g as usize];
+                a.rows += 1;
+                let mut add = |k: usize, v: f64| {
+                    a.sums[k] += v;
+                    a.counts[k] += 1;
+                };
+                if ok(0, i) {
+                    add(0, q[i]);
                 }
-            };
-            let a = &mut groups[g].1;
-            let dp = p[i] * (1.0 - d[i]);
-            a.qty += q[i];
-            a.price += p[i];
-            a.disc_price += dp;
-            a.charge += dp * (1.0 + t[i]);
-            a.disc += d[i];
-            a.count += 1;
+                if ok(1, i) {
+                    add(1, p[i]);
+                }
+                if ok(2, i) {
+                    add(4, d[i]);
+                }
+                if ok(1, i) && ok(2, i) {
+                    let dp = p[i] * (1.0 - d[i]);
+                    add(2, dp);
+                    if ok(3, i) {
+                        add(3, dp * (1.0 + t[i]));
+                    }
+                }
+            }
+        }
+        for ((_, total), a) in groups.iter_mut().zip(acc) {
+            for k in 0..5 {
+                total.sums[k] += a.sums[k];
+                total.counts[k] += a.counts[k];
+            }
+            total.rows += a.rows;
         }
         Ok(())
     })?;
-    groups.sort_by(|a, b| a.0.cmp(&b.0));
-    let n = |a: &Q1Agg| a.count as f64;
+    // ORDER BY flag, status with NULLs last (DuckDB's default).
+    let key = |k: &Option<String>| (k.is_none(), k.clone());
+    groups.sort_by_key(|(k, _)| (key(&k.0), key(&k.1)));
+    let sum = |a: &Q1Agg, k: usize| match a.counts[k] {
+        0 => Value::Null,
+        _ => Value::Float(a.sums[k]),
+    };
+    let avg = |a: &Q1Agg, k: usize| match a.counts[k] {
+        0 => Value::Null,
+        n => Value::Float(a.sums[k] / n as f64),
+    };
+    let text = |k: Option<String>| k.map_or(Value::Null, Value::Str);
     Ok(QueryResult {
         columns: [
             "l_returnflag",
@@ -255,21 +286,127 @@ pub fn q1(table: &Table) -> Result<QueryResult> {
             .into_iter()
             .map(|((f, s), a)| {
                 vec![
-                    Value::Str(f),
-                    Value::Str(s),
-                    Value::Float(a.qty),
-                    Value::Float(a.price),
-                    Value::Float(a.disc_price),
-                    Value::Float(a.charge),
-                    Value::Float(a.qty / n(&a)),
-                    Value::Float(a.price / n(&a)),
-                    Value::Float(a.disc / n(&a)),
-                    Value::Int(a.count),
+                    text(f),
+                    text(s),
+                    sum(&a, 0),
+                    sum(&a, 1),
+                    sum(&a, 2),
+                    sum(&a, 3),
+                    avg(&a, 0),
+                    avg(&a, 1),
+                    avg(&a, 4),
+                    Value::Int(a.rows),
                 ]
             })
             .collect(),
         stats,
     })
+}
+
+/// Q1's group of every row of `b` (keys in columns 0 and 1, dictionary arrays), adding
+/// groups not seen before. A batch's few key pairs are looked up once, through a table
+/// indexed by the two dictionary codes (a null key takes the index after the last).
+fn group_ids(b: &RecordBatch, groups: &mut Vec<(Q1Key, Q1Agg)>) -> Result<Vec<u32>> {
+    let flag = dict_strings(b, 0)?;
+    let status = dict_strings(b, 1)?;
+    let (nf, ns) = (flag.1.len() + 1, status.1.len() + 1);
+    // Codes as table indices; a null key takes the index after the dictionary's last.
+    let codes = |keys: &arrow_array::Int32Array, null: usize| -> Vec<usize> {
+        match keys.logical_nulls() {
+            None => keys.values().iter().map(|&k| k as usize).collect(),
+            Some(n) => (keys.values().iter().enumerate())
+                .map(|(i, &k)| if n.is_valid(i) { k as usize } else { null })
+                .collect(),
+        }
+    };
+    let (cf, cs) = (codes(&flag.0, nf - 1), codes(&status.0, ns - 1));
+    let value = |(_, v): &(arrow_array::Int32Array, StringArray), c: usize| {
+        (c < v.len() && v.is_valid(c)).then(|| v.value(c).to_string())
+    };
+    let mut lookup = |f: usize, s: usize| -> u32 {
+        let k = (value(&flag, f), value(&status, s));
+        let g = match groups.iter().position(|(g, _)| *g == k) {
+            Some(g) => g,
+            None => {
+                groups.push((k, Q1Agg::default()));
+                groups.len() - 1
+            }
+        };
+        g as u32
+    };
+    // Dictionaries are per block and small; the table covers every pair of codes unless
+    // that would be large, then each distinct pair is looked up through a hash map.
+    if nf.saturating_mul(ns) <= 1 << 16 {
+        let mut table = vec![u32::MAX; nf * ns];
+        Ok(cf
+            .iter()
+            .zip(&cs)
+            .map(|(&f, &s)| {
+                let slot = &mut table[f * ns + s];
+                if *slot == u32::MAX {
+                    *slot = lookup(f, s);
+                }
+                *slot
+            })
+            .collect())
+    } else {
+        let mut seen = rustc_hash::FxHashMap::default();
+        Ok(cf
+            .iter()
+            .zip(&cs)
+            .map(|(&f, &s)| *seen.entry((f, s)).or_insert_with(|| lookup(f, s)))
+            .collect())
+    }
+}
+
+/// Column `i`, a dictionary array, as its keys and its values as `Utf8`.
+fn dict_strings(b: &RecordBatch, i: usize) -> Result<(arrow_array::Int32Array, StringArray)> {
+    let a = b
+        .column(i)
+        .as_dictionary_opt::<arrow_array::types::Int32Type>()
+        .ok_or_else(|| Error::Type(format!("column {i} is not a dictionary array")))?;
+    let values = match a.values().as_string_opt::<i32>() {
+        Some(s) => s.clone(),
+        None => arrow_cast::cast(a.values(), &DataType::Utf8)?
+            .as_string::<i32>()
+            .clone(),
+    };
+    Ok((a.keys().clone(), values))
+}
+
+/// Q1's sums of rows without nulls into `acc` (by group `gid`): four interleaved
+/// accumulator sets, so rows of the same group in a row do not wait on each other's adds.
+fn q1_sums(gid: &[u32], [q, p, d, t]: [&[f64]; 4], acc: &mut [Q1Agg]) {
+    let g = acc.len();
+    let mut lanes = vec![[0.0f64; 5]; 4 * g];
+    let mut rows = vec![0i64; 4 * g];
+    let n = gid
+        .len()
+        .min(q.len())
+        .min(p.len())
+        .min(d.len())
+        .min(t.len());
+    for i in 0..n {
+        let slot = (i & 3) * g + gid[i] as usize;
+        rows[slot] += 1;
+        let s = &mut lanes[slot];
+        let dp = p[i] * (1.0 - d[i]);
+        s[0] += q[i];
+        s[1] += p[i];
+        s[2] += dp;
+        s[3] += dp * (1.0 + t[i]);
+        s[4] += d[i];
+    }
+    for (gi, a) in acc.iter_mut().enumerate() {
+        for lane in 0..4 {
+            let slot = lane * g + gi;
+            for (sum, lane_sum) in a.sums.iter_mut().zip(lanes[slot]) {
+                *sum += lane_sum;
+            }
+            a.rows += rows[slot];
+        }
+        a.counts = [a.rows; 5];
+    }
 }
 
 /// Q12's lineitem scan: ship mode IN, date ranges and column-to-column comparisons.
@@ -280,21 +417,27 @@ pub fn q12(table: &Table) -> Result<QueryResult> {
         .and(col("l_shipdate").cmp_column(CmpOp::Lt, "l_commitdate"))
         .and(col("l_receiptdate").gte(date("1994-01-01")?))
         .and(col("l_receiptdate").lt(date("1995-01-01")?));
-    let mut groups: Vec<(String, i64, i64)> = Vec::new();
+    // Per ship mode: count(*), sum(l_orderkey), non-null keys summed. The IN filter
+    // leaves no null mode.
+    let mut groups: Vec<(String, i64, i64, i64)> = Vec::new();
     let stats = each_batch(table, &["l_shipmode", "l_orderkey"], filter, |b| {
         let mode = strings(b, 0)?;
         let key = i64s(b, 1)?;
+        let key_nulls = b.column(1).logical_nulls();
         for i in 0..b.num_rows() {
             let m = mode.value(i);
             let g = match groups.iter().position(|g| g.0 == m) {
                 Some(g) => g,
                 None => {
-                    groups.push((m.to_string(), 0, 0));
+                    groups.push((m.to_string(), 0, 0, 0));
                     groups.len() - 1
                 }
             };
             groups[g].1 += 1;
-            groups[g].2 += key[i];
+            if key_nulls.as_ref().is_none_or(|n| n.is_valid(i)) {
+                groups[g].2 += key[i];
+                groups[g].3 += 1;
+            }
         }
         Ok(())
     })?;
@@ -303,7 +446,10 @@ pub fn q12(table: &Table) -> Result<QueryResult> {
         columns: vec!["l_shipmode".into(), "count".into(), "sum_orderkey".into()],
         rows: groups
             .into_iter()
-            .map(|(m, c, s)| vec![Value::Str(m), Value::Int(c), Value::Int(s)])
+            .map(|(m, c, s, n)| {
+                let sum = if n > 0 { Value::Int(s) } else { Value::Null };
+                vec![Value::Str(m), Value::Int(c), sum]
+            })
             .collect(),
         stats,
     })

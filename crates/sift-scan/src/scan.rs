@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
-use arrow_schema::SchemaRef;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use sift_encoding::Bitmap;
 
 use crate::bind::{Bound, bind, column_index};
@@ -74,6 +74,7 @@ pub struct ScanBuilder {
     limit: Option<u64>,
     batch_size: Option<usize>,
     rows: Option<Range<u64>>,
+    dictionary: Vec<String>,
 }
 
 impl ScanBuilder {
@@ -86,6 +87,7 @@ impl ScanBuilder {
             limit: None,
             batch_size: None,
             rows: None,
+            dictionary: Vec::new(),
         }
     }
 
@@ -123,6 +125,20 @@ impl ScanBuilder {
         self
     }
 
+    /// Returns these string or binary columns as Arrow dictionary arrays (`Int32` keys, the
+    /// column's type as values), like pyarrow's `read_dictionary`. A dictionary-encoded
+    /// block then decodes only its codes and hands out its stored dictionary, with no
+    /// per-row string copies; grouping or comparing on the keys is much cheaper than on
+    /// the strings. Other blocks are dictionary-encoded after decoding. Dictionaries differ
+    /// from block to block (each batch carries its own).
+    pub fn read_dictionary<S: Into<String>>(
+        mut self,
+        columns: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.dictionary.extend(columns.into_iter().map(Into::into));
+        self
+    }
+
     /// Checks the projection and filter against the schema and starts the scan.
     pub fn build(self) -> Result<Scan> {
         let table = self.table?;
@@ -153,7 +169,43 @@ impl ScanBuilder {
             }
         }
         let order = Order::new(leaves.len());
-        let out_schema = SchemaRef::new(schema.project(&projection)?);
+        let mut dictionary = vec![false; schema.fields().len()];
+        for name in &self.dictionary {
+            let c = column_index(&schema, name)
+                .map_err(|e| Error::Type(format!("{}: {e}", table.path.display())))?;
+            let dt = schema.field(c).data_type();
+            if !matches!(
+                dt,
+                DataType::Utf8
+                    | DataType::LargeUtf8
+                    | DataType::Utf8View
+                    | DataType::Binary
+                    | DataType::LargeBinary
+                    | DataType::BinaryView
+            ) {
+                return Err(Error::Type(format!(
+                    "{}: column {name:?} is {dt}; read_dictionary applies to string and binary columns",
+                    table.path.display()
+                )));
+            }
+            dictionary[c] = true;
+        }
+        let dictionary: Vec<bool> = projection.iter().map(|&c| dictionary[c]).collect();
+        let fields: Vec<Field> = projection
+            .iter()
+            .zip(&dictionary)
+            .map(|(&c, &dict)| {
+                let f = schema.field(c);
+                match dict {
+                    true => f
+                        .clone()
+                        .with_data_type(sift_encoding::dictionary_type(f.data_type())),
+                    false => f.clone(),
+                }
+            })
+            .collect();
+        let out_schema =
+            SchemaRef::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         // Blocks overlapping the row range, with each block's first row.
         let mut first_row = 0u64;
         let mut blocks = Vec::new();
@@ -174,6 +226,7 @@ impl ScanBuilder {
         Ok(Scan {
             table: Some(table),
             projection,
+            dictionary,
             needed,
             filter,
             order,
@@ -206,6 +259,8 @@ impl IntoIterator for ScanBuilder {
 pub struct Scan {
     table: Option<Table>,
     projection: Vec<usize>,
+    /// Per projected column: returned as a dictionary array.
+    dictionary: Vec<bool>,
     needed: Vec<usize>,
     filter: Bound,
     order: Order,
@@ -224,6 +279,7 @@ impl Scan {
         Scan {
             table: None,
             projection: vec![],
+            dictionary: vec![],
             needed: vec![],
             filter: Bound::Const(false),
             order: Order::default(),
@@ -308,7 +364,11 @@ impl Scan {
         let columns = self
             .projection
             .iter()
-            .map(|&c| ev.project(c, selected.as_ref()))
+            .zip(&self.dictionary)
+            .map(|(&c, &dict)| match dict {
+                true => ev.project_dictionary(c, selected.as_ref()),
+                false => ev.project(c, selected.as_ref()),
+            })
             .collect::<Result<Vec<_>>>()?;
         let options = RecordBatchOptions::new().with_row_count(Some(count));
         let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;

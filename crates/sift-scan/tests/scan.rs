@@ -352,6 +352,9 @@ struct Query {
     limit: Option<u64>,
     rows: Option<(u64, u64)>,
     batch_size: Option<usize>,
+    /// String columns read as dictionary arrays (`read_dictionary`); the reference is
+    /// compared with them cast back to plain strings.
+    dictionary: bool,
 }
 
 fn query_strategy() -> impl Strategy<Value = Query> {
@@ -366,14 +369,18 @@ fn query_strategy() -> impl Strategy<Value = Query> {
         prop::option::weighted(0.25, prop_oneof![0..5u64, 0..3000u64]),
         prop::option::weighted(0.25, (0..6000u64, 0..4000u64)),
         prop::option::weighted(0.3, prop_oneof![1..4usize, 1..2000usize]),
+        prop::bool::weighted(0.3),
     )
-        .prop_map(|(filter, projection, limit, rows, batch_size)| Query {
-            filter,
-            projection,
-            limit,
-            rows: rows.map(|(a, n)| (a, a + n)),
-            batch_size,
-        })
+        .prop_map(
+            |(filter, projection, limit, rows, batch_size, dictionary)| Query {
+                filter,
+                projection,
+                limit,
+                rows: rows.map(|(a, n)| (a, a + n)),
+                batch_size,
+                dictionary,
+            },
+        )
 }
 
 /// What `q` must return on `batch`: the rows in range where the filter is true, cut to
@@ -416,12 +423,41 @@ fn run(table: &Table, filter: Option<&Expr>, q: &Query) -> (Vec<RecordBatch>, Sc
     if let Some(s) = q.batch_size {
         b = b.batch_size(s);
     }
+    if q.dictionary {
+        b = b.read_dictionary(STR_COLS);
+    }
     let mut scan = b.build().unwrap_or_else(|e| panic!("build failed: {e}"));
     let batches = scan
         .by_ref()
         .collect::<Result<Vec<_>, _>>()
         .unwrap_or_else(|e| panic!("scan failed: {e}"));
+    let batches = match q.dictionary {
+        true => batches.iter().map(plain_strings).collect(),
+        false => batches,
+    };
     (batches, scan.stats().clone())
+}
+
+/// `b` with its dictionary columns (string columns read with `read_dictionary`) cast
+/// back to `Utf8`, checking that every string column came back as a dictionary.
+fn plain_strings(b: &RecordBatch) -> RecordBatch {
+    let mut fields = Vec::new();
+    let mut columns = Vec::new();
+    for (f, c) in b.schema().fields().iter().zip(b.columns()) {
+        if STR_COLS.contains(&f.name().as_str()) {
+            let want = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+            assert_eq!(f.data_type(), &want, "{}", f.name());
+            assert_eq!(c.data_type(), &want, "{}", f.name());
+            let plain = cast(c, &DataType::Utf8).unwrap();
+            fields.push(f.as_ref().clone().with_data_type(DataType::Utf8));
+            columns.push(plain);
+        } else {
+            fields.push(f.as_ref().clone());
+            columns.push(c.clone());
+        }
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+    RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options).unwrap()
 }
 
 /// The first row where two arrays differ, for messages.
@@ -1093,6 +1129,10 @@ fn errors_name_the_column_and_type() {
     assert!(e.contains("missing_col"), "{e}");
     let e = build_error(t.scan().project(["qty", "absent"]));
     assert!(e.contains("absent"), "{e}");
+    let e = build_error(t.scan().read_dictionary(["qty"]));
+    assert!(e.contains("qty") && e.contains("Int64"), "{e}");
+    let e = build_error(t.scan().read_dictionary(["nope"]));
+    assert!(e.contains("nope"), "{e}");
     let e = build_error(t.scan().filter(col("qty").eq("abc")));
     assert!(
         e.contains("qty") && e.contains("Int64") && e.contains("abc"),
