@@ -205,32 +205,56 @@ pub(crate) fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
         .collect();
     let total: usize = codes.iter().map(|&c| lens[c as usize]).sum();
     check_output(total, 1)?;
-    // Short entries (flags, modes, instructions) are copied as one fixed 16-byte move each
+    // Short entries (flags, modes, instructions) are copied as one fixed-size move each
     // from a zero-padded copy of the dictionary, advancing by the true length; a `memcpy`
     // call per value costs more than the bytes it moves.
-    const WIDE: usize = 16;
-    if lens.iter().any(|&l| l > WIDE) {
-        let mut out = ByteValues::with_capacity(codes.len(), total);
-        for &c in codes {
-            out.push(dict.value(c as usize));
+    let longest = lens.iter().copied().max().unwrap_or(0);
+    let out = match longest {
+        0..=8 => gather_fixed::<8>(dict, &lens, codes, total),
+        9..=16 => gather_fixed::<16>(dict, &lens, codes, total),
+        17..=32 => gather_fixed::<32>(dict, &lens, codes, total),
+        _ => {
+            let mut out = ByteValues::with_capacity(codes.len(), total);
+            for &c in codes {
+                out.push(dict.value(c as usize));
+            }
+            out
         }
-        return Ok(out);
-    }
+    };
+    Ok(out)
+}
+
+/// [`gather`] for entries of at most `W` bytes: one `W`-byte move per value.
+fn gather_fixed<const W: usize>(
+    dict: &ByteValues,
+    lens: &[usize],
+    codes: &[u64],
+    total: usize,
+) -> ByteValues {
     let mut padded = dict.data.clone();
-    padded.resize(dict.data.len() + WIDE, 0);
-    let mut data = vec![0u8; total + WIDE];
-    let mut offsets = Vec::with_capacity(codes.len() + 1);
-    offsets.push(0);
+    padded.resize(dict.data.len() + W, 0);
+    // (start, length) per entry, so each value costs one table lookup.
+    let entries: Vec<(usize, usize)> = (dict.offsets.iter().map(|&o| o as usize))
+        .zip(lens.iter().copied())
+        .collect();
+    let mut data = vec![0u8; total + W];
+    let mut offsets = vec![0u32; codes.len() + 1];
     let mut pos = 0;
-    for &c in codes {
-        let start = dict.offsets[c as usize] as usize;
-        data[pos..pos + WIDE].copy_from_slice(&padded[start..start + WIDE]);
-        pos += lens[c as usize];
+    for (end, &c) in offsets[1..].iter_mut().zip(codes) {
+        let (start, len) = entries.get(c as usize).copied().unwrap_or((0, 0));
+        let src: &[u8; W] = padded
+            .get(start..start + W)
+            .and_then(|s| s.try_into().ok())
+            .unwrap_or(&[0; W]);
+        if let Some(dst) = data.get_mut(pos..pos + W) {
+            dst.copy_from_slice(src);
+        }
+        pos += len;
         // `total` was checked against MAX_CHUNK_BYTES.
-        offsets.push(pos as u32);
+        *end = pos as u32;
     }
     data.truncate(total);
-    Ok(ByteValues { offsets, data })
+    ByteValues { offsets, data }
 }
 
 /// Decodes the lengths child of `parent` and turns them into offsets, checked against the

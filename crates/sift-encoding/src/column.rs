@@ -865,7 +865,13 @@ fn offsets_array<O: arrow_array::OffsetSizeTrait>(
         return Err(corrupt(format!("{total} bytes overflow {dt} offsets")));
     }
     let to_o = |o: u32| O::usize_as(o as usize);
-    let offsets: Vec<O> = match &nulls {
+    let offsets: arrow_buffer::ScalarBuffer<O> = match &nulls {
+        // 32-bit offsets below i32::MAX (checked above) are the same bytes as u32: the
+        // buffer is reused as is.
+        None if !O::IS_LARGE => {
+            let n = values.offsets.len();
+            arrow_buffer::ScalarBuffer::new(Buffer::from_vec(values.offsets), 0, n)
+        }
         None => values.offsets.iter().map(|&o| to_o(o)).collect(),
         Some(n) => {
             let mut out = Vec::with_capacity(len + 1);
@@ -877,13 +883,13 @@ fn offsets_array<O: arrow_array::OffsetSizeTrait>(
                 }
                 out.push(to_o(values.offsets[next]));
             }
-            out
+            out.into()
         }
     };
     // Offsets come from checked lengths, so they are monotonic (OffsetBuffer::new's
     // precondition). The typed constructors validate UTF-8 once and then char boundaries in
     // a plain loop, much faster than ArrayData's generic offset walk.
-    let offsets = arrow_buffer::OffsetBuffer::new(arrow_buffer::ScalarBuffer::from(offsets));
+    let offsets = arrow_buffer::OffsetBuffer::new(offsets);
     let data = Buffer::from_vec(values.data);
     Ok(match dt {
         DataType::Utf8 | DataType::LargeUtf8 => Arc::new(
