@@ -8,6 +8,7 @@
 //! | frame of reference | the range is moved into the code domain and compared on the packed codes (`sift_bits::packed_cmp`) |
 //! | ALP | the float range becomes an exact integer range (ALP decoding is monotone), which recurses into the integers |
 //! | patch | the inner node, then the exceptions alone |
+//! | FSST | equality and IN by each string's decoded length (summed from its codes, nothing written), prefixes (LIKE 'p%', starts_with) by decoding only the symbols that cover the prefix; only strings that pass are decompressed for the matcher ([`BytesShape`]) |
 //! | anything else | decoded, then evaluated |
 //!
 //! Every function returns a bitmap over the chunk's *compacted* (non-null) values; the
@@ -38,14 +39,32 @@ pub enum ValuePredicate {
     FloatRange { lo: u64, hi: u64, negate: bool },
     /// Floats whose [`float_key`] is in the set (sorted, without repeats).
     FloatIn { keys: Arc<[u64]>, negate: bool },
-    /// Byte strings accepted by `matcher` (negation is the matcher's business).
-    Bytes(Arc<BytesMatcher>),
+    /// Byte strings accepted by the matcher (negation is the matcher's business); the
+    /// shape says which strings it can be decided for without looking at them whole.
+    Bytes(Arc<BytesMatcher>, BytesShape),
     /// Booleans equal to `value`.
     Bool { value: bool },
 }
 
 /// A predicate on one byte string.
 pub type BytesMatcher = dyn Fn(&[u8]) -> bool + Send + Sync;
+
+/// What a [`BytesMatcher`] answers for strings it can decide cheaply: FSST-compressed
+/// strings outside the shape are given the `outside` verdict from their codes alone (the
+/// decoded length, or the first symbols), and only the rest are decompressed and passed
+/// to the matcher. The matcher must answer `outside` for every string outside the shape.
+#[derive(Debug, Clone)]
+pub enum BytesShape {
+    /// No shortcut: every string goes to the matcher.
+    Any,
+    /// Strings not among `values` (equality, IN) answer `outside`.
+    OneOf {
+        values: Arc<[Vec<u8>]>,
+        outside: bool,
+    },
+    /// Strings not starting with `prefix` (LIKE 'p%…', starts_with) answer `outside`.
+    Prefix { prefix: Arc<[u8]>, outside: bool },
+}
 
 impl std::fmt::Debug for ValuePredicate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -59,7 +78,7 @@ impl std::fmt::Debug for ValuePredicate {
                 float_from_key(*hi)
             ),
             Self::FloatIn { keys, negate } => write!(f, "float in {keys:?} negate={negate}"),
-            Self::Bytes(_) => write!(f, "bytes matcher"),
+            Self::Bytes(_, shape) => write!(f, "bytes matcher ({shape:?})"),
             Self::Bool { value } => write!(f, "bool = {value}"),
         }
     }
@@ -232,7 +251,9 @@ pub(crate) fn filter_values(
                 negate: *negate,
             },
         ),
-        (K::Bytes | K::FixedBytes(_), P::Bytes(m)) => filter_bytes(ctx, 0, count, 0, m.as_ref()),
+        (K::Bytes | K::FixedBytes(_), P::Bytes(m, shape)) => {
+            filter_bytes(ctx, 0, count, 0, m.as_ref(), shape)
+        }
         (K::Bool, P::Bool { value }) => filter_generic(ctx, 0, count, 0, &BoolEq(*value)),
         _ => Err(mismatch()),
     }
@@ -477,9 +498,13 @@ fn filter_bytes(
     count: usize,
     depth: usize,
     m: &BytesMatcher,
+    shape: &BytesShape,
 ) -> Result<Bitmap> {
     match ctx.node(id, depth)? {
         Node::Constant { value } => Ok(uniform(count, m(value))),
+        Node::Fsst { .. } if !matches!(shape, BytesShape::Any) => {
+            crate::fsst::filter(ctx, id, count, depth, m, shape)
+        }
         &Node::Dict { values, len, codes } => {
             let len = checked_len(len, count)?;
             let dict = decode_bytes(ctx, ctx.child(id, values)?, len, depth + 1)?;

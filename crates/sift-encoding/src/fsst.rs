@@ -18,7 +18,9 @@ use ::fsst::{Compressor, ESCAPE_CODE};
 use crate::bytes::{ByteValues, MAX_CHUNK_BYTES, decode_offsets};
 use crate::cascade::{Ctx, Value};
 use crate::error::{Result, corrupt};
+use crate::filter::{BytesMatcher, BytesShape};
 use crate::node::{BufferSink, Node, NodeId};
+use sift_bits::Bitmap;
 
 /// Most symbols a table holds (code 255 is the escape).
 const MAX_SYMBOLS: usize = 255;
@@ -140,6 +142,159 @@ pub(crate) fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> R
     let data = ctx.bufs.get(*data, 0)?;
     let offsets = decode_offsets(ctx, id, *lengths, count, data.len(), depth)?;
     decompress(&table, data, &offsets).map_err(|e| corrupt(format!("node {id}: FSST {e}")))
+}
+
+/// The strings of `Fsst` node `id` that `m` accepts, deciding those outside `shape` from
+/// their codes alone: for [`BytesShape::OneOf`] by the decoded length (a sum of symbol
+/// lengths; nothing is written), for [`BytesShape::Prefix`] by decompressing only the
+/// symbols that cover the prefix. Only strings inside the shape are decompressed whole
+/// and passed to the matcher.
+pub(crate) fn filter(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    count: usize,
+    depth: usize,
+    m: &BytesMatcher,
+    shape: &BytesShape,
+) -> Result<Bitmap> {
+    let Node::Fsst {
+        symbols,
+        lengths,
+        data,
+    } = ctx.node(id, depth)?
+    else {
+        return Err(corrupt(format!("node {id} is not an FSST node")));
+    };
+    let err = |e: String| corrupt(format!("node {id}: FSST {e}"));
+    let table = SymbolTable::parse(ctx.bufs.get(*symbols, 0)?).map_err(err)?;
+    let data = ctx.bufs.get(*data, 0)?;
+    let offsets = decode_offsets(ctx, id, *lengths, count, data.len(), depth)?;
+    let mut words = vec![0u64; count.div_ceil(64)];
+    let mut text = Vec::new();
+    for (i, w) in offsets.windows(2).enumerate() {
+        let codes = data
+            .get(w[0] as usize..w[1] as usize)
+            .ok_or_else(|| err("string boundaries out of order".into()))?;
+        let verdict = match shape {
+            BytesShape::OneOf { values, outside } => {
+                let n = decoded_len(&table, codes).map_err(err)?;
+                if values.iter().any(|v| v.len() == n) {
+                    text.clear();
+                    decode_until(&table, codes, 0, usize::MAX, &mut text).map_err(err)?;
+                    m(&text)
+                } else {
+                    *outside
+                }
+            }
+            BytesShape::Prefix { prefix, outside } => {
+                if starts_with(&table, codes, prefix).map_err(err)? {
+                    text.clear();
+                    decode_until(&table, codes, 0, usize::MAX, &mut text).map_err(err)?;
+                    m(&text)
+                } else {
+                    *outside
+                }
+            }
+            BytesShape::Any => {
+                text.clear();
+                decode_until(&table, codes, 0, usize::MAX, &mut text).map_err(err)?;
+                m(&text)
+            }
+        };
+        if verdict {
+            words[i / 64] |= 1 << (i % 64);
+        }
+    }
+    Bitmap::from_words(words, count).ok_or_else(|| corrupt("string bitmap"))
+}
+
+/// The decoded length of one string's codes, without decoding them.
+fn decoded_len(table: &SymbolTable, codes: &[u8]) -> std::result::Result<usize, String> {
+    let (mut n, mut k) = (0usize, 0usize);
+    while let Some(&c) = codes.get(k) {
+        if c == ESCAPE_CODE {
+            if k + 1 >= codes.len() {
+                return Err("escape at the end of a string".into());
+            }
+            n += 1;
+            k += 2;
+        } else {
+            match table.lengths[usize::from(c)] {
+                0 => return Err(format!("code {c} has no symbol")),
+                l => n += usize::from(l),
+            }
+            k += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Whether one string's codes decode to something starting with `prefix`, decoding only
+/// the symbols that cover it (into a stack buffer, for prefixes up to 64 bytes).
+fn starts_with(
+    table: &SymbolTable,
+    codes: &[u8],
+    prefix: &[u8],
+) -> std::result::Result<bool, String> {
+    const CAP: usize = 64;
+    if prefix.len() > CAP {
+        let mut text = Vec::new();
+        decode_until(table, codes, 0, prefix.len(), &mut text)?;
+        return Ok(text.starts_with(prefix));
+    }
+    let mut buf = [0u8; CAP + SYMBOL_BYTES];
+    let (mut o, mut k) = (0usize, 0usize);
+    while o < prefix.len()
+        && let Some(&c) = codes.get(k)
+    {
+        if c == ESCAPE_CODE {
+            buf[o] = *codes.get(k + 1).ok_or("escape at the end of a string")?;
+            o += 1;
+            k += 2;
+        } else {
+            let len = usize::from(table.lengths[usize::from(c)]);
+            if len == 0 {
+                return Err(format!("code {c} has no symbol"));
+            }
+            // o < prefix.len() <= CAP, so the 8-byte store fits.
+            buf[o..o + SYMBOL_BYTES].copy_from_slice(&table.symbols[usize::from(c)].to_le_bytes());
+            o += len;
+            k += 1;
+        }
+    }
+    Ok(o >= prefix.len() && buf[..prefix.len()] == *prefix)
+}
+
+/// Appends the symbols of `codes[from..]` to `out` until it holds at least `want` bytes
+/// or the codes end; returns the index of the first code not decoded.
+fn decode_until(
+    table: &SymbolTable,
+    codes: &[u8],
+    from: usize,
+    want: usize,
+    out: &mut Vec<u8>,
+) -> std::result::Result<usize, String> {
+    let mut k = from;
+    while out.len() < want
+        && let Some(&c) = codes.get(k)
+    {
+        if c == ESCAPE_CODE {
+            out.push(*codes.get(k + 1).ok_or("escape at the end of a string")?);
+            k += 2;
+        } else {
+            let len = usize::from(table.lengths[usize::from(c)]);
+            if len == 0 {
+                return Err(format!("code {c} has no symbol"));
+            }
+            // The whole 8-byte symbol, then cut to its length: a fixed-size copy, not a
+            // memcpy call per symbol.
+            let end = out.len() + len;
+            out.extend_from_slice(&table.symbols[usize::from(c)].to_le_bytes());
+            out.truncate(end);
+            k += 1;
+        }
+    }
+    Ok(k)
 }
 
 /// Decompresses the strings `data[offsets[i]..offsets[i + 1]]` in one pass over `data`.

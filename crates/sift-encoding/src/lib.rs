@@ -32,7 +32,7 @@ pub use column::{
     dictionary_type, encode_array, filter_chunk, physical_kind,
 };
 pub use error::{EncodingError, Result};
-pub use filter::{BytesMatcher, ValuePredicate, float_from_key, float_key};
+pub use filter::{BytesMatcher, BytesShape, ValuePredicate, float_from_key, float_key};
 pub use node::{ColumnEncoding, MAX_DEPTH, Node, NodeId, Validity};
 pub use sift_bits::Bitmap;
 pub use stats::{ChunkStats, MAX_STAT_BYTES, Scalar};

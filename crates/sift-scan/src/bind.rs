@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Schema};
-use sift_encoding::{BytesMatcher, ValuePredicate, float_key};
+use sift_encoding::{BytesMatcher, BytesShape, ValuePredicate, float_key};
 use sift_format::Scalar;
 
 use crate::coerce::{Coerced, coerce};
@@ -196,9 +196,17 @@ impl Binder<'_> {
             Expr::Like { column, pattern } => {
                 let pat = Pattern::parse(pattern);
                 let bounds = pat.prefix().filter(|_| !neg).map(prefix_bounds);
+                let shape = match pat.prefix() {
+                    Some(p) => BytesShape::Prefix {
+                        prefix: p.into(),
+                        outside: neg,
+                    },
+                    None => BytesShape::Any,
+                };
                 self.bytes_leaf(
                     column,
                     Arc::new(move |v: &[u8]| pat.matches(v) != neg),
+                    shape,
                     bounds,
                     label(e, neg),
                 )?
@@ -206,9 +214,14 @@ impl Binder<'_> {
             Expr::StartsWith { column, prefix } => {
                 let p = prefix.clone().into_bytes();
                 let bounds = (!neg).then(|| prefix_bounds(p.clone()));
+                let shape = BytesShape::Prefix {
+                    prefix: p.clone().into(),
+                    outside: neg,
+                };
                 self.bytes_leaf(
                     column,
                     Arc::new(move |v: &[u8]| v.starts_with(&p) != neg),
+                    shape,
                     bounds,
                     label(e, neg),
                 )?
@@ -256,6 +269,7 @@ impl Binder<'_> {
         &mut self,
         column: &str,
         m: Arc<BytesMatcher>,
+        shape: BytesShape,
         bounds: Option<(Option<Scalar>, Option<Scalar>)>,
         label: String,
     ) -> Result<Bound> {
@@ -265,7 +279,12 @@ impl Binder<'_> {
                 "LIKE / starts_with need a string column; '{column}' is {dt}"
             )));
         }
-        Ok(self.leaf(c, LeafOp::Value(ValuePredicate::Bytes(m)), bounds, label))
+        Ok(self.leaf(
+            c,
+            LeafOp::Value(ValuePredicate::Bytes(m, shape)),
+            bounds,
+            label,
+        ))
     }
 
     fn compare(&mut self, column: &str, op: CmpOp, value: &Literal, label: &str) -> Result<Bound> {
@@ -350,6 +369,13 @@ impl Binder<'_> {
                     CmpOp::Gt | CmpOp::Ge => Some((Some(Scalar::Bytes(v.clone())), None)),
                     CmpOp::Ne => None,
                 };
+                let shape = match op {
+                    CmpOp::Eq | CmpOp::Ne => BytesShape::OneOf {
+                        values: vec![v.clone()].into(),
+                        outside: op == CmpOp::Ne,
+                    },
+                    _ => BytesShape::Any,
+                };
                 let m: Arc<BytesMatcher> = Arc::new(move |x: &[u8]| match op {
                     CmpOp::Eq => x == v.as_slice(),
                     CmpOp::Ne => x != v.as_slice(),
@@ -360,7 +386,7 @@ impl Binder<'_> {
                 });
                 self.leaf(
                     c,
-                    LeafOp::Value(ValuePredicate::Bytes(m)),
+                    LeafOp::Value(ValuePredicate::Bytes(m, shape)),
                     bounds,
                     label.to_string(),
                 )
@@ -482,7 +508,11 @@ impl Binder<'_> {
                     _ => None,
                 })
                 .collect();
-            ValuePredicate::Bytes(Arc::new(move |x: &[u8]| set.contains(x) != neg))
+            let shape = BytesShape::OneOf {
+                values: set.iter().cloned().collect(),
+                outside: neg,
+            };
+            ValuePredicate::Bytes(Arc::new(move |x: &[u8]| set.contains(x) != neg), shape)
         } else if coerced.iter().all(|v| matches!(v, Coerced::Bool(_))) {
             let has = |b: bool| coerced.contains(&Coerced::Bool(b));
             return Ok(match (has(true) != neg, has(false) != neg) {

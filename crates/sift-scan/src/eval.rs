@@ -216,6 +216,7 @@ impl BlockEval<'_, '_> {
                 .map_err(|e| self.decode_error(col, e))?
             }
         };
+        self.check_nulls(col, &out)?;
         self.stats.values_decoded += out.len() as u64;
         Ok(out)
     }
@@ -236,6 +237,7 @@ impl BlockEval<'_, '_> {
                 sift_encoding::decode_dictionary(&c.meta.encoding, c.data_type, c.rows, &bufs, sel)
                     .map_err(|e| self.decode_error(col, e))?;
             if let Some(out) = out {
+                self.check_nulls(col, &out)?;
                 self.stats.bytes_read += match sel {
                     Some(s) => payload_bytes(&c, s),
                     None => c.meta.stored_bytes(),
@@ -247,6 +249,29 @@ impl BlockEval<'_, '_> {
         let plain = self.project(col, sel)?;
         let dt = sift_encoding::dictionary_type(plain.data_type());
         Ok(arrow_cast::cast(&plain, &dt)?)
+    }
+
+    /// Refuses nulls decoded in a column the schema declares non-nullable (a damaged
+    /// footer's validity or nullability), which Arrow would otherwise reject later without
+    /// naming the file or the chunk.
+    fn check_nulls(&self, col: usize, a: &ArrayRef) -> Result<()> {
+        if let BlockData::Sift { file, .. } = self.data
+            && a.null_count() > 0
+            && file
+                .schema()
+                .fields()
+                .get(col)
+                .is_some_and(|f| !f.is_nullable())
+        {
+            return Err(self.decode_error(
+                col,
+                format!(
+                    "{} nulls in a column the schema declares non-nullable",
+                    a.null_count()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn decode_error(&self, col: usize, e: impl std::fmt::Display) -> Error {
@@ -411,7 +436,7 @@ pub(crate) fn eval_array(p: &ValuePredicate, a: &dyn Array) -> Result<Bitmap> {
         | D::LargeBinary
         | D::BinaryView
         | D::FixedSizeBinary(_) => {
-            let ValuePredicate::Bytes(m) = p else {
+            let ValuePredicate::Bytes(m, _) = p else {
                 return Err(mismatch(p, a));
             };
             bytes_each(a, &mut |i, v| put(i, m(v)))?;

@@ -10,7 +10,7 @@ use arrow::array::{
 use arrow::datatypes::DataType;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use sift_encoding::ValuePredicate;
+use sift_encoding::{BytesShape, ValuePredicate};
 
 use super::{Checked, Nulls, PREDICATES, Rng, lengths, nulls, offsets, validity, with_nulls};
 
@@ -229,7 +229,26 @@ impl StrPred {
 
     pub fn to_value_predicate(&self) -> ValuePredicate {
         let p = self.clone();
-        ValuePredicate::Bytes(Arc::new(move |v: &[u8]| p.matches(v)))
+        ValuePredicate::Bytes(Arc::new(move |v: &[u8]| p.matches(v)), self.shape(false))
+    }
+
+    /// The shape the scan engine would give this predicate (`outside` flipped under NOT),
+    /// so FSST's shortcuts are checked against the reference too.
+    fn shape(&self, outside: bool) -> BytesShape {
+        let one_of = |v: Vec<Vec<u8>>| BytesShape::OneOf {
+            values: v.into(),
+            outside,
+        };
+        match self {
+            StrPred::Eq(x) => one_of(vec![x.0.clone()]),
+            StrPred::In(set) => one_of(set.iter().map(|x| x.0.clone()).collect()),
+            StrPred::Prefix(p) => BytesShape::Prefix {
+                prefix: p.0.clone().into(),
+                outside,
+            },
+            StrPred::Not(p) => p.shape(!outside),
+            _ => BytesShape::Any,
+        }
     }
 }
 
