@@ -234,6 +234,16 @@ LINEITEM_CASES = [
     Case("l_comment like '%special%requests%'", f"{LI},l_comment"),
     Case("l_comment like '%ly'", f"{LI},l_comment"),
     Case("l_comment like 'the_%' or l_comment like '_he %'", f"{LI},l_comment"),
+    # FSST-compressed comments: equality / IN by decoded length, prefixes by their first
+    # symbols (and the negations, where strings outside the shape are true).
+    Case("l_comment like 'furiously%' or starts_with(l_comment, 'slyly')", f"{LI},l_comment"),
+    Case("not (l_comment like 'fur%s') and l_comment not like 'carefully%'",
+         f"{LI},l_comment"),
+    Case("l_comment in ('ironic', 'furiously regular', 'slyly final deposits', '')",
+         f"{LI},l_comment"),
+    Case("l_comment <> 'furiously regular' and l_comment not in ('ironic', 'final')",
+         f"{LI},l_comment"),
+    Case("l_comment = 'furiously regular' or l_comment = 'ironic'", f"{LI},l_comment"),
     Case("starts_with(l_shipinstruct, 'DELIVER') and l_returnflag <> 'N'",
          f"{LI},l_shipinstruct,l_returnflag"),
     Case("l_shipdate = l_commitdate or l_receiptdate < l_shipdate",
