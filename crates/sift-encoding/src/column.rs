@@ -430,38 +430,38 @@ fn plan_rows(
     selection: Option<&Bitmap>,
 ) -> Result<Option<RowPlan>> {
     let out_len = selection.map_or(len, Bitmap::count_ones);
-    let mut nulls = match enc.validity {
+    // The chunk's validity as a bitmap (counted with the POPCNT kernel; Arrow's
+    // `NullBuffer::new` counts again, so only the output's validity goes through it).
+    let valid = match enc.validity {
         Validity::AllNull => return Ok(None),
         Validity::AllValid => None,
         Validity::Bitmap { buffer } => {
             let words = len.div_ceil(64);
             let bytes = bufs.get(buffer, words * 8)?;
-            let bits = BooleanBuffer::new(Buffer::from(&bytes[..words * 8]), 0, len);
-            Some(NullBuffer::new(bits))
+            Some(
+                Bitmap::from_words(le_words(&bytes[..words * 8]), len)
+                    .ok_or_else(|| corrupt("validity bitmap too short"))?,
+            )
         }
     };
-    let stored = nulls.as_ref().map_or(len, |n| len - n.null_count());
+    let stored = valid.as_ref().map_or(len, Bitmap::count_ones);
     if stored > 0 && enc.nodes.is_empty() {
         return Err(corrupt(format!("{stored} values but no encoding")));
     }
+    let null_buffer = |b: Bitmap, n: usize| {
+        NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(b.into_words()), 0, n))
+    };
     // With a selection: the selection over the compacted values (PEXT by validity), and
     // the output's validity (PEXT of validity by the selection).
-    let sel: Option<Bitmap> = match (selection, &nulls) {
-        (None, _) => None,
-        (Some(s), None) => Some(s.clone()),
-        (Some(s), Some(n)) => {
-            let valid = Bitmap::from_words(le_words(n.inner().values()), len)
-                .ok_or_else(|| corrupt("validity bitmap too short"))?;
+    let (nulls, sel) = match (selection, valid) {
+        (None, valid) => (valid.map(|v| null_buffer(v, len)), None),
+        (Some(s), None) => (None, Some(s.clone())),
+        (Some(s), Some(valid)) => {
             let on_values =
                 sift_bits::levels::compress(s, &valid).map_err(|e| corrupt(e.to_string()))?;
             let out_valid =
                 sift_bits::levels::compress(&valid, s).map_err(|e| corrupt(e.to_string()))?;
-            nulls = Some(NullBuffer::new(BooleanBuffer::new(
-                Buffer::from_vec(out_valid.into_words()),
-                0,
-                out_len,
-            )));
-            Some(on_values)
+            (Some(null_buffer(out_valid, out_len)), Some(on_values))
         }
     };
     let count = sel.as_ref().map_or(stored, Bitmap::count_ones);
