@@ -127,8 +127,13 @@ impl SymbolTable {
     }
 }
 
-/// Decodes `count` strings of `Fsst` node `id`.
-pub(crate) fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<ByteValues> {
+/// The symbol table, compressed bytes and per-string code offsets of `Fsst` node `id`.
+fn parts<'a>(
+    ctx: &Ctx<'a>,
+    id: NodeId,
+    count: usize,
+    depth: usize,
+) -> Result<(SymbolTable, &'a [u8], Vec<u32>)> {
     let Node::Fsst {
         symbols,
         lengths,
@@ -141,6 +146,12 @@ pub(crate) fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> R
         .map_err(|e| corrupt(format!("node {id}: FSST {e}")))?;
     let data = ctx.bufs.get(*data, 0)?;
     let offsets = decode_offsets(ctx, id, *lengths, count, data.len(), depth)?;
+    Ok((table, data, offsets))
+}
+
+/// Decodes `count` strings of `Fsst` node `id`.
+pub(crate) fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<ByteValues> {
+    let (table, data, offsets) = parts(ctx, id, count, depth)?;
     decompress(&table, data, &offsets).map_err(|e| corrupt(format!("node {id}: FSST {e}")))
 }
 
@@ -157,18 +168,8 @@ pub(crate) fn filter(
     m: &BytesMatcher,
     shape: &BytesShape,
 ) -> Result<Bitmap> {
-    let Node::Fsst {
-        symbols,
-        lengths,
-        data,
-    } = ctx.node(id, depth)?
-    else {
-        return Err(corrupt(format!("node {id} is not an FSST node")));
-    };
+    let (table, data, offsets) = parts(ctx, id, count, depth)?;
     let err = |e: String| corrupt(format!("node {id}: FSST {e}"));
-    let table = SymbolTable::parse(ctx.bufs.get(*symbols, 0)?).map_err(err)?;
-    let data = ctx.bufs.get(*data, 0)?;
-    let offsets = decode_offsets(ctx, id, *lengths, count, data.len(), depth)?;
     let mut words = vec![0u64; count.div_ceil(64)];
     let mut text = Vec::new();
     for (i, w) in offsets.windows(2).enumerate() {

@@ -548,7 +548,7 @@ fn label(e: &Expr, neg: bool) -> String {
     }
 }
 
-fn is_bytes(dt: &DataType) -> bool {
+pub(crate) fn is_bytes(dt: &DataType) -> bool {
     matches!(
         dt,
         DataType::Utf8

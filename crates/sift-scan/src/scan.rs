@@ -10,7 +10,7 @@ use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use sift_encoding::Bitmap;
 
-use crate::bind::{Bound, bind, column_index};
+use crate::bind::{Bound, bind, column_index, is_bytes};
 use crate::error::{Error, Result};
 use crate::eval::BlockEval;
 use crate::expr::Expr;
@@ -174,15 +174,7 @@ impl ScanBuilder {
             let c = column_index(&schema, name)
                 .map_err(|e| Error::Type(format!("{}: {e}", table.path.display())))?;
             let dt = schema.field(c).data_type();
-            if !matches!(
-                dt,
-                DataType::Utf8
-                    | DataType::LargeUtf8
-                    | DataType::Utf8View
-                    | DataType::Binary
-                    | DataType::LargeBinary
-                    | DataType::BinaryView
-            ) {
+            if !is_bytes(dt) || matches!(dt, DataType::FixedSizeBinary(_)) {
                 return Err(Error::Type(format!(
                     "{}: column {name:?} is {dt}; read_dictionary applies to string and binary columns",
                     table.path.display()
