@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sift_format::{ReadOptions, SiftFile, TRAILER_LEN};
+use sift_format::{ReadOptions, SiftFile};
+
+mod common;
+use common::with_valid_footer_crc;
 
 /// One scratch file per process; the reader takes a path.
 fn scratch() -> &'static PathBuf {
@@ -32,18 +35,6 @@ fn read(path: &Path, data: &[u8], verify_checksums: bool) {
     if file.num_blocks() > 0 && file.schema().fields().len() > 1 {
         let _ = file.read_block(file.num_blocks() - 1, Some(&[1, 0]));
     }
-}
-
-/// The input with the footer checksum recomputed, if the trailer's footer length fits:
-/// without this, almost every mutation of the footer stops at the checksum.
-fn with_valid_footer_crc(data: &[u8]) -> Option<Vec<u8>> {
-    let trailer = data.len().checked_sub(TRAILER_LEN)?;
-    let len = u64::from_le_bytes(data.get(trailer..trailer + 8)?.try_into().ok()?);
-    let start = trailer.checked_sub(usize::try_from(len).ok()?)?;
-    let crc = crc32fast::hash(&data[start..trailer]);
-    let mut fixed = data.to_vec();
-    fixed[trailer + 8..trailer + 12].copy_from_slice(&crc.to_le_bytes());
-    Some(fixed)
 }
 
 fuzz_target!(|data: &[u8]| {

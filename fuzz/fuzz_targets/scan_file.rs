@@ -9,8 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sift_format::{ColumnType as T, TRAILER_LEN};
+use sift_format::ColumnType as T;
 use sift_scan::{Expr, Literal, ScanBuilder, Table, col};
+
+mod common;
+use common::with_valid_footer_crc;
 
 /// Columns given predicates of their own (the rest are still projected).
 const MAX_FILTERED: usize = 12;
@@ -21,18 +24,6 @@ fn scratch() -> &'static PathBuf {
     PATH.get_or_init(|| {
         std::env::temp_dir().join(format!("sift-fuzz-scan-{}.sift", std::process::id()))
     })
-}
-
-/// The input with the footer checksum recomputed, if the trailer's footer length fits:
-/// without this, almost every mutation of the footer stops at the checksum.
-fn with_valid_footer_crc(data: &[u8]) -> Option<Vec<u8>> {
-    let trailer = data.len().checked_sub(TRAILER_LEN)?;
-    let len = u64::from_le_bytes(data.get(trailer..trailer + 8)?.try_into().ok()?);
-    let start = trailer.checked_sub(usize::try_from(len).ok()?)?;
-    let crc = crc32fast::hash(&data[start..trailer]);
-    let mut fixed = data.to_vec();
-    fixed[trailer + 8..trailer + 12].copy_from_slice(&crc.to_le_bytes());
-    Some(fixed)
 }
 
 fn is_string(t: &T) -> bool {

@@ -176,31 +176,22 @@ pub(crate) fn filter(
         let codes = data
             .get(w[0] as usize..w[1] as usize)
             .ok_or_else(|| err("string boundaries out of order".into()))?;
-        let verdict = match shape {
+        let (inside, outside) = match shape {
             BytesShape::OneOf { values, outside } => {
                 let n = decoded_len(&table, codes).map_err(err)?;
-                if values.iter().any(|v| v.len() == n) {
-                    text.clear();
-                    decode_until(&table, codes, 0, usize::MAX, &mut text).map_err(err)?;
-                    m(&text)
-                } else {
-                    *outside
-                }
+                (values.iter().any(|v| v.len() == n), *outside)
             }
             BytesShape::Prefix { prefix, outside } => {
-                if starts_with(&table, codes, prefix).map_err(err)? {
-                    text.clear();
-                    decode_until(&table, codes, 0, usize::MAX, &mut text).map_err(err)?;
-                    m(&text)
-                } else {
-                    *outside
-                }
+                (starts_with(&table, codes, prefix).map_err(err)?, *outside)
             }
-            BytesShape::Any => {
-                text.clear();
-                decode_until(&table, codes, 0, usize::MAX, &mut text).map_err(err)?;
-                m(&text)
-            }
+            BytesShape::Any => (true, false),
+        };
+        let verdict = if inside {
+            text.clear();
+            decode_until(&table, codes, 0, usize::MAX, &mut text).map_err(err)?;
+            m(&text)
+        } else {
+            outside
         };
         if verdict {
             words[i / 64] |= 1 << (i % 64);

@@ -548,7 +548,7 @@ fn label(e: &Expr, neg: bool) -> String {
     }
 }
 
-pub(crate) fn is_bytes(dt: &DataType) -> bool {
+fn is_bytes(dt: &DataType) -> bool {
     matches!(
         dt,
         DataType::Utf8

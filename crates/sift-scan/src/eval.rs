@@ -189,36 +189,7 @@ impl BlockEval<'_, '_> {
 
     /// The values of column `col` at the rows of `sel` (all rows if `None`).
     pub(crate) fn project(&mut self, col: usize, sel: Option<&Bitmap>) -> Result<ArrayRef> {
-        let all = sel.is_none_or(|s| s.count_ones() == self.rows);
-        let out = match self.data.column(col)? {
-            ColumnData::Decoded(a) => match sel {
-                Some(s) if !all => arrow_select::filter::filter(&a, &boolean_of(s))?,
-                _ => a,
-            },
-            ColumnData::Encoded(c) => {
-                let bufs = c.buffers();
-                match sel {
-                    Some(s) if !all => {
-                        self.stats.bytes_read += payload_bytes(&c, s);
-                        sift_encoding::decode_selected(
-                            &c.meta.encoding,
-                            c.data_type,
-                            c.rows,
-                            &bufs,
-                            s,
-                        )
-                    }
-                    _ => {
-                        self.stats.bytes_read += c.meta.stored_bytes();
-                        sift_encoding::decode_array(&c.meta.encoding, c.data_type, c.rows, &bufs)
-                    }
-                }
-                .map_err(|e| self.decode_error(col, e))?
-            }
-        };
-        self.check_nulls(col, &out)?;
-        self.stats.values_decoded += out.len() as u64;
-        Ok(out)
+        self.read(col, sel, false)
     }
 
     /// Column `col` (a string or binary column) as an Arrow dictionary array: codes over
@@ -229,26 +200,46 @@ impl BlockEval<'_, '_> {
         col: usize,
         sel: Option<&Bitmap>,
     ) -> Result<ArrayRef> {
-        let all = sel.is_none_or(|s| s.count_ones() == self.rows);
-        if let ColumnData::Encoded(c) = self.data.column(col)? {
-            let bufs = c.buffers();
-            let sel = sel.filter(|_| !all);
-            let out =
-                sift_encoding::decode_dictionary(&c.meta.encoding, c.data_type, c.rows, &bufs, sel)
-                    .map_err(|e| self.decode_error(col, e))?;
-            if let Some(out) = out {
-                self.check_nulls(col, &out)?;
+        let out = self.read(col, sel, true)?;
+        if matches!(out.data_type(), DataType::Dictionary(..)) {
+            return Ok(out);
+        }
+        let dt = sift_encoding::dictionary_type(out.data_type());
+        Ok(arrow_cast::cast(&out, &dt)?)
+    }
+
+    /// Column `col` at the rows of `sel`; with `dictionary`, a chunk dictionary-encoded at
+    /// its root comes out as its codes over its stored dictionary.
+    fn read(&mut self, col: usize, sel: Option<&Bitmap>, dictionary: bool) -> Result<ArrayRef> {
+        // Selecting every row is reading them all.
+        let sel = sel.filter(|s| s.count_ones() != self.rows);
+        let out = match self.data.column(col)? {
+            ColumnData::Decoded(a) => match sel {
+                Some(s) => arrow_select::filter::filter(&a, &boolean_of(s))?,
+                None => a,
+            },
+            ColumnData::Encoded(c) => {
+                let (enc, dt, rows, bufs) = (&c.meta.encoding, c.data_type, c.rows, c.buffers());
                 self.stats.bytes_read += match sel {
                     Some(s) => payload_bytes(&c, s),
                     None => c.meta.stored_bytes(),
                 };
-                self.stats.values_decoded += out.len() as u64;
-                return Ok(out);
+                let stored_dictionary = match dictionary {
+                    true => sift_encoding::decode_dictionary(enc, dt, rows, &bufs, sel),
+                    false => Ok(None),
+                };
+                stored_dictionary
+                    .and_then(|d| match (d, sel) {
+                        (Some(d), _) => Ok(d),
+                        (None, Some(s)) => sift_encoding::decode_selected(enc, dt, rows, &bufs, s),
+                        (None, None) => sift_encoding::decode_array(enc, dt, rows, &bufs),
+                    })
+                    .map_err(|e| self.decode_error(col, e))?
             }
-        }
-        let plain = self.project(col, sel)?;
-        let dt = sift_encoding::dictionary_type(plain.data_type());
-        Ok(arrow_cast::cast(&plain, &dt)?)
+        };
+        self.check_nulls(col, &out)?;
+        self.stats.values_decoded += out.len() as u64;
+        Ok(out)
     }
 
     /// Refuses nulls decoded in a column the schema declares non-nullable (a damaged

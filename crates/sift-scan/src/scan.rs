@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use sift_encoding::Bitmap;
+use arrow_schema::{Field, Schema, SchemaRef};
+use sift_encoding::{Bitmap, PhysicalKind};
 
-use crate::bind::{Bound, bind, column_index, is_bytes};
+use crate::bind::{Bound, bind, column_index};
 use crate::error::{Error, Result};
 use crate::eval::BlockEval;
 use crate::expr::Expr;
@@ -174,7 +174,7 @@ impl ScanBuilder {
             let c = column_index(&schema, name)
                 .map_err(|e| Error::Type(format!("{}: {e}", table.path.display())))?;
             let dt = schema.field(c).data_type();
-            if !is_bytes(dt) || matches!(dt, DataType::FixedSizeBinary(_)) {
+            if sift_encoding::physical_kind(dt).ok() != Some(PhysicalKind::Bytes) {
                 return Err(Error::Type(format!(
                     "{}: column {name:?} is {dt}; read_dictionary applies to string and binary columns",
                     table.path.display()
