@@ -12,8 +12,9 @@
 //! The scan compares 64 codes per step (one AVX-512 register of one slice, or two AVX2
 //! registers) with the constant's byte, keeps per-segment masks of codes "equal so far", and
 //! stops descending to lower slices once no code of the segment is still equal: the
-//! early stop. A `prior` bitmap (the result of earlier conjuncts) seeds those masks, so
-//! codes already rejected are never compared, and segments whose prior word is zero are
+//! early stop. The SIMD levels apply it from the third slice on and compare the first two
+//! without a branch (see [`DENSE_SLICES`] for why and what was measured). A `prior`
+//! bitmap (the result of earlier conjuncts) seeds those masks, so codes already rejected are never compared, and segments whose prior word is zero are
 //! skipped without touching the slices (column-first pipelining, ByteSlice Algorithm 2).
 
 use crate::bitmap::Bitmap;
@@ -197,21 +198,10 @@ impl Plan {
     }
 }
 
-/// Hints the cache line at `p` into L1; never faults, whatever the address.
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 is an SSE instruction (baseline on x86_64) and a hint: it does not
-    // fault or change memory, even for invalid addresses.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 /// Compares the 64 bytes at a segment of a slice with a byte constant.
 trait ByteCmp {
+    /// Slices compared in every live segment before early stopping may skip the rest.
+    const DENSE: usize = DENSE_SLICES;
     /// The constant in the form the comparison wants (a broadcast register).
     type C: Copy;
     /// # Safety
@@ -227,6 +217,7 @@ trait ByteCmp {
 struct Scalar;
 
 impl ByteCmp for Scalar {
+    const DENSE: usize = 1;
     type C = u8;
     unsafe fn splat(c: u8) -> u8 {
         c
@@ -244,22 +235,25 @@ impl ByteCmp for Scalar {
     }
 }
 
-/// The segment loop shared by all levels (inlined into each level's entry point, so the
-/// comparisons compile with that level's instructions).
-/// How far ahead (in 64-code segments) the second slice is prefetched.
-const PREFETCH_SEGMENTS: usize = 16;
+/// Slices the SIMD levels compare in every live segment before early stopping may skip
+/// the rest (the scalar level, where a comparison costs a 64-byte loop, stops from the
+/// second slice on).
+///
+/// The early stop after the first slice skips the second for most segments (with 12-bit
+/// codes and a 10 % constant ~78 % of them), but the test is a branch the predictor cannot
+/// learn, and the skipped reads leave the second slice a sparse, irregular access pattern
+/// that the hardware prefetcher does not follow. Comparing the first two slices without a
+/// branch keeps both as sequential streams. Measured on 12-bit codes with AVX-512
+/// (`benches/paper.rs`): from DRAM 0.25–0.27 cycles/value, against 0.33 for the early stop
+/// with the second slice software-prefetched whole (prefetching only the lines a
+/// first-slice look-ahead marks as needed was 3× slower); with the data in L2 it costs a
+/// little more, 0.114 against 0.102 (AVX2: 0.164 against 0.135). From the third slice on a
+/// segment still has a tie only when 16 bits of a code equal the constant's, so the stop is
+/// predictable and saves whole slices.
+const DENSE_SLICES: usize = 2;
 
 /// The segment loop shared by all levels (inlined into each level's entry point, so the
 /// comparisons compile with that level's instructions).
-///
-/// Early stopping makes the reads of the second slice sparse and irregular (with 12-bit
-/// codes and a 10 % constant, ~22 % of segments need it), which the hardware prefetcher does
-/// not follow: each such read would cost a full memory latency. So the whole second slice
-/// is prefetched a few segments ahead, which turns it back into a stream the hardware
-/// prefetcher runs with: more bytes, no stalls (3× faster from DRAM here). Measured and
-/// rejected: prefetching only the lines a first-slice look-ahead says are needed (≈ 2.5×
-/// slower: sparse prefetches stay latency-bound), and a two-stage pipeline with stored
-/// per-segment state (slower: a second unpredictable branch per segment).
 // `j` indexes the slice pointers and the per-slice constants in lockstep.
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
@@ -280,11 +274,7 @@ fn scan<B: ByteCmp>(
     };
     let ptrs: [*const u8; 8] =
         std::array::from_fn(|j| bs.slices.get(j).map_or(std::ptr::null(), |v| v.as_ptr()));
-    let nseg = out.len();
     for (seg, slot) in out.iter_mut().enumerate() {
-        if s >= 2 && seg + PREFETCH_SEGMENTS < nseg {
-            prefetch(ptrs[1].wrapping_add(64 * (seg + PREFETCH_SEGMENTS)));
-        }
         let p = prior_word(seg);
         if p == 0 {
             *slot = 0;
@@ -298,28 +288,29 @@ fn scan<B: ByteCmp>(
                 (true, true) if plan.lo == plan.hi => {
                     let mut eq = p;
                     for j in 0..s {
-                        eq &= B::cmp(at(j), lo[j]).1;
-                        if eq == 0 {
+                        if j >= B::DENSE && eq == 0 {
                             break;
                         }
+                        eq &= B::cmp(at(j), lo[j]).1;
                     }
                     eq
                 }
                 (true, true) => {
                     let (mut gt_lo, mut eq_lo, mut lt_hi, mut eq_hi) = (0, p, 0, p);
                     for j in 0..s {
-                        if eq_lo != 0 {
+                        let dense = j < B::DENSE;
+                        if !dense && eq_lo | eq_hi == 0 {
+                            break;
+                        }
+                        if dense || eq_lo != 0 {
                             let (l, e) = B::cmp(at(j), lo[j]);
                             gt_lo |= eq_lo & !(l | e);
                             eq_lo &= e;
                         }
-                        if eq_hi != 0 {
+                        if dense || eq_hi != 0 {
                             let (l, e) = B::cmp(at(j), hi[j]);
                             lt_hi |= eq_hi & l;
                             eq_hi &= e;
-                        }
-                        if eq_lo | eq_hi == 0 {
-                            break;
                         }
                     }
                     (gt_lo | eq_lo) & (lt_hi | eq_hi)
@@ -327,24 +318,24 @@ fn scan<B: ByteCmp>(
                 (true, false) => {
                     let (mut gt, mut eq) = (0, p);
                     for j in 0..s {
+                        if j >= B::DENSE && eq == 0 {
+                            break;
+                        }
                         let (l, e) = B::cmp(at(j), lo[j]);
                         gt |= eq & !(l | e);
                         eq &= e;
-                        if eq == 0 {
-                            break;
-                        }
                     }
                     gt | eq
                 }
                 (false, _) => {
                     let (mut lt, mut eq) = (0, p);
                     for j in 0..s {
+                        if j >= B::DENSE && eq == 0 {
+                            break;
+                        }
                         let (l, e) = B::cmp(at(j), hi[j]);
                         lt |= eq & l;
                         eq &= e;
-                        if eq == 0 {
-                            break;
-                        }
                     }
                     lt | eq
                 }
