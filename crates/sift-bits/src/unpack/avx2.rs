@@ -56,15 +56,22 @@ struct Qword {
     /// Per vector (values 0–3, 4–7): the shuffle control.
     shuf: [[u8; 32]; 2],
     shift: [[u64; 4]; 2],
+    /// Left shifts (`8 − offset`) of the same shuffle applied one byte further on, which
+    /// brings in a ninth byte for values that span it.
+    shift_next: [[u64; 4]; 2],
     /// Byte offsets of the four 16-byte loads (values 0–1, 2–3, 4–5, 6–7).
     offs: [usize; 4],
+    /// Some value spans nine bytes (`offset + width > 64`: widths 58–63 at some offsets).
+    wide: bool,
 }
 
 const fn qword_plan(w: u32) -> Option<Qword> {
     let mut plan = Qword {
         shuf: [[0; 32]; 2],
         shift: [[0; 4]; 2],
+        shift_next: [[0; 4]; 2],
         offs: [0; 4],
+        wide: false,
     };
     let mut pair = 0u32;
     while pair < 4 {
@@ -76,7 +83,7 @@ const fn qword_plan(w: u32) -> Option<Qword> {
         let start = i * w;
         let (s, o) = ((start / 8) as usize, start % 8);
         if o + w > 64 {
-            return None;
+            plan.wide = true;
         }
         let rel = s - plan.offs[(i / 2) as usize];
         let (v, lane) = ((i / 4) as usize, (i % 4) as usize);
@@ -89,6 +96,7 @@ const fn qword_plan(w: u32) -> Option<Qword> {
             t += 1;
         }
         plan.shift[v][lane] = o as u64;
+        plan.shift_next[v][lane] = 8 - o as u64;
         i += 1;
     }
     Some(plan)
@@ -198,34 +206,71 @@ pub(super) unsafe fn unpack_u32(packed: &[u64], width: u32, base: u32, out: &mut
 }
 
 /// Runs the 2 × 4 × 64-bit decoder over whole groups of 8 values, handing each group's two
-/// masked vectors to `emit`. Returns the number of values decoded (0 if a width needs a
-/// ninth byte per value, widths 58–63 at some offsets; the scalar loop takes those).
+/// masked vectors to `emit`. Returns the number of values decoded.
 #[inline(always)]
 unsafe fn qword_groups(
     bytes: &[u8],
     width: u32,
     out_len: usize,
-    mut emit: impl FnMut(usize, __m256i, __m256i),
+    emit: impl FnMut(usize, __m256i, __m256i),
 ) -> usize {
     let Some(Some(plan)) = QWORD.get(width as usize) else {
         return 0;
     };
+    // SAFETY: forwarded from the caller (an AVX2 function this is inlined into).
+    unsafe {
+        if plan.wide {
+            qword_loop::<true>(bytes, width, plan, out_len, emit)
+        } else {
+            qword_loop::<false>(bytes, width, plan, out_len, emit)
+        }
+    }
+}
+
+/// [`qword_groups`]' loop. With `WIDE`, each lane also takes the same eight bytes one byte
+/// further on, shifted left by `8 − offset`: the window bit `m` lands at `m − offset` in
+/// both, so the OR is the value with its ninth byte, and zero is added where the first
+/// eight bytes held the whole value (a shift by 8 moves only bits already there; AVX2 gives
+/// zero for shift counts of 64 or more).
+#[inline(always)]
+unsafe fn qword_loop<const WIDE: bool>(
+    bytes: &[u8],
+    width: u32,
+    plan: &Qword,
+    out_len: usize,
+    mut emit: impl FnMut(usize, __m256i, __m256i),
+) -> usize {
     let gb = width as usize;
-    let groups = groups_in(bytes.len(), gb, plan.offs[3] + 16, out_len / 8);
+    let groups = groups_in(
+        bytes.len(),
+        gb,
+        plan.offs[3] + 16 + usize::from(WIDE),
+        out_len / 8,
+    );
     // SAFETY: called only from AVX2 functions (inlined); `groups_in` keeps the farthest of
-    // the four 16-byte loads (at `offs[3]`) inside `bytes`.
+    // the 16-byte loads (at `offs[3]`, or `offs[3] + 1` with `WIDE`) inside `bytes`.
     unsafe {
         let s0 = _mm256_loadu_si256(plan.shuf[0].as_ptr().cast());
         let s1 = _mm256_loadu_si256(plan.shuf[1].as_ptr().cast());
         let h0 = _mm256_loadu_si256(plan.shift[0].as_ptr().cast());
         let h1 = _mm256_loadu_si256(plan.shift[1].as_ptr().cast());
+        let n0 = _mm256_loadu_si256(plan.shift_next[0].as_ptr().cast());
+        let n1 = _mm256_loadu_si256(plan.shift_next[1].as_ptr().cast());
         let mask = _mm256_set1_epi64x(low_mask(width) as i64);
+        let half = |p: *const u8, o0: usize, o1: usize, sh, h, n| {
+            let v = _mm256_srlv_epi64(_mm256_shuffle_epi8(load2(p.add(o0), p.add(o1)), sh), h);
+            let v = if WIDE {
+                let next = load2(p.add(o0 + 1), p.add(o1 + 1));
+                _mm256_or_si256(v, _mm256_sllv_epi64(_mm256_shuffle_epi8(next, sh), n))
+            } else {
+                v
+            };
+            _mm256_and_si256(v, mask)
+        };
         for g in 0..groups {
             let p = bytes.as_ptr().add(g * gb);
-            let a = load2(p.add(plan.offs[0]), p.add(plan.offs[1]));
-            let b = load2(p.add(plan.offs[2]), p.add(plan.offs[3]));
-            let a = _mm256_and_si256(_mm256_srlv_epi64(_mm256_shuffle_epi8(a, s0), h0), mask);
-            let b = _mm256_and_si256(_mm256_srlv_epi64(_mm256_shuffle_epi8(b, s1), h1), mask);
+            let a = half(p, plan.offs[0], plan.offs[1], s0, h0, n0);
+            let b = half(p, plan.offs[2], plan.offs[3], s1, h1, n1);
             emit(g, a, b);
         }
         groups * 8
