@@ -213,7 +213,11 @@ impl BlockEval<'_, '_> {
     fn read(&mut self, col: usize, sel: Option<&Bitmap>, dictionary: bool) -> Result<ArrayRef> {
         // Selecting every row is reading them all.
         let sel = sel.filter(|s| s.count_ones() != self.rows);
-        let out = match self.data.column(col)? {
+        let data = match dictionary {
+            true => self.data.dictionary_column(col)?,
+            false => self.data.column(col)?,
+        };
+        let out = match data {
             ColumnData::Decoded(a) => match sel {
                 Some(s) => arrow_select::filter::filter(&a, &boolean_of(s))?,
                 None => a,

@@ -322,7 +322,10 @@ impl Scan {
             }
             bm
         });
-        let data = source.block(b, &self.needed)?;
+        let dictionary: Vec<usize> = (self.projection.iter().zip(&self.dictionary))
+            .filter_map(|(&c, &dict)| dict.then_some(c))
+            .collect();
+        let data = source.block(b, &self.needed, &dictionary)?;
         self.stats.rows_scanned += rows as u64;
         let mut ev = BlockEval {
             data: &data,
