@@ -17,6 +17,10 @@ pub(crate) const MAX_CHUNK_BYTES: usize = u32::MAX as usize;
 pub(crate) struct ByteValues {
     pub offsets: Vec<u32>,
     pub data: Vec<u8>,
+    /// Every value was checked to be valid UTF-8 on its own (so `data` is UTF-8 and every
+    /// offset a char boundary), and Arrow need not check the bytes again. Set only by
+    /// [`gather`], which checks each dictionary entry once instead of every row.
+    pub utf8_checked: bool,
 }
 
 impl ByteValues {
@@ -30,6 +34,7 @@ impl ByteValues {
         Self {
             offsets,
             data: Vec::with_capacity(bytes),
+            utf8_checked: false,
         }
     }
 
@@ -162,6 +167,7 @@ pub(crate) fn decode_bytes(
             Ok(ByteValues {
                 offsets: (0..=count).map(|i| (i * width) as u32).collect(),
                 data: bytes[..total].to_vec(),
+                utf8_checked: false,
             })
         }
         Node::Constant { value } => {
@@ -179,6 +185,7 @@ pub(crate) fn decode_bytes(
             Ok(ByteValues {
                 offsets,
                 data: bytes[..end].to_vec(),
+                utf8_checked: false,
             })
         }
         Node::Dict { values, len, codes } => {
@@ -209,7 +216,7 @@ pub(crate) fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
     // from a zero-padded copy of the dictionary, advancing by the true length; a `memcpy`
     // call per value costs more than the bytes it moves.
     let longest = lens.iter().copied().max().unwrap_or(0);
-    let out = match longest {
+    let mut out = match longest {
         0..=8 => gather_fixed::<8>(dict, &lens, codes, total),
         9..=16 => gather_fixed::<16>(dict, &lens, codes, total),
         17..=32 => gather_fixed::<32>(dict, &lens, codes, total),
@@ -221,10 +228,15 @@ pub(crate) fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
             out
         }
     };
+    // Once per entry rather than once per row in Arrow's constructor.
+    out.utf8_checked = (0..lens.len()).all(|i| std::str::from_utf8(dict.value(i)).is_ok());
     Ok(out)
 }
 
 /// [`gather`] for entries of at most `W` bytes: one `W`-byte move per value.
+///
+/// Written through pointers into spare capacity: zero-filling the output first (and
+/// checking each move's bounds) cost more than the moves.
 fn gather_fixed<const W: usize>(
     dict: &ByteValues,
     lens: &[usize],
@@ -233,28 +245,41 @@ fn gather_fixed<const W: usize>(
 ) -> ByteValues {
     let mut padded = dict.data.clone();
     padded.resize(dict.data.len() + W, 0);
-    // (start, length) per entry, so each value costs one table lookup.
+    // (start, length) per entry, so each value costs one table lookup. Every entry has `W`
+    // bytes from its start in `padded` (it ends within `dict.data`, padded by `W`).
     let entries: Vec<(usize, usize)> = (dict.offsets.iter().map(|&o| o as usize))
         .zip(lens.iter().copied())
         .collect();
-    let mut data = vec![0u8; total + W];
-    let mut offsets = vec![0u32; codes.len() + 1];
+    let mut data: Vec<u8> = Vec::with_capacity(total + W);
+    let mut offsets: Vec<u32> = Vec::with_capacity(codes.len() + 1);
+    let (dst, ends) = (data.as_mut_ptr(), offsets.as_mut_ptr());
     let mut pos = 0;
-    for (end, &c) in offsets[1..].iter_mut().zip(codes) {
-        let (start, len) = entries.get(c as usize).copied().unwrap_or((0, 0));
-        let src: &[u8; W] = padded
-            .get(start..start + W)
-            .and_then(|s| s.try_into().ok())
-            .unwrap_or(&[0; W]);
-        if let Some(dst) = data.get_mut(pos..pos + W) {
-            dst.copy_from_slice(src);
+    // SAFETY: `offsets` has room for `codes.len() + 1` entries.
+    unsafe { ends.write(0) };
+    for (i, &c) in codes.iter().enumerate() {
+        let (start, len) = entries[c as usize];
+        // SAFETY: `pos` is the sum of the lengths of the values before, at most `total`
+        // (the sum over all codes), so the `W` bytes at `pos` are within the capacity
+        // `total + W`; the source has `W` bytes from `start` (see `entries`); `i + 1 <=
+        // codes.len()`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(padded.as_ptr().add(start), dst.add(pos), W);
+            pos += len;
+            // `total` was checked against MAX_CHUNK_BYTES.
+            ends.add(i + 1).write(pos as u32);
         }
-        pos += len;
-        // `total` was checked against MAX_CHUNK_BYTES.
-        *end = pos as u32;
     }
-    data.truncate(total);
-    ByteValues { offsets, data }
+    // SAFETY: the values' moves covered `0..total` (each at least its own length from its
+    // start, one after another), and every offset was written.
+    unsafe {
+        data.set_len(total);
+        offsets.set_len(codes.len() + 1);
+    }
+    ByteValues {
+        offsets,
+        data,
+        utf8_checked: false,
+    }
 }
 
 /// Decodes the lengths child of `parent` and turns them into offsets, checked against the

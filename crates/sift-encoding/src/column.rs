@@ -892,6 +892,13 @@ fn offsets_array<O: arrow_array::OffsetSizeTrait>(
     let offsets = arrow_buffer::OffsetBuffer::new(offsets);
     let data = Buffer::from_vec(values.data);
     Ok(match dt {
+        // SAFETY: `new_unchecked` needs offsets within `data` (they come from checked
+        // lengths and end at `data`'s length), UTF-8 data and char-boundary offsets:
+        // `utf8_checked` says every value was checked to be UTF-8 on its own, and the
+        // offsets (also those repeated for null slots) fall between values.
+        DataType::Utf8 | DataType::LargeUtf8 if values.utf8_checked => Arc::new(unsafe {
+            arrow_array::GenericStringArray::<O>::new_unchecked(offsets, data, nulls)
+        }),
         DataType::Utf8 | DataType::LargeUtf8 => Arc::new(
             arrow_array::GenericStringArray::<O>::try_new(offsets, data, nulls)?,
         ),
@@ -899,4 +906,36 @@ fn offsets_array<O: arrow_array::OffsetSizeTrait>(
             offsets, data, nulls,
         )?),
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use arrow_array::{BinaryArray, StringArray};
+
+    /// Strings gathered from a dictionary skip Arrow's UTF-8 check only when every entry
+    /// was checked: a dictionary holding invalid UTF-8, decoded as Utf8, is still an error.
+    #[test]
+    fn dictionary_strings_are_checked_once_not_skipped() {
+        let decode = |values: Vec<&[u8]>| {
+            let array = BinaryArray::from(values);
+            let enc = encode_array(&array).unwrap();
+            assert!(
+                enc.encoding.describe().starts_with("dict"),
+                "{}",
+                enc.encoding.describe()
+            );
+            let bufs: Vec<&[u8]> = enc.buffers.iter().map(Vec::as_slice).collect();
+            decode_array(&enc.encoding, &DataType::Utf8, array.len(), &bufs)
+        };
+        let ok: Vec<&[u8]> = (0..1000)
+            .map(|i| [&b"AIR"[..], b"R\xc3\xa9G"][i % 2])
+            .collect();
+        let got = decode(ok).unwrap();
+        let want: StringArray = (0..1000).map(|i| Some(["AIR", "RéG"][i % 2])).collect();
+        assert_eq!(got.as_ref(), &want as &dyn Array);
+        let bad: Vec<&[u8]> = (0..1000).map(|i| [&b"AIR"[..], b"R\xc3G"][i % 2]).collect();
+        assert!(decode(bad).is_err());
+    }
 }

@@ -399,6 +399,7 @@ fn decompress(
     Ok(ByteValues {
         offsets: out_offsets,
         data: out,
+        utf8_checked: false,
     })
 }
 
@@ -605,7 +606,8 @@ mod tests {
             out,
             Ok(ByteValues {
                 offsets: vec![0],
-                data: vec![]
+                data: vec![],
+                utf8_checked: false,
             })
         );
         assert!(direct(&[Vec::new(), Vec::new()]).is_ok());
@@ -646,7 +648,8 @@ mod tests {
             out,
             Ok(ByteValues {
                 offsets: vec![0, 3, 3, 4],
-                data: b"abzc".to_vec()
+                data: b"abzc".to_vec(),
+                utf8_checked: false,
             })
         );
     }
@@ -706,7 +709,7 @@ mod tests {
     ) -> std::result::Result<ByteValues, String> {
         let mut out = ByteValues {
             offsets: vec![0],
-            data: Vec::new(),
+            ..ByteValues::default()
         };
         for w in offsets.windows(2) {
             decode_until(
