@@ -210,18 +210,20 @@ pub(crate) fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
         .windows(2)
         .map(|w| (w[1] - w[0]) as usize)
         .collect();
-    let total: usize = codes.iter().map(|&c| lens[c as usize]).sum();
-    check_output(total, 1)?;
+    let longest = lens.iter().copied().max().unwrap_or(0);
+    // A bound on the output, with no pass over the codes before the gather.
+    check_output(longest, codes.len())?;
     // Short entries (flags, modes, instructions) are copied as one fixed-size move each
     // from a zero-padded copy of the dictionary, advancing by the true length; a `memcpy`
     // call per value costs more than the bytes it moves.
-    let longest = lens.iter().copied().max().unwrap_or(0);
+    let bound = longest * codes.len();
     let mut out = match longest {
-        0..=8 => gather_fixed::<8>(dict, &lens, codes, total),
-        9..=16 => gather_fixed::<16>(dict, &lens, codes, total),
-        17..=32 => gather_fixed::<32>(dict, &lens, codes, total),
+        1 if lens.iter().all(|&l| l == 1) => gather_bytes(dict, codes),
+        0..=8 => gather_fixed::<8>(dict, &lens, codes, bound),
+        9..=16 => gather_fixed::<16>(dict, &lens, codes, bound),
+        17..=32 => gather_fixed::<32>(dict, &lens, codes, bound),
         _ => {
-            let mut out = ByteValues::with_capacity(codes.len(), total);
+            let mut out = ByteValues::with_capacity(codes.len(), bound);
             for &c in codes {
                 out.push(dict.value(c as usize));
             }
@@ -233,6 +235,20 @@ pub(crate) fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
     Ok(out)
 }
 
+/// [`gather`] for entries of exactly one byte (flags, single-letter codes): a byte table
+/// lookup per value, and offsets that are just the row numbers.
+fn gather_bytes(dict: &ByteValues, codes: &[u64]) -> ByteValues {
+    // 256 entries so that `c & 0xFF` needs no bounds check; the codes were checked to be
+    // below the dictionary's length.
+    let mut table = [0u8; 256];
+    table[..dict.data.len().min(256)].copy_from_slice(&dict.data[..dict.data.len().min(256)]);
+    ByteValues {
+        offsets: (0..=codes.len() as u32).collect(),
+        data: codes.iter().map(|&c| table[(c & 0xFF) as usize]).collect(),
+        utf8_checked: false,
+    }
+}
+
 /// [`gather`] for entries of at most `W` bytes: one `W`-byte move per value.
 ///
 /// Written through pointers into spare capacity: zero-filling the output first (and
@@ -241,7 +257,7 @@ fn gather_fixed<const W: usize>(
     dict: &ByteValues,
     lens: &[usize],
     codes: &[u64],
-    total: usize,
+    bound: usize,
 ) -> ByteValues {
     let mut padded = dict.data.clone();
     padded.resize(dict.data.len() + W, 0);
@@ -250,7 +266,7 @@ fn gather_fixed<const W: usize>(
     let entries: Vec<(usize, usize)> = (dict.offsets.iter().map(|&o| o as usize))
         .zip(lens.iter().copied())
         .collect();
-    let mut data: Vec<u8> = Vec::with_capacity(total + W);
+    let mut data: Vec<u8> = Vec::with_capacity(bound + W);
     let mut offsets: Vec<u32> = Vec::with_capacity(codes.len() + 1);
     let (dst, ends) = (data.as_mut_ptr(), offsets.as_mut_ptr());
     let mut pos = 0;
@@ -258,21 +274,21 @@ fn gather_fixed<const W: usize>(
     unsafe { ends.write(0) };
     for (i, &c) in codes.iter().enumerate() {
         let (start, len) = entries[c as usize];
-        // SAFETY: `pos` is the sum of the lengths of the values before, at most `total`
-        // (the sum over all codes), so the `W` bytes at `pos` are within the capacity
-        // `total + W`; the source has `W` bytes from `start` (see `entries`); `i + 1 <=
+        // SAFETY: `pos` is the sum of the lengths of the values before, at most `bound`
+        // (the longest entry times the values), so the `W` bytes at `pos` are within the
+        // capacity `bound + W`; the source has `W` bytes from `start` (see `entries`); `i + 1 <=
         // codes.len()`.
         unsafe {
             std::ptr::copy_nonoverlapping(padded.as_ptr().add(start), dst.add(pos), W);
             pos += len;
-            // `total` was checked against MAX_CHUNK_BYTES.
+            // `bound` was checked against MAX_CHUNK_BYTES.
             ends.add(i + 1).write(pos as u32);
         }
     }
-    // SAFETY: the values' moves covered `0..total` (each at least its own length from its
+    // SAFETY: the values' moves covered `0..pos` (each at least its own length from its
     // start, one after another), and every offset was written.
     unsafe {
-        data.set_len(total);
+        data.set_len(pos);
         offsets.set_len(codes.len() + 1);
     }
     ByteValues {
@@ -353,6 +369,22 @@ mod tests {
         #[test]
         fn repetitive(values in proptest::collection::vec(0u8..4, 0..300)) {
             let values: Vec<Vec<u8>> = values.into_iter().map(|v| vec![b'a'; v as usize]).collect();
+            round_trip(&values, None)?;
+        }
+        /// One-byte entries (flags), including runs: the byte-table gather, also under RLE.
+        #[test]
+        fn one_byte_flags(picks in proptest::collection::vec((0usize..3, 1usize..40), 20..200)) {
+            let values: Vec<Vec<u8>> = picks
+                .iter()
+                .flat_map(|&(p, run)| std::iter::repeat_n(vec![b"ANR"[p]], run))
+                .collect();
+            let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+            let mut sink = BufferSink::default();
+            encode_bytes(&refs, None, &mut sink, crate::cascade::MAX_CASCADE);
+            let distinct = picks.iter().map(|&(p, _)| p).collect::<std::collections::BTreeSet<_>>();
+            if distinct.len() > 1 {
+                prop_assert!(matches!(sink.nodes[0], Node::Dict { .. }), "{:?}", sink.nodes[0]);
+            }
             round_trip(&values, None)?;
         }
         #[test]

@@ -422,7 +422,14 @@ pub(crate) fn decode_indices(
     depth: usize,
 ) -> Result<Vec<u64>> {
     let values = i64::decode(ctx, id, count, depth)?;
-    if let Some(bad) = values.iter().find(|&&v| v < 0 || v as u64 > max) {
+    // One pass without a branch per value (it vectorizes), then a search for the message.
+    // A negative value is above `max` as u64 (`max` < 2^63: it bounds a count or a length).
+    if values.iter().fold(false, |bad, &v| bad | (v as u64 > max)) {
+        let bad = values
+            .iter()
+            .find(|&&v| v < 0 || v as u64 > max)
+            .copied()
+            .unwrap_or(-1);
         return Err(corrupt(format!("index {bad} out of range 0..={max}")));
     }
     // All values are in 0..=max, so the cast is exact; the collect reuses the allocation.
