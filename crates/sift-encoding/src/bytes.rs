@@ -211,12 +211,20 @@ pub(crate) fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
         .map(|w| (w[1] - w[0]) as usize)
         .collect();
     let longest = lens.iter().copied().max().unwrap_or(0);
-    // A bound on the output, with no pass over the codes before the gather.
-    check_output(longest, codes.len())?;
+    let exact = || -> Result<usize> {
+        let total = codes.iter().map(|&c| lens[c as usize]).sum();
+        check_output(total, 1)?;
+        Ok(total)
+    };
+    // For short entries, the longest times the values bounds the output without a pass
+    // over the codes before the gather (at most 32 bytes a value, so the bound is close).
+    let bound = match longest.checked_mul(codes.len()) {
+        Some(b) if b <= MAX_CHUNK_BYTES && longest <= 32 => b,
+        _ => exact()?,
+    };
     // Short entries (flags, modes, instructions) are copied as one fixed-size move each
     // from a zero-padded copy of the dictionary, advancing by the true length; a `memcpy`
     // call per value costs more than the bytes it moves.
-    let bound = longest * codes.len();
     let mut out = match longest {
         1 if lens.iter().all(|&l| l == 1) => gather_bytes(dict, codes),
         0..=8 => gather_fixed::<8>(dict, &lens, codes, bound),
@@ -359,6 +367,23 @@ mod tests {
             prop_assert_eq!(out.value(i), v.as_slice());
         }
         Ok(())
+    }
+
+    /// A long entry used by few rows: the output is sized exactly, not by the longest
+    /// entry times the rows (70,000 × 70,000 bytes would exceed the chunk limit).
+    #[test]
+    fn rare_long_entry_is_not_an_error() {
+        let long = vec![b'x'; 70_000];
+        let mut dict = ByteValues::with_capacity(2, long.len() + 1);
+        dict.push(b"a");
+        dict.push(&long);
+        let mut codes = vec![0u64; 70_000];
+        codes[123] = 1;
+        let out = gather(&dict, &codes).map_err(|e| e.to_string());
+        let out = out
+            .as_ref()
+            .map(|o| (o.data.len(), o.value(123).len(), o.value(0)));
+        assert_eq!(out, Ok((69_999 + 70_000, 70_000, &b"a"[..])));
     }
 
     proptest! {
