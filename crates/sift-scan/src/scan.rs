@@ -129,8 +129,9 @@ impl ScanBuilder {
     /// column's type as values), like pyarrow's `read_dictionary`. A dictionary-encoded
     /// block then decodes only its codes and hands out its stored dictionary, with no
     /// per-row string copies; grouping or comparing on the keys is much cheaper than on
-    /// the strings. Other blocks are dictionary-encoded after decoding. Dictionaries differ
-    /// from block to block (each batch carries its own).
+    /// the strings. On Parquet files the Parquet reader returns each row group's
+    /// dictionary (dictionary pages as they are). Other blocks are dictionary-encoded after
+    /// decoding. Dictionaries differ from block to block (each batch carries its own).
     pub fn read_dictionary<S: Into<String>>(
         mut self,
         columns: impl IntoIterator<Item = S>,
