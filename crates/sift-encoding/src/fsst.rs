@@ -362,8 +362,9 @@ fn decompress(
                     return Err(format!("code {c} has no symbol"));
                 }
                 // SAFETY: each code of this chunk so far advanced `o` by at most 8, and at
-                // most `chunk_end - k0 + 1` codes run in it, so `o + 8 <= need - BLOCK_SLACK
-                // <= out.capacity()`: the unaligned 8-byte store is inside the allocation.
+                // most one more code than the chunk holds runs in it (an escape pair may
+                // cross its end), so `o + 8 <= need - BLOCK_SLACK <= out.capacity()`: the
+                // unaligned 8-byte store is inside the allocation.
                 unsafe {
                     dst.add(o)
                         .cast::<u64>()
@@ -383,6 +384,10 @@ fn decompress(
     // SAFETY: every byte below `o` was written: each symbol store covers `o..o + 8`, which
     // contains `o..o + len`, and each escape wrote its byte at `o`.
     unsafe { out.set_len(o) };
+    // The buffer becomes the Arrow array's: give back room a low size estimate left over.
+    if out.capacity() > o + o / 4 + BLOCK_SLACK {
+        out.shrink_to_fit();
+    }
     let mut out_offsets = Vec::with_capacity(offsets.len());
     let mut prev = 0u32;
     for &b in offsets {
