@@ -15,9 +15,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+#[path = "../../sift-format/tests/common/tracking.rs"]
+mod tracking;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -29,59 +29,14 @@ use arrow::record_batch::RecordBatch;
 use common::Rng;
 use sift_format::{SiftFile, TRAILER_LEN};
 use sift_scan::{Expr, Literal, ScanBuilder, Table, col};
+use tracking::tracked;
 
 // ---------------------------------------------------------------------------------------
-// Allocation tracking (as in sift-format's robustness tests).
-
-/// Records the largest single allocation per thread, to catch allocations sized by hostile
-/// metadata rather than by the file.
-struct Tracking;
-
-thread_local! {
-    // A const-initialized Cell without destructor: accessing it never allocates.
-    static LARGEST_ALLOC: Cell<usize> = const { Cell::new(0) };
-}
+// Allocation tracking (sift-format's tracking allocator, included by path).
 
 /// Far above anything a scan of this file needs (a few hundred KB), far below what a
 /// hostile length would ask for.
 const ALLOC_LIMIT: usize = 64 << 20;
-
-fn note(size: usize) {
-    let _ = LARGEST_ALLOC.try_with(|m| m.set(m.get().max(size)));
-}
-
-// SAFETY: forwards to the system allocator unchanged; only records sizes.
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Tracking = Tracking;
-
-/// Runs `f`, returning its result and the largest allocation it made on this thread.
-fn tracked<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    LARGEST_ALLOC.with(|m| m.set(0));
-    let out = f();
-    (out, LARGEST_ALLOC.with(|m| m.get()))
-}
 
 // ---------------------------------------------------------------------------------------
 // The sample table.
