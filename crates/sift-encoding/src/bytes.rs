@@ -249,7 +249,8 @@ fn gather_bytes(dict: &ByteValues, codes: &[u64]) -> ByteValues {
     // 256 entries so that `c & 0xFF` needs no bounds check; the codes were checked to be
     // below the dictionary's length.
     let mut table = [0u8; 256];
-    table[..dict.data.len().min(256)].copy_from_slice(&dict.data[..dict.data.len().min(256)]);
+    let n = dict.data.len().min(256);
+    table[..n].copy_from_slice(&dict.data[..n]);
     ByteValues {
         offsets: (0..=codes.len() as u32).collect(),
         data: codes.iter().map(|&c| table[(c & 0xFF) as usize]).collect(),

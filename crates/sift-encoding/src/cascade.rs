@@ -424,11 +424,12 @@ pub(crate) fn decode_indices(
     let values = i64::decode(ctx, id, count, depth)?;
     // One pass without a branch per value (it vectorizes), then a search for the message.
     // A negative value is above `max` as u64 (`max` < 2^63: it bounds a count or a length).
-    if values.iter().fold(false, |bad, &v| bad | (v as u64 > max)) {
+    let out_of_range = |v: i64| v as u64 > max;
+    if values.iter().fold(false, |bad, &v| bad | out_of_range(v)) {
         let bad = values
             .iter()
-            .find(|&&v| v < 0 || v as u64 > max)
             .copied()
+            .find(|&v| out_of_range(v))
             .unwrap_or(-1);
         return Err(corrupt(format!("index {bad} out of range 0..={max}")));
     }

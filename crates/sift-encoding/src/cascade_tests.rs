@@ -214,3 +214,23 @@ fn sampled_choice_is_within_ten_percent_of_the_best() {
         );
     }
 }
+
+/// Indices outside `0..=max`, negative ones included, are an error naming the first bad
+/// index; in-range ones come back as they are.
+#[test]
+fn out_of_range_indices_are_errors() {
+    let decode = |values: &[i64], max: u64| {
+        let mut sink = BufferSink::default();
+        crate::int::encode_ints(values, &mut sink);
+        sink.decode_with(|ctx| crate::cascade::decode_indices(ctx, 0, values.len(), max, 0))
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(decode(&[0, 3, 1], 3), Ok(vec![0, 3, 1]));
+    for (values, message) in [
+        (&[0, 4, 1, 9][..], "index 4 out of range 0..=3"),
+        (&[1, -2, 0][..], "index -2 out of range 0..=3"),
+    ] {
+        let got = decode(values, 3);
+        assert!(got.as_ref().is_err_and(|e| e.contains(message)), "{got:?}");
+    }
+}
