@@ -673,12 +673,21 @@ mod tests {
             t[17] = bad_len;
             assert!(hostile(t, &[1], vec![0]).is_err(), "length {bad_len}");
         }
-        // Escape as the last byte of a string, also when another string follows.
-        assert!(hostile(good_table(), &[2], vec![0, 255]).is_err());
-        assert!(hostile(good_table(), &[2, 1], vec![0, 255, b'z']).is_err());
-        // Codes beyond the symbol count.
-        assert!(hostile(good_table(), &[1], vec![2]).is_err());
-        assert!(hostile(good_table(), &[1], vec![254]).is_err());
+        // Escape as the last byte of a string, also when another string follows; codes
+        // beyond the symbol count. The messages name what is wrong.
+        for (lens, data, message) in [
+            (&[2][..], vec![0, 255], "escape at the end of a string"),
+            (
+                &[2, 1][..],
+                vec![0, 255, b'z'],
+                "escape at the end of a string",
+            ),
+            (&[1][..], vec![2], "code 2 has no symbol"),
+            (&[1][..], vec![254], "code 254 has no symbol"),
+        ] {
+            let got = hostile(good_table(), lens, data).map_err(|e| e.to_string());
+            assert!(got.as_ref().is_err_and(|e| e.contains(message)), "{got:?}");
+        }
         // Lengths past the data, and a missing data buffer.
         assert!(hostile(good_table(), &[2, 2], vec![0, 0, 0]).is_err());
         let mut sink = BufferSink::default();
