@@ -276,16 +276,22 @@ fn print_schemes(out: &mut impl Write, file: &SiftFile) -> Result<()> {
         out,
         "\nschemes (cascade per block, with bit widths, dictionary sizes, run and exception counts)"
     )?;
+    // The values' cascade, then the validity's when the chunk has one.
+    let describe = |b: usize, c: usize| {
+        let enc = &footer.blocks[b].columns[c].encoding;
+        match enc.validity_describe() {
+            Some(v) => format!("{}  validity {v}", enc.describe()),
+            None => enc.describe(),
+        }
+    };
     for (c, field) in footer.fields.iter().enumerate() {
         writeln!(out, "{}", field.name)?;
         let mut b = 0;
         while b < footer.blocks.len() {
-            let cascade = footer.blocks[b].columns[c].encoding.describe();
+            let cascade = describe(b, c);
             let mut end = b + 1;
             let mut bytes = footer.blocks[b].columns[c].stored_bytes();
-            while end < footer.blocks.len()
-                && footer.blocks[end].columns[c].encoding.describe() == cascade
-            {
+            while end < footer.blocks.len() && describe(end, c) == cascade {
                 bytes += footer.blocks[end].columns[c].stored_bytes();
                 end += 1;
             }

@@ -91,6 +91,9 @@ struct Stats<V> {
     /// Distinct values in the sample (exact for small inputs).
     sample_distinct: usize,
     sample_len: usize,
+    /// Whether the whole input has at most `n / FULL_DISTINCT_RATIO` distinct values;
+    /// counted only when the sample alone rules a dictionary out.
+    few_distinct: bool,
     /// The most frequent sample value and its count.
     top: Option<(V, usize)>,
     /// Adjacent pairs in order (for delta).
@@ -116,12 +119,17 @@ impl<V: Value> Stats<V> {
             .map(|(&v, &c)| (c, v))
             .max()
             .map(|(c, v)| (v, c));
+        let sample_distinct = counts.len();
+        let few_distinct = sample_distinct * 2 > sample.len()
+            && values.len() > sample.len()
+            && few_distinct(values, values.len() / FULL_DISTINCT_RATIO);
         Self {
             n: values.len(),
             constant: runs == 1,
             runs,
-            sample_distinct: counts.len(),
+            sample_distinct,
             sample_len: sample.len(),
+            few_distinct,
             top,
             ascending,
         }
@@ -130,7 +138,8 @@ impl<V: Value> Stats<V> {
     fn avg_run(&self) -> f64 {
         self.n as f64 / self.runs.max(1) as f64
     }
-    fn dict_viable(&self) -> bool {
+    /// The sample alone makes a dictionary worth estimating (BtrBlocks' rule).
+    fn sample_dict_viable(&self) -> bool {
         self.sample_distinct * 2 <= self.sample_len
     }
     fn frequency_viable(&self) -> bool {
@@ -139,6 +148,28 @@ impl<V: Value> Stats<V> {
     fn sorted(&self) -> bool {
         self.n > 2 && self.ascending * 10 >= (self.n - 1) * 9
     }
+}
+
+/// A dictionary is tried when the whole input has at most one distinct value in this many.
+/// The sample's own rule (BtrBlocks: at most half the sample distinct) misses values drawn
+/// from a domain of a few thousand, e.g. clock times as HHMM: 640 sampled values look
+/// mostly distinct although the block holds only ~1,400, and a dictionary saves a bit per
+/// value over the frame of reference.
+const FULL_DISTINCT_RATIO: usize = 8;
+
+/// Whether `values` has at most `limit` distinct values; stops counting past the limit, so
+/// high-cardinality inputs cost about `limit` hash insertions.
+fn few_distinct<V: Value>(values: &[V], limit: usize) -> bool {
+    let mut seen: rustc_hash::FxHashSet<V> = rustc_hash::FxHashSet::with_capacity_and_hasher(
+        limit.min(values.len()),
+        Default::default(),
+    );
+    for &v in values {
+        if seen.insert(v) && seen.len() > limit {
+            return false;
+        }
+    }
+    true
 }
 
 /// Sample sizes within this factor of the best are close calls, settled on the full data.
@@ -215,7 +246,7 @@ fn encode_chosen<V: Value, S: Scheme<V>>(values: &[V], sink: &mut BufferSink, de
     if stats.avg_run() >= 2.0 {
         candidates.push(S::RLE);
     }
-    if stats.dict_viable() {
+    if stats.sample_dict_viable() {
         candidates.push(S::DICT);
     }
     if stats.frequency_viable() {
@@ -224,10 +255,15 @@ fn encode_chosen<V: Value, S: Scheme<V>>(values: &[V], sink: &mut BufferSink, de
     if let Some(sorted) = S::SORTED.filter(|_| stats.sorted()) {
         candidates.push(sorted);
     }
-    let best = choose(&candidates, &s, values, |c, data, scratch| {
+    let encode = |c: S, data: &[V], scratch: &mut BufferSink| {
         c.encode(data, scratch, depth);
-    })
-    .unwrap_or(S::TERMINAL);
+    };
+    let mut best = choose(&candidates, &s, values, encode).unwrap_or(S::TERMINAL);
+    if stats.few_distinct {
+        // The sample holds most of the dictionary but few repeats of each entry, so its
+        // estimate is biased against the dictionary: settle it on the full data.
+        best = choose(&[best, S::DICT], values, values, encode).unwrap_or(best);
+    }
     best.encode(values, sink, depth)
 }
 

@@ -176,10 +176,7 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
                 },
             });
         }
-        Some(n) => Validity::Bitmap {
-            buffer: sink.buffer(bitmap_bytes(n.inner())),
-        },
-        None => Validity::AllValid,
+        _ => Validity::AllValid,
     };
     let data = array.to_data();
     let valid = |i: &usize| nulls.as_ref().is_none_or(|n| n.is_valid(*i));
@@ -266,6 +263,11 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
             encode_bytes(&values, fixed, &mut sink, MAX_CASCADE);
         }
     }
+    // The validity's nodes follow the values' tree, whose root must be node 0.
+    let validity = match &nulls {
+        Some(n) => crate::validity::encode(n.inner(), &mut sink),
+        None => validity,
+    };
     Ok(EncodedColumn {
         encoding: ColumnEncoding {
             validity,
@@ -274,12 +276,6 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
         buffers: sink.buffers,
         stats,
     })
-}
-
-fn bitmap_bytes(bits: &BooleanBuffer) -> Vec<u8> {
-    let mut bytes = bits.sliced().as_slice().to_vec();
-    bytes.resize(bits.len().div_ceil(64) * 8, 0);
-    bytes
 }
 
 /// The non-null values of a byte-string array.
@@ -365,15 +361,11 @@ pub fn chunk_validity(
     len: usize,
     buffers: &[&[u8]],
 ) -> Result<Option<Bitmap>> {
-    Ok(match enc.validity {
-        Validity::AllValid => None,
-        Validity::AllNull => Some(Bitmap::zeros(len)),
-        Validity::Bitmap { buffer } => {
-            let words = len.div_ceil(64);
-            let bytes = Buffers(buffers).get(buffer, words * 8)?;
-            Bitmap::from_words(le_words(&bytes[..words * 8]), len)
-        }
-    })
+    let ctx = Ctx {
+        enc,
+        bufs: Buffers(buffers),
+    };
+    crate::validity::decode(&ctx, len)
 }
 
 /// The rows of a chunk of `len` rows whose value is non-null and satisfies `pred`,
@@ -432,18 +424,14 @@ fn plan_rows(
     let out_len = selection.map_or(len, Bitmap::count_ones);
     // The chunk's validity as a bitmap (counted with the POPCNT kernel; Arrow's
     // `NullBuffer::new` counts again, so only the output's validity goes through it).
-    let valid = match enc.validity {
-        Validity::AllNull => return Ok(None),
-        Validity::AllValid => None,
-        Validity::Bitmap { buffer } => {
-            let words = len.div_ceil(64);
-            let bytes = bufs.get(buffer, words * 8)?;
-            Some(
-                Bitmap::from_words(le_words(&bytes[..words * 8]), len)
-                    .ok_or_else(|| corrupt("validity bitmap too short"))?,
-            )
-        }
+    if enc.validity == Validity::AllNull {
+        return Ok(None);
+    }
+    let ctx = Ctx {
+        enc,
+        bufs: Buffers(bufs.0),
     };
+    let valid = crate::validity::decode(&ctx, len)?;
     let stored = valid.as_ref().map_or(len, Bitmap::count_ones);
     if stored > 0 && enc.nodes.is_empty() {
         return Err(corrupt(format!("{stored} values but no encoding")));
@@ -752,16 +740,6 @@ fn narrow<T: NativeInt>(wide: Vec<i64>) -> Result<Vec<T>> {
             Ok(wide.iter().map(|&v| T::from_i64_wrapping(v)).collect())
         }
     }
-}
-
-/// Little-endian bytes as words (a copy; a short tail is zero-padded).
-fn le_words(bytes: &[u8]) -> Vec<u64> {
-    let mut words = vec![0u64; bytes.len().div_ceil(8)];
-    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
-    if cfg!(target_endian = "big") {
-        words.iter_mut().for_each(|w| *w = u64::from_le(*w));
-    }
-    words
 }
 
 /// Spreads compacted values over their valid positions, filling nulls with the default.

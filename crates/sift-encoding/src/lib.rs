@@ -26,6 +26,7 @@ mod rle;
 mod sample;
 mod selected;
 mod stats;
+mod validity;
 
 pub use column::{
     EncodedColumn, PhysicalKind, chunk_validity, decode_array, decode_dictionary, decode_selected,

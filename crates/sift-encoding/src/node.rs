@@ -144,8 +144,10 @@ pub enum Validity {
     AllValid,
     /// Only nulls; the chunk has no nodes.
     AllNull,
-    /// A validity bitmap in buffer `buffer` (bit set = value present).
-    Bitmap { buffer: u32 },
+    /// A boolean node tree rooted at `root` (bit set = value present): a bitmap, or runs
+    /// when nulls cluster. Its nodes follow the values' tree (whose root is node 0) and are
+    /// not part of it.
+    Encoded { root: NodeId },
 }
 
 /// The encoding of one column chunk: validity plus a node tree rooted at `nodes[0]`.
@@ -191,6 +193,25 @@ impl ColumnEncoding {
             Validity::AllNull => "all-null".into(),
             _ if self.nodes.is_empty() => "empty".into(),
             _ => self.render(0, 0, &|n: &Node| n.scheme().to_string()),
+        }
+    }
+
+    /// The validity's cascade with parameters, e.g. `rle[12](bitmap, for14)`; `None`
+    /// without a validity tree (no nulls, or only nulls).
+    pub fn validity_describe(&self) -> Option<String> {
+        match self.validity {
+            Validity::Encoded { root } => Some(self.describe_node(root, 0)),
+            _ => None,
+        }
+    }
+
+    /// The validity's cascade without parameters, e.g. `rle(bitmap, for)`.
+    pub fn validity_shape(&self) -> Option<String> {
+        match self.validity {
+            Validity::Encoded { root } => {
+                Some(self.render(root, 0, &|n: &Node| n.scheme().to_string()))
+            }
+            _ => None,
         }
     }
 

@@ -13,7 +13,7 @@ use crate::writer::MAX_BLOCK_ROWS;
 pub const MAGIC: [u8; 8] = *b"SIFTDATA";
 
 /// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Bytes after the footer: length (8), CRC-32 (4), version (4), magic (8).
 pub const TRAILER_LEN: usize = 24;

@@ -1,4 +1,4 @@
-//! The Sift file format, version 1.
+//! The Sift file format, version 2.
 //!
 //! ```text
 //! "SIFTDATA"                         8-byte magic

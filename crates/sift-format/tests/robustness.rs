@@ -517,7 +517,7 @@ fn hostile_cases() -> Vec<Hostile> {
     ));
     assert!(matches!(
         base.blocks[0].columns[narrow].encoding.validity,
-        Validity::Bitmap { .. }
+        Validity::Encoded { .. }
     ));
     assert!(matches!(
         base.blocks[0].columns[sparse].encoding.validity,
@@ -729,11 +729,18 @@ fn hostile_cases() -> Vec<Hostile> {
             },
         )
     });
-    add("validity buffer out of range", Error, &|f| {
-        f.blocks[0].columns[narrow].encoding.validity = Validity::Bitmap { buffer: 99 }
+    add("validity node out of range", Error, &|f| {
+        f.blocks[0].columns[narrow].encoding.validity = Validity::Encoded { root: 99 }
     });
-    add("validity is the values buffer", Anything, &|f| {
-        f.blocks[0].columns[narrow].encoding.validity = Validity::Bitmap { buffer: 1 }
+    add("validity is the values' tree", Anything, &|f| {
+        f.blocks[0].columns[narrow].encoding.validity = Validity::Encoded { root: 0 }
+    });
+    add("validity bitmap buffer out of range", Error, &|f| {
+        let enc = &mut f.blocks[0].columns[narrow].encoding;
+        enc.nodes.push(Node::Bitmap { buffer: 99 });
+        enc.validity = Validity::Encoded {
+            root: (enc.nodes.len() - 1) as u32,
+        };
     });
     add("validity dropped", Error, &|f| {
         f.blocks[0].columns[narrow].encoding.validity = Validity::AllValid
