@@ -321,6 +321,9 @@ impl Value for i64 {
                 let deltas = i64::decode(ctx, ctx.child(id, *deltas)?, count, depth + 1)?;
                 Ok(int::undelta(*first, deltas))
             }
+            Node::Lookup { column, .. } => Err(corrupt(format!(
+                "node {id} is a lookup into column {column}, decoded only with that column's codes"
+            ))),
             node => decode_generic(ctx, id, node, count, depth)?.ok_or_else(|| {
                 corrupt(format!("node {id} ({}) cannot hold integers", node.label()))
             }),

@@ -716,6 +716,20 @@ fn decode_int_column<T: NativeInt>(ctx: &Ctx<'_>, count: usize) -> Result<Vec<T>
     narrow(i64::decode(ctx, 0, count, 0)?)
 }
 
+/// An integer array of type `dt` (no nulls) from `i64` values, range-checked.
+pub(crate) fn int_array(dt: &DataType, values: Vec<i64>) -> Result<ArrayRef> {
+    let PhysicalKind::Int(it) = physical_kind(dt)? else {
+        return Err(corrupt(format!("integers stored for a {dt} column")));
+    };
+    let len = values.len();
+    let data = with_int!(it, T => {
+        ArrayDataBuilder::new(dt.clone())
+            .len(len)
+            .add_buffer(Buffer::from_vec(narrow::<T>(values)?))
+    });
+    Ok(make_array(data.build()?))
+}
+
 /// Narrows `i64` cascade output to the column's type, checking the range.
 fn narrow<T: NativeInt>(wide: Vec<i64>) -> Result<Vec<T>> {
     // No copy when `T` is `i64` itself (most keys and timestamps).

@@ -20,6 +20,7 @@ mod error;
 mod filter;
 mod fsst;
 mod int;
+mod lookup;
 mod node;
 mod patch;
 mod rle;
@@ -34,6 +35,7 @@ pub use column::{
 };
 pub use error::{EncodingError, Result};
 pub use filter::{BytesMatcher, BytesShape, ValuePredicate, float_from_key, float_key};
+pub use lookup::{decode_lookup, encode_lookups, lookup_source};
 pub use node::{ColumnEncoding, MAX_DEPTH, Node, NodeId, Validity};
 pub use sift_bits::Bitmap;
 pub use stats::{ChunkStats, MAX_STAT_BYTES, Scalar};

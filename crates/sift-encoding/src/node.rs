@@ -72,6 +72,15 @@ pub enum Node {
         lengths: NodeId,
         data: u32,
     },
+    /// Integers that are a function of column `column` of the same block: value `i` =
+    /// `table[k_i]`, where `k_i` is row `i`'s dictionary code in that column's chunk (which
+    /// has no nulls and a dictionary of `len` entries at its root; never a lookup itself).
+    /// `table` holds `len` integers. Only at the root of a chunk without nulls.
+    Lookup {
+        column: u32,
+        len: u32,
+        table: NodeId,
+    },
 }
 
 impl Node {
@@ -92,6 +101,7 @@ impl Node {
             } => format!("alp[e{exponent},f{factor}]"),
             Node::AlpRd { right_bits, .. } => format!("alprd[{right_bits}]"),
             Node::Fsst { .. } => "fsst".into(),
+            Node::Lookup { column, len, .. } => format!("lookup[#{column}:{len}]"),
         }
     }
 
@@ -110,6 +120,7 @@ impl Node {
             Node::Alp { .. } => "alp",
             Node::AlpRd { .. } => "alprd",
             Node::Fsst { .. } => "fsst",
+            Node::Lookup { .. } => "lookup",
         }
     }
 
@@ -131,7 +142,7 @@ impl Node {
                 ..
             } => vec![*inner, *positions, *values],
             Node::Delta { deltas, .. } => vec![*deltas],
-            Node::Alp { ints, .. } => vec![*ints],
+            Node::Alp { ints, .. } | Node::Lookup { table: ints, .. } => vec![*ints],
             Node::AlpRd { left, right, .. } => vec![*left, *right],
         }
     }
@@ -261,6 +272,20 @@ impl<'a> Buffers<'a> {
     }
 }
 
+/// Bytes a tree and its buffers store: buffers plus a rough footer cost per node, so that
+/// schemes with many tiny nodes do not look free.
+pub(crate) fn stored_size(nodes: &[Node], buffers: &[Vec<u8>]) -> usize {
+    const NODE_OVERHEAD: usize = 8;
+    let consts: usize = nodes
+        .iter()
+        .map(|n| match n {
+            Node::Constant { value } => value.len(),
+            _ => 0,
+        })
+        .sum();
+    buffers.iter().map(Vec::len).sum::<usize>() + consts + NODE_OVERHEAD * nodes.len()
+}
+
 /// Collects buffers while encoding.
 #[derive(Default)]
 pub(crate) struct BufferSink {
@@ -269,19 +294,9 @@ pub(crate) struct BufferSink {
 }
 
 impl BufferSink {
-    /// Bytes this sink would store: buffers plus a rough footer cost per node, so that
-    /// schemes with many tiny nodes do not look free.
+    /// Bytes this sink would store (see [`stored_size`]).
     pub(crate) fn stored_size(&self) -> usize {
-        const NODE_OVERHEAD: usize = 8;
-        let consts: usize = self
-            .nodes
-            .iter()
-            .map(|n| match n {
-                Node::Constant { value } => value.len(),
-                _ => 0,
-            })
-            .sum();
-        self.buffers.iter().map(Vec::len).sum::<usize>() + consts + NODE_OVERHEAD * self.nodes.len()
+        stored_size(&self.nodes, &self.buffers)
     }
 
     pub(crate) fn buffer(&mut self, bytes: Vec<u8>) -> u32 {

@@ -186,6 +186,20 @@ impl Footer {
                         format!("block {b} column '{name}': more nulls than rows"),
                     ));
                 }
+                if let Some(source) = sift_encoding::lookup_source(&chunk.encoding) {
+                    let valid = source != c
+                        && block.columns.get(source).is_some_and(|src| {
+                            sift_encoding::lookup_source(&src.encoding).is_none()
+                        });
+                    if !valid {
+                        return Err(corrupt(
+                            path,
+                            format!(
+                                "block {b} column '{name}' is a lookup into column {source}, which is not another stored column"
+                            ),
+                        ));
+                    }
+                }
                 for (s, seg) in chunk.segments.iter().enumerate() {
                     let end = seg.offset.checked_add(seg.len);
                     if seg.offset < next_offset || end.is_none_or(|e| e > footer_offset) {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
-use sift_encoding::decode_array;
+use sift_encoding::{decode_array, decode_lookup, lookup_source};
 
 use crate::error::{Error, Result, corrupt, io_err};
 use crate::footer::{ChunkMeta, Footer, MAGIC, TRAILER_LEN};
@@ -228,8 +228,16 @@ impl SiftFile {
     pub fn read_chunk(&self, block: usize, column: usize) -> Result<ArrayRef> {
         let chunk = self.chunk(block, column)?;
         let buffers = chunk.buffers();
-        let array = decode_array(&chunk.meta.encoding, chunk.data_type, chunk.rows, &buffers)
-            .map_err(|e| self.chunk_error(block, column, e))?;
+        let enc = &chunk.meta.encoding;
+        let array = match lookup_source(enc) {
+            None => decode_array(enc, chunk.data_type, chunk.rows, &buffers),
+            Some(source) => {
+                let src = self.chunk(block, source)?;
+                let source = (&src.meta.encoding, &src.buffers()[..]);
+                decode_lookup(enc, chunk.data_type, chunk.rows, &buffers, source, None)
+            }
+        }
+        .map_err(|e| self.chunk_error(block, column, e))?;
         let nulls = array.logical_null_count() as u64;
         let field = &self.footer.fields[column];
         let null_type = field.ty == ColumnType::Null;

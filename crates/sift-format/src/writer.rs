@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, SchemaRef};
-use sift_encoding::encode_array;
+use sift_encoding::{encode_array, encode_lookups};
 
 use crate::error::{Error, Result, io_err};
 use crate::footer::{BlockMeta, ChunkMeta, Footer, MAGIC, Segment};
@@ -180,15 +180,24 @@ impl SiftWriter {
             [one] => one.clone(),
             _ => arrow_select::concat::concat_batches(&self.schema, &take)?,
         };
-        let mut columns = Vec::with_capacity(block.num_columns());
+        let mut encoded_columns = Vec::with_capacity(block.num_columns());
         for (c, array) in block.columns().iter().enumerate() {
-            let encoded = encode_array(array.as_ref()).map_err(|e| {
+            encoded_columns.push(encode_array(array.as_ref()).map_err(|e| {
                 Error::Invalid(format!(
                     "column '{}', block {}: {e}",
                     self.fields[c].name,
                     self.blocks.len()
                 ))
-            })?;
+            })?);
+        }
+        let types: Vec<DataType> = block
+            .columns()
+            .iter()
+            .map(|a| a.data_type().clone())
+            .collect();
+        encode_lookups(&mut encoded_columns, &types, rows);
+        let mut columns = Vec::with_capacity(block.num_columns());
+        for encoded in encoded_columns {
             let mut segments = Vec::with_capacity(encoded.buffers.len());
             for buffer in &encoded.buffers {
                 segments.push(self.write_segment(buffer)?);

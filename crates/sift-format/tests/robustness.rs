@@ -729,6 +729,60 @@ fn hostile_cases() -> Vec<Hostile> {
             },
         )
     });
+    add("lookup into its own column", Error, &|f| {
+        f.blocks[0].columns[narrow].encoding.nodes[0] = Node::Lookup {
+            column: narrow as u32,
+            len: 1,
+            table: 1,
+        }
+    });
+    add("lookup into a missing column", Error, &|f| {
+        f.blocks[0].columns[narrow].encoding.nodes[0] = Node::Lookup {
+            column: 999,
+            len: 1,
+            table: 1,
+        }
+    });
+    add("lookups into each other", Error, &|f| {
+        f.blocks[0].columns[narrow].encoding.nodes[0] = Node::Lookup {
+            column: low as u32,
+            len: 1,
+            table: 1,
+        };
+        f.blocks[0].columns[low].encoding.nodes[0] = Node::Lookup {
+            column: narrow as u32,
+            len: 1,
+            table: 1,
+        };
+    });
+    add(
+        "lookup of the wrong size into a dictionary",
+        Anything,
+        &|f| {
+            let enc = &mut f.blocks[0].columns[narrow].encoding;
+            enc.validity = Validity::AllValid;
+            enc.nodes = vec![
+                Node::Lookup {
+                    column: low as u32,
+                    len: 3,
+                    table: 1,
+                },
+                Node::For {
+                    base: 0,
+                    bits: 0,
+                    buffer: 0,
+                },
+            ];
+        },
+    );
+    add("lookup on a string column", Error, &|f| {
+        let enc = &mut f.blocks[0].columns[high].encoding;
+        enc.nodes[0] = Node::Lookup {
+            column: low as u32,
+            len: 1,
+            table: 1,
+        };
+    });
     add("validity node out of range", Error, &|f| {
         f.blocks[0].columns[narrow].encoding.validity = Validity::Encoded { root: 99 }
     });
@@ -1209,7 +1263,7 @@ fn write_fuzz_seeds() {
         ),
         (
             "schemes-other",
-            make_sample("so", scheme_batch(400, 8..14), 400).bytes,
+            make_sample("so", scheme_batch(400, 8..15), 400).bytes,
         ),
         ("empty", sample("empty.sift").bytes.clone()),
     ];
@@ -1316,6 +1370,12 @@ fn scheme_batch(n: usize, columns: std::ops::Range<usize>) -> RecordBatch {
                 (0..n as u64).map(|i| ["AIR", "RAIL", "SHIP"][(hash(i) % 3) as usize]),
             )),
         ),
+        (
+            "mode_rank",
+            Arc::new(Int64Array::from_iter_values(
+                (0..n as u64).map(|i| (hash(i) % 3) as i64 * 1_000_000 + 7),
+            )),
+        ),
     ];
     RecordBatch::try_from_iter(all[columns].iter().cloned()).unwrap()
 }
@@ -1339,7 +1399,7 @@ fn fuzz_seeds_reach_every_scheme() {
     }
     let all = [
         "plain", "for", "bitmap", "bytes", "dict", "const", "rle", "patch", "delta", "alp",
-        "alprd", "fsst",
+        "alprd", "fsst", "lookup",
     ];
     let missing: Vec<&str> = all.iter().copied().filter(|s| !seen.contains(s)).collect();
     assert!(

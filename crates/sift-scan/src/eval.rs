@@ -144,6 +144,13 @@ impl BlockEval<'_, '_> {
                 };
                 Ok(and_input(compact, input))
             }
+            ColumnData::Encoded(c) if sift_encoding::lookup_source(&c.meta.encoding).is_some() => {
+                // A table over another column's codes: decoded (only the rows still
+                // selected), then evaluated; the table's own entries are few, but the
+                // codes are the source's and are read either way.
+                let a = self.read(col, input, false)?;
+                self.deposit(eval_array(p, &a)?, input)
+            }
             ColumnData::Encoded(c) => {
                 let sparse = input
                     .filter(|s| (s.count_ones() as f64) < SELECT_FIRST_BELOW * self.rows as f64);
@@ -222,6 +229,9 @@ impl BlockEval<'_, '_> {
                 Some(s) => arrow_select::filter::filter(&a, &boolean_of(s))?,
                 None => a,
             },
+            ColumnData::Encoded(c) if sift_encoding::lookup_source(&c.meta.encoding).is_some() => {
+                self.read_lookup(col, &c, sel)?
+            }
             ColumnData::Encoded(c) => {
                 let (enc, dt, rows, bufs) = (&c.meta.encoding, c.data_type, c.rows, c.buffers());
                 self.stats.bytes_read += match sel {
@@ -244,6 +254,31 @@ impl BlockEval<'_, '_> {
         self.check_nulls(col, &out)?;
         self.stats.values_decoded += out.len() as u64;
         Ok(out)
+    }
+
+    /// The rows of `sel` (all if `None`) of a lookup chunk `c` of column `col`, through its
+    /// source chunk's dictionary codes (both chunks are read whole).
+    fn read_lookup(
+        &mut self,
+        col: usize,
+        c: &sift_format::ChunkRef<'_>,
+        sel: Option<&Bitmap>,
+    ) -> Result<ArrayRef> {
+        let enc = &c.meta.encoding;
+        let source = sift_encoding::lookup_source(enc).unwrap_or(col);
+        let ColumnData::Encoded(src) = self.data.dictionary_column(source)? else {
+            return Err(self.decode_error(col, "a lookup outside a Sift file"));
+        };
+        self.stats.bytes_read += c.meta.stored_bytes() + src.meta.stored_bytes();
+        sift_encoding::decode_lookup(
+            enc,
+            c.data_type,
+            c.rows,
+            &c.buffers(),
+            (&src.meta.encoding, &src.buffers()),
+            sel,
+        )
+        .map_err(|e| self.decode_error(col, e))
     }
 
     /// Refuses nulls decoded in a column the schema declares non-nullable (a damaged

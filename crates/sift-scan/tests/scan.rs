@@ -1015,6 +1015,93 @@ fn filter_on_constant_boolean_column() {
 // ---------------------------------------------------------------------------------------
 // Statistics.
 
+/// Integer columns that are functions of another column's dictionary codes are stored as
+/// lookups; filters on them, alone or with the source, select what Arrow selects.
+#[test]
+fn lookup_columns_filter_like_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 5_000usize;
+    let hhmm: Vec<i64> = (0..n as i64)
+        .map(|i| (i * 37 % 24) * 100 + i * 13 % 60)
+        .collect();
+    let hour: Vec<i64> = hhmm.iter().map(|t| t / 100).collect();
+    let minute: Vec<i32> = hhmm.iter().map(|t| (t % 100) as i32).collect();
+    let t = small_table(
+        dir.path(),
+        vec![
+            ("hhmm", Arc::new(Int64Array::from(hhmm.clone())) as ArrayRef),
+            ("hour", Arc::new(Int64Array::from(hour.clone())) as ArrayRef),
+            (
+                "minute",
+                Arc::new(Int32Array::from(minute.clone())) as ArrayRef,
+            ),
+        ],
+        1024,
+    );
+    let file = sift_format::SiftFile::open(dir.path().join("small1024.sift")).unwrap();
+    for block in &file.footer().blocks {
+        for c in [2, 3] {
+            assert_eq!(
+                sift_encoding::lookup_source(&block.columns[c].encoding),
+                Some(1),
+                "{}",
+                block.columns[c].encoding.describe()
+            );
+        }
+    }
+    let want = |f: &dyn Fn(usize) -> bool| -> Vec<i64> {
+        (0..n).filter(|&i| f(i)).map(|i| i as i64).collect()
+    };
+    let cases: Vec<(Expr, Vec<i64>)> = vec![
+        (col("hour").eq(7), want(&|i| hour[i] == 7)),
+        (
+            col("hour").between(3, 5),
+            want(&|i| (3..=5).contains(&hour[i])),
+        ),
+        (
+            col("minute").in_list([0, 59]),
+            want(&|i| [0, 59].contains(&minute[i])),
+        ),
+        (
+            col("hour").lt(2).or(col("minute").gt(57)),
+            want(&|i| hour[i] < 2 || minute[i] > 57),
+        ),
+        // Very selective first, so the lookup is decoded for a few selected rows only.
+        (
+            col("id").in_list([17, 4000]).and(col("minute").gte(0)),
+            vec![17, 4000],
+        ),
+        (col("hour").is_null(), vec![]),
+        (
+            col("hhmm")
+                .cmp_column(CmpOp::Eq, "hour")
+                .or(col("minute").cmp_column(CmpOp::Eq, "hour")),
+            want(&|i| hhmm[i] == hour[i] || i64::from(minute[i]) == hour[i]),
+        ),
+    ];
+    for (filter, expected) in cases {
+        let text = filter.to_string();
+        assert_eq!(ids(&t, filter), expected, "{text}");
+    }
+    // Projected alone and with the source.
+    let rows: Vec<RecordBatch> = t
+        .scan()
+        .project(["minute", "hour"])
+        .build()
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let got = concat_batches(&rows[0].schema(), &rows).unwrap();
+    assert_eq!(
+        got.column(0).as_ref(),
+        &Int32Array::from(minute) as &dyn Array
+    );
+    assert_eq!(
+        got.column(1).as_ref(),
+        &Int64Array::from(hour) as &dyn Array
+    );
+}
+
 #[test]
 fn zone_maps_prune_a_sorted_column() {
     let dir = tempfile::tempdir().unwrap();

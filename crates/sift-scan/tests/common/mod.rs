@@ -43,7 +43,7 @@ impl Kind {
 }
 
 /// The generated table's columns.
-pub const COLS: [(&str, Kind); 14] = [
+pub const COLS: [(&str, Kind); 15] = [
     ("i_small", Kind::Int64),  // -20..=20
     ("i_runs", Kind::Int64),   // long runs of one value
     ("i_sorted", Kind::Int64), // non-decreasing
@@ -58,6 +58,7 @@ pub const COLS: [(&str, Kind); 14] = [
     ("s_uniq", Kind::Str),     // unique, a quarter longer than the 64-byte zone-map bound
     ("s_uni", Kind::Str),      // non-ASCII words
     ("b", Kind::Bool),
+    ("i_of_low", Kind::Int64), // a function of s_low: stored as a lookup when neither has nulls
 ];
 
 pub const NCOLS: usize = COLS.len();
@@ -248,6 +249,10 @@ impl TableSpec {
             })
             .collect();
         let bools: Vec<bool> = (0..n).map(|_| rng.below(3) == 0).collect();
+        let i_of_low: Vec<i64> = s_low
+            .iter()
+            .map(|s| LOW.iter().position(|l| l == s).unwrap_or(0) as i64 * 1000 - 3)
+            .collect();
 
         fn prim<T: ArrowPrimitiveType>(
             vals: &[T::Native],
@@ -289,6 +294,7 @@ impl TableSpec {
                     .map(|(i, b)| v(13, i).then_some(*b))
                     .collect::<BooleanArray>(),
             ),
+            prim::<Int64Type>(&i_of_low, |i| v(14, i)),
         ];
         let fields: Vec<Field> = COLS
             .iter()
