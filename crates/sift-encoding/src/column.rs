@@ -162,22 +162,19 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
     }
     let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
     let mut sink = BufferSink::default();
-    let validity = match &nulls {
-        Some(n) if n.null_count() == len => {
-            return Ok(EncodedColumn {
-                encoding: ColumnEncoding {
-                    validity: Validity::AllNull,
-                    nodes: vec![],
-                },
-                buffers: vec![],
-                stats: ChunkStats {
-                    null_count: len as u64,
-                    ..ChunkStats::default()
-                },
-            });
-        }
-        _ => Validity::AllValid,
-    };
+    if nulls.as_ref().is_some_and(|n| n.null_count() == len) {
+        return Ok(EncodedColumn {
+            encoding: ColumnEncoding {
+                validity: Validity::AllNull,
+                nodes: vec![],
+            },
+            buffers: vec![],
+            stats: ChunkStats {
+                null_count: len as u64,
+                ..ChunkStats::default()
+            },
+        });
+    }
     let data = array.to_data();
     let valid = |i: &usize| nulls.as_ref().is_none_or(|n| n.is_valid(*i));
     let mut stats = ChunkStats {
@@ -266,7 +263,7 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
     // The validity's nodes follow the values' tree, whose root must be node 0.
     let validity = match &nulls {
         Some(n) => crate::validity::encode(n.inner(), &mut sink),
-        None => validity,
+        None => Validity::AllValid,
     };
     Ok(EncodedColumn {
         encoding: ColumnEncoding {
