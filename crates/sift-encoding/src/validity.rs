@@ -8,6 +8,7 @@ use sift_bits::Bitmap;
 
 use crate::cascade::{Ctx, MAX_CASCADE, Value, constant};
 use crate::error::{Result, corrupt};
+use crate::filter::set_range;
 use crate::node::{BufferSink, Node, Validity};
 use crate::rle;
 
@@ -83,25 +84,6 @@ fn in_validity(e: &crate::EncodingError) -> crate::EncodingError {
     corrupt(format!("validity: {e}"))
 }
 
-/// Sets bits `start..end` (within `words`).
-fn set_range(words: &mut [u64], start: usize, end: usize) {
-    if start >= end {
-        return;
-    }
-    let (first, last) = (start / 64, (end - 1) / 64);
-    let head = !0u64 << (start % 64);
-    let tail = !0u64 >> (63 - (end - 1) % 64);
-    if first == last {
-        words[first] |= head & tail;
-        return;
-    }
-    words[first] |= head;
-    for w in &mut words[first + 1..last] {
-        *w = !0;
-    }
-    words[last] |= tail;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,16 +126,6 @@ mod tests {
             }
             let (out, _) = round_trip(&bits).map_err(TestCaseError::fail)?;
             prop_assert_eq!(out, Bitmap::from_bools(bits.iter().copied()));
-        }
-
-        #[test]
-        fn set_range_sets_exactly_the_range(len in 1usize..300, a in 0usize..300, b in 0usize..300) {
-            let (start, end) = (a.min(b).min(len), a.max(b).min(len));
-            let mut words = vec![0u64; len.div_ceil(64)];
-            set_range(&mut words, start, end);
-            for i in 0..len {
-                prop_assert_eq!(words[i / 64] >> (i % 64) & 1 == 1, (start..end).contains(&i), "bit {}", i);
-            }
         }
     }
 
