@@ -343,13 +343,20 @@ pub fn decode_selected(
     buffers: &[&[u8]],
     selection: &Bitmap,
 ) -> Result<ArrayRef> {
-    if selection.len() != len {
-        return Err(EncodingError::Unsupported(format!(
-            "selection of {} rows for a chunk of {len}",
-            selection.len()
-        )));
-    }
+    check_selection(Some(selection), len)?;
     decode_rows(enc, dt, len, buffers, Some(selection))
+}
+
+/// A selection, if any, must have one bit per row of the chunk (a caller's mistake, not a
+/// damaged file).
+pub(crate) fn check_selection(selection: Option<&Bitmap>, len: usize) -> Result<()> {
+    match selection {
+        Some(s) if s.len() != len => Err(EncodingError::Unsupported(format!(
+            "selection of {} rows for a chunk of {len}",
+            s.len()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The validity of a chunk of `len` rows: `None` when every row is valid.
@@ -480,14 +487,7 @@ pub fn decode_dictionary(
     if physical_kind(dt)? != PhysicalKind::Bytes {
         return Ok(None);
     }
-    if let Some(s) = selection
-        && s.len() != len
-    {
-        return Err(EncodingError::Unsupported(format!(
-            "selection of {} rows for a chunk of {len}",
-            s.len()
-        )));
-    }
+    check_selection(selection, len)?;
     let out_type = dictionary_type(dt);
     if enc.validity == Validity::AllNull {
         let out_len = selection.map_or(len, Bitmap::count_ones);

@@ -14,7 +14,7 @@ use arrow_schema::DataType;
 use sift_bits::Bitmap;
 
 use crate::cascade::{Ctx, MAX_CASCADE, Value, decode_indices};
-use crate::column::{EncodedColumn, PhysicalKind, int_array, physical_kind};
+use crate::column::{EncodedColumn, PhysicalKind, check_selection, int_array, physical_kind};
 use crate::dict::checked_len;
 use crate::error::{Result, corrupt};
 use crate::node::{BufferSink, Buffers, ColumnEncoding, Node, Validity};
@@ -120,12 +120,14 @@ fn own_values(c: &EncodedColumn, rows: usize) -> Option<Vec<i64>> {
 /// The dictionary code of every row of a source chunk.
 fn source_codes(c: &EncodedColumn, rows: usize) -> Option<Vec<u64>> {
     let bufs: Vec<&[u8]> = c.buffers.iter().map(Vec::as_slice).collect();
-    codes_of(&ctx_of(c, &bufs), rows).ok()
+    codes_of(&ctx_of(c, &bufs), rows)
+        .ok()
+        .map(|(codes, _)| codes)
 }
 
 /// The dictionary codes of the `rows` rows of a chunk without nulls whose root is a
 /// dictionary, and the dictionary's size.
-fn codes_of(ctx: &Ctx<'_>, rows: usize) -> Result<Vec<u64>> {
+fn codes_of(ctx: &Ctx<'_>, rows: usize) -> Result<(Vec<u64>, u32)> {
     let (Validity::AllValid, Some(&Node::Dict { len, codes, .. })) =
         (ctx.enc.validity, ctx.enc.nodes.first())
     else {
@@ -133,14 +135,15 @@ fn codes_of(ctx: &Ctx<'_>, rows: usize) -> Result<Vec<u64>> {
             "the source of a lookup must have no nulls and a dictionary at its root",
         ));
     };
-    let len = checked_len(len, rows)?;
-    decode_indices(
+    let n = checked_len(len, rows)?;
+    let codes = decode_indices(
         ctx,
         ctx.child(0, codes)?,
         rows,
-        len.saturating_sub(1) as u64,
+        n.saturating_sub(1) as u64,
         1,
-    )
+    )?;
+    Ok((codes, len))
 }
 
 /// One value per code if `values` is a function of `codes`, else `None` (stops at the
@@ -202,23 +205,12 @@ pub fn decode_lookup(
     if lookup_source(source).is_some() {
         return Err(corrupt("the source of a lookup is a lookup itself"));
     }
-    if let Some(s) = selection
-        && s.len() != len
-    {
-        return Err(corrupt(format!(
-            "selection of {} rows for a chunk of {len}",
-            s.len()
-        )));
-    }
+    check_selection(selection, len)?;
     let src = Ctx {
         enc: source,
         bufs: Buffers(source_buffers),
     };
-    let codes = codes_of(&src, len)?;
-    let dict = match source.nodes.first() {
-        Some(Node::Dict { len, .. }) => *len,
-        _ => 0,
-    };
+    let (codes, dict) = codes_of(&src, len)?;
     if n != dict {
         return Err(corrupt(format!(
             "lookup table of {n} values for a dictionary of {dict}"
@@ -415,6 +407,25 @@ mod tests {
         let mut nulls = hour.encoding.clone();
         nulls.validity = Validity::AllNull;
         assert!(try_with(&nulls, &cols[0], 5_000).contains("not a lookup chunk"));
+        // A selection that is not one bit per row.
+        let sb = bufs(&cols[0]);
+        let short = Bitmap::ones(10);
+        let err = decode_lookup(
+            &hour.encoding,
+            &dt,
+            5_000,
+            &hb,
+            (&cols[0].encoding, &sb),
+            Some(&short),
+        )
+        .err()
+        .map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("selection of 10 rows for a chunk of 5000")));
+        let plain =
+            crate::column::decode_selected(&cols[3].encoding, &dt, 5_000, &bufs(&cols[3]), &short)
+                .err()
+                .map(|e| e.to_string());
+        assert!(plain.is_some_and(|e| e.contains("selection of 10 rows for a chunk of 5000")));
         // Decoded without its source, a lookup is an error naming the source.
         let plain = decode_array(&hour.encoding, &dt, 5_000, &hb)
             .err()

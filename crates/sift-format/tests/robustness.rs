@@ -1094,7 +1094,7 @@ fn hostile_footers_are_refused() {
     let footer = &s.bytes[footer_offset(&s.bytes)..s.bytes.len() - TRAILER_LEN];
     // Trailers.
     for (name, version, magic) in [
-        ("version 2", FORMAT_VERSION + 1, MAGIC),
+        ("next version", FORMAT_VERSION + 1, MAGIC),
         ("version 0", 0, MAGIC),
         ("version u32::MAX", u32::MAX, MAGIC),
         ("wrong end magic", FORMAT_VERSION, *b"SIFTDATB"),
@@ -1213,6 +1213,29 @@ fn hostile_footers_are_refused() {
         }
     }
     problems.assert_none("hostile footers");
+}
+
+/// A footer whose lookup points at its own column is refused with a message naming the
+/// block, the column and the source.
+#[test]
+fn lookup_into_itself_names_the_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sample("mixed.sift");
+    let mut f = footer_of(s);
+    let narrow = column(&f, "i64_narrow");
+    f.blocks[0].columns[narrow].encoding.nodes[0] = Node::Lookup {
+        column: narrow as u32,
+        len: 1,
+        table: 1,
+    };
+    let path = dir.path().join("self-lookup.sift");
+    std::fs::write(&path, with_footer(s, &f)).unwrap();
+    let msg = SiftFile::open(&path).unwrap_err().to_string();
+    let want = format!(
+        "block 0 column 'i64_narrow' is a lookup into column {narrow}, which is not another stored column"
+    );
+    assert!(msg.contains(&want), "{msg}");
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
 }
 
 #[test]
