@@ -16,7 +16,7 @@ file already differs from pyarrow in the same way, the difference comes from the
 round trip must still equal the direct file exactly. Any difference Sift introduces fails.
 
 Environment:
-  PARQUET_TESTING_DIR  data directory (default <repo>/../shared/data/parquet-testing/data)
+  PARQUET_TESTING_DIR  data directory (default <repo>/testdata/parquet-testing/data)
   SIFT_BIN             the sift binary (default ${CARGO_TARGET_DIR:-<repo>/target}/debug/sift)
 
 Run:  cargo build -p sift-cli && ~/.cache/sift-test-venv/bin/pytest tests/python -q
@@ -35,7 +35,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DATA_DIR = Path(
-    os.environ.get("PARQUET_TESTING_DIR", REPO.parent / "shared" / "data" / "parquet-testing" / "data")
+    os.environ.get("PARQUET_TESTING_DIR", REPO / "testdata" / "parquet-testing" / "data")
 )
 FILES = sorted(DATA_DIR.glob("*.parquet")) if DATA_DIR.is_dir() else []
 
@@ -166,6 +166,10 @@ def xfail_if_parquet_reader_fails(sift_bin: Path, path: Path, tmp_path: Path) ->
             f"pyarrow reads: {p.stderr.strip()}"
         )
     direct_path.unlink()
+
+
+def test_corpus_is_in_the_repository() -> None:
+    assert len(FILES) >= 50, f"expected the parquet-testing corpus in {DATA_DIR}, found {len(FILES)} files"
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f.name for f in FILES])

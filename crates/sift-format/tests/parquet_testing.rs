@@ -22,9 +22,7 @@ const MAX_INFLATED: i64 = 256 << 20;
 fn data_dir() -> PathBuf {
     match std::env::var_os("PARQUET_TESTING_DIR") {
         Some(d) => PathBuf::from(d),
-        None => {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/parquet-testing/data")
-        }
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/parquet-testing/data"),
     }
 }
 
@@ -71,7 +69,7 @@ fn parquet_testing_files_round_trip() {
     let dir = data_dir();
     assert!(
         dir.is_dir(),
-        "parquet-testing data not found at {} (set PARQUET_TESTING_DIR to apache/parquet-testing/data)",
+        "parquet-testing data not found at {} (the repository keeps a copy in testdata/parquet-testing/data; PARQUET_TESTING_DIR overrides it)",
         dir.display()
     );
     let mut files = Vec::new();

@@ -243,11 +243,8 @@ fn read_dictionary_on_parquet_keeps_the_row_group_dictionary() {
 #[test]
 fn read_dictionary_on_parquet_testing_file() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/parquet-testing/data/alltypes_dictionary.parquet");
-    if !path.exists() {
-        eprintln!("skipped: {} is missing", path.display());
-        return;
-    }
+        .join("../../testdata/parquet-testing/data/alltypes_dictionary.parquet");
+    assert!(path.is_file(), "{} is missing", path.display());
     let table = Table::open(&path).unwrap();
     let schema = table.schema();
     let strings: Vec<String> = schema
