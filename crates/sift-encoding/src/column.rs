@@ -488,11 +488,45 @@ pub fn decode_dictionary(
         return Ok(None);
     }
     check_selection(selection, len)?;
-    let out_type = dictionary_type(dt);
     if enc.validity == Validity::AllNull {
         let out_len = selection.map_or(len, Bitmap::count_ones);
-        return Ok(Some(arrow_array::new_null_array(&out_type, out_len)));
+        return Ok(Some(arrow_array::new_null_array(
+            &dictionary_type(dt),
+            out_len,
+        )));
     }
+    let Some(chunk) = dictionary_chunk(enc, dt, len, buffers, selection)? else {
+        return Ok(None);
+    };
+    // Every code is below the dictionary's length, which fits i32, so the cast is exact.
+    let keys: Vec<i32> = chunk.codes.into_iter().map(|c| c as i32).collect();
+    let keys = scatter(keys, chunk.nulls.as_ref(), chunk.len);
+    let keys = Int32Array::new(keys.into(), chunk.nulls);
+    Ok(Some(Arc::new(DictionaryArray::<Int32Type>::try_new(
+        keys, chunk.dict,
+    )?)))
+}
+
+/// A dictionary-encoded byte-string chunk, decoded as far as its codes.
+struct DictionaryChunk {
+    /// The dictionary as an array of the column's type.
+    dict: ArrayRef,
+    /// One code per stored (non-null, selected) row, each below `dict.len()`.
+    codes: Vec<u64>,
+    /// The output rows' validity, and their number.
+    nulls: Option<NullBuffer>,
+    len: usize,
+}
+
+/// The dictionary and codes of a chunk that is dictionary-encoded at its root (`None`
+/// otherwise, and for a chunk with no stored values).
+fn dictionary_chunk(
+    enc: &ColumnEncoding,
+    dt: &DataType,
+    len: usize,
+    buffers: &[&[u8]],
+    selection: Option<&Bitmap>,
+) -> Result<Option<DictionaryChunk>> {
     let Some(&Node::Dict {
         values,
         len: dict_len,
@@ -527,13 +561,52 @@ pub fn decode_dictionary(
         )?,
         Some(s) => crate::selected::select_indices(&ctx, codes, plan.stored, dict_len, 1, s)?,
     };
-    // Every code is below dict_len (checked above), so the cast is exact.
-    let keys: Vec<i32> = codes.into_iter().map(|c| c as i32).collect();
-    let keys = scatter(keys, plan.nulls.as_ref(), plan.len);
-    let keys = Int32Array::new(keys.into(), plan.nulls);
-    Ok(Some(Arc::new(DictionaryArray::<Int32Type>::try_new(
-        keys, dict,
-    )?)))
+    Ok(Some(DictionaryChunk {
+        dict,
+        codes,
+        nulls: plan.nulls,
+        len: plan.len,
+    }))
+}
+
+/// A dictionary-encoded chunk read as views (`dt` is Utf8View or BinaryView): each row's
+/// view is gathered from the dictionary's views, 16 bytes per row, and no string is
+/// copied. `Ok(None)` when the chunk is not dictionary-encoded.
+fn gather_views(
+    enc: &ColumnEncoding,
+    dt: &DataType,
+    len: usize,
+    buffers: &[&[u8]],
+    selection: Option<&Bitmap>,
+) -> Result<Option<ArrayRef>> {
+    use arrow_array::GenericByteViewArray;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{BinaryViewType, ByteViewType, StringViewType};
+    fn gather<T: ByteViewType>(chunk: DictionaryChunk) -> ArrayRef {
+        let dict = chunk.dict.as_byte_view::<T>();
+        let views = dict.views();
+        // Codes were checked against the dictionary's length when decoded.
+        let gathered: Vec<u128> = chunk.codes.iter().map(|&c| views[c as usize]).collect();
+        // Null rows get the zero view: an empty inline string.
+        let gathered = scatter(gathered, chunk.nulls.as_ref(), chunk.len);
+        // SAFETY: every view is copied from a valid array whose data buffers are passed
+        // along unchanged, so each points at valid (UTF-8, for strings) bytes in them; the
+        // zero view of a null row is a valid empty inline view.
+        Arc::new(unsafe {
+            GenericByteViewArray::<T>::new_unchecked(
+                gathered.into(),
+                Arc::clone(dict.data_buffers()),
+                chunk.nulls,
+            )
+        })
+    }
+    let Some(chunk) = dictionary_chunk(enc, dt, len, buffers, selection)? else {
+        return Ok(None);
+    };
+    Ok(Some(match dt {
+        DataType::Utf8View => gather::<StringViewType>(chunk),
+        _ => gather::<BinaryViewType>(chunk),
+    }))
 }
 
 fn decode_rows(
@@ -548,6 +621,12 @@ fn decode_rows(
         return Err(corrupt(format!(
             "{len} values of {dt} exceed {MAX_FIXED_CHUNK_BYTES} bytes"
         )));
+    }
+    if matches!(dt, DataType::Utf8View | DataType::BinaryView)
+        && enc.validity != Validity::AllNull
+        && let Some(views) = gather_views(enc, dt, len, buffers, selection)?
+    {
+        return Ok(views);
     }
     let bufs = Buffers(buffers);
     let ctx = Ctx {
@@ -769,46 +848,34 @@ fn bytes_array(
     len: usize,
     nulls: Option<NullBuffer>,
 ) -> Result<ArrayRef> {
-    use arrow_array::builder::{BinaryViewBuilder, StringViewBuilder};
-    let value_at = |n: &Option<NullBuffer>| -> Vec<Option<usize>> {
-        let mut idx = Vec::with_capacity(len);
-        let mut next = 0;
-        for i in 0..len {
-            if n.as_ref().is_none_or(|n| n.is_valid(i)) {
-                idx.push(Some(next));
-                next += 1;
-            } else {
-                idx.push(None);
-            }
-        }
-        idx
-    };
+    use arrow_array::{BinaryViewArray, StringViewArray};
     match dt {
         DataType::Utf8 | DataType::Binary => offsets_array::<i32>(values, dt, len, nulls),
         DataType::LargeUtf8 | DataType::LargeBinary => offsets_array::<i64>(values, dt, len, nulls),
-        DataType::Utf8View => {
-            let mut b = StringViewBuilder::with_capacity(len);
-            for slot in value_at(&nulls) {
-                match slot {
-                    Some(i) => {
-                        let s = std::str::from_utf8(values.value(i))
-                            .map_err(|e| corrupt(format!("invalid UTF-8: {e}")))?;
-                        b.append_value(s);
-                    }
-                    None => b.append_null(),
-                }
-            }
-            Ok(Arc::new(b.finish()))
-        }
-        DataType::BinaryView => {
-            let mut b = BinaryViewBuilder::with_capacity(len);
-            for slot in value_at(&nulls) {
-                match slot {
-                    Some(i) => b.append_value(values.value(i)),
-                    None => b.append_null(),
-                }
-            }
-            Ok(Arc::new(b.finish()))
+        // Views are built over the decoded bytes as one Arrow buffer, without copying a
+        // string: the offsets array is checked (and UTF-8 validated once) as for Utf8, then
+        // Arrow turns each offset pair into a view into that same buffer.
+        DataType::Utf8View | DataType::BinaryView => {
+            use arrow_array::cast::AsArray;
+            let text = *dt == DataType::Utf8View;
+            let large = values.offsets.last().is_some_and(|&o| o > i32::MAX as u32);
+            let plain = match (text, large) {
+                (true, false) => DataType::Utf8,
+                (true, true) => DataType::LargeUtf8,
+                (false, false) => DataType::Binary,
+                (false, true) => DataType::LargeBinary,
+            };
+            let array = if large {
+                offsets_array::<i64>(values, &plain, len, nulls)?
+            } else {
+                offsets_array::<i32>(values, &plain, len, nulls)?
+            };
+            Ok(match (text, large) {
+                (true, false) => Arc::new(StringViewArray::from(array.as_string::<i32>())),
+                (true, true) => Arc::new(StringViewArray::from(array.as_string::<i64>())),
+                (false, false) => Arc::new(BinaryViewArray::from(array.as_binary::<i32>())),
+                (false, true) => Arc::new(BinaryViewArray::from(array.as_binary::<i64>())),
+            })
         }
         DataType::FixedSizeBinary(w) => {
             let w = *w as usize;
