@@ -2,6 +2,7 @@
 //!
 //! This file only wires the command line; each command lives in its own module.
 
+mod bench;
 mod cat;
 mod convert;
 mod demo;
@@ -10,6 +11,7 @@ mod inspect;
 mod io;
 mod measure;
 mod query;
+mod readback;
 mod scan;
 mod table;
 mod ui;
@@ -59,6 +61,7 @@ enum Command {
     Demo(demo::DemoArgs),
     Query(query::QueryArgs),
     Scan(scan::ScanArgs),
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args, &ui),
         Command::Query(args) => query::run(&args, &ui),
         Command::Scan(args) => scan::run(&args, &ui),
+        Command::Bench(args) => bench::run(&args, &ui),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -36,8 +36,10 @@ pub struct QueryArgs {
 }
 
 pub fn run(args: &QueryArgs, ui: &Ui) -> Result<()> {
+    let opened = Instant::now();
     let table = Table::open_with(&args.file, !args.no_checksums)
         .with_context(|| format!("cannot open {}", args.file.display()))?;
+    let open_ms = opened.elapsed().as_secs_f64() * 1e3;
     let mut times = Vec::new();
     let mut result: Option<QueryResult> = None;
     let bar = ui.progress(Some(args.runs.max(1) as u64), "runs", &args.query);
@@ -67,6 +69,7 @@ pub fn run(args: &QueryArgs, ui: &Ui) -> Result<()> {
         let out = serde_json::json!({
             "query": args.query,
             "file": args.file.display().to_string(),
+            "open_ms": open_ms,
             "first_ms": times[0],
             "best_ms": best,
             "median_ms": median,
