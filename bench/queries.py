@@ -347,7 +347,6 @@ class Engine:
         return tf.files[self.fmt]
 
     def measure(self, q: Query, runs: int) -> dict:
-        harness.warm_page_cache(self.file(q))
         first_ms, first_rows = first_run(self, q)
         try:
             res = timed(self.runner(q), runs)
