@@ -1,18 +1,29 @@
 """File formats compared by bench/harness.py.
 
-Each format knows how to write the reference table to a file, how to decode that file back
-into a fully materialized pyarrow Table on one core, and (Sift, Parquet, Vortex) how many
-bytes each column occupies in the file.  To add a format, subclass `Format` and append an
-instance to `all_formats()`; to add a measure (e.g. a scan query), give the formats a method
-for it and register a function in harness.MEASURES.
+Each format knows how to write the reference table to a file, how to read that file back
+on one core (`read`: the whole table materialised as a pyarrow Table, or streamed batch by
+batch), and (Sift, Parquet, Vortex) how many bytes each column occupies in the file.  To add
+a format, subclass `Format` and append an instance to `all_formats()`; to add a measure
+(e.g. a scan query), give the formats a method for it and register a function in
+harness.MEASURES.
+
+Run as a script, `python formats.py first-read KEY FILE --table T --schema S [--stream]`
+reads FILE once in this fresh process and prints {"ms": float, "rows": int, "imported": [...]}:
+the first-read time of a Python engine, measured like `sift bench read`'s first run (modules
+imported and the reader set up before the timer starts; `imported` lists any module the read
+still imported while timed, which the harness refuses).
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
+import os
 import shutil
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +55,7 @@ class Format:
     key = "?"           # short id for --formats
     ext = "bin"
     note = ""           # one line for the notes section of the report
+    modules: tuple[str, ...] = ()   # imported before a first read is timed
 
     def path(self, ctx: Context) -> Path:
         stem = ctx.table if self.key == self.ext else f"{ctx.table}.{self.key}"
@@ -54,6 +66,11 @@ class Format:
 
     def prepare(self, ctx: Context) -> None:
         """Called once before write/decode (whether or not the file is written this run)."""
+        self.setup(ctx.table, None if ctx.ref is None else ctx.ref.schema)
+
+    def setup(self, table: str, schema: pa.Schema | None) -> None:
+        """What reading needs besides the file: the table name and the reference schema
+        (None when only writing from another file, as bench/querydata.py does for Sift)."""
 
     def write(self, ctx: Context, path: Path) -> None:
         raise NotImplementedError
@@ -70,17 +87,25 @@ class Format:
         (e.g. encodings).  Raises NotImplementedError when the format cannot tell."""
         raise NotImplementedError
 
-    def decode(self, path: Path) -> pa.Table | None:
-        """Decode the whole file into Arrow; the timed operation.
-
-        Returns the table, or None when decoding happens out of process (Sift)."""
+    def decode(self, path: Path) -> pa.Table:
+        """Open the file and decode all of it into one in-memory Arrow table."""
         raise NotImplementedError
+
+    def stream(self, path: Path) -> int:
+        """Open the file and decode all of it batch by batch, dropping each batch; returns
+        the number of rows."""
+        raise NotImplementedError
+
+    def read(self, path: Path, stream: bool) -> tuple[pa.Table | int, float]:
+        """The timed operation: (the table, or the row count when streaming; seconds).  The
+        table is still alive when the clock stops, so freeing it is not timed."""
+        t0 = time.perf_counter()
+        out = self.stream(path) if stream else self.decode(path)
+        return out, time.perf_counter() - t0
 
     def read_back(self, ctx: Context, path: Path) -> pa.Table:
         """Read the file into a pyarrow Table for the correctness check (untimed)."""
-        t = self.decode(path)
-        assert t is not None
-        return t
+        return self.decode(path)
 
     def size(self, path: Path) -> int:
         if path.is_dir():
@@ -95,10 +120,13 @@ class SiftFormat(Format):
     name = "Sift"
     key = "sift"
     ext = "sift"
-    note = ("Sift decode = wall time of the subprocess `sift cat FILE --output none`, which "
-            "decodes every column of every block into Arrow arrays and discards them "
-            "(includes process start-up and file open); correctness via "
-            "`sift convert FILE back.parquet`.")
+    note = ("Sift read = `sift bench read FILE --runs N+1 --mode materialize|stream`: in one "
+            "fresh process, N+1 runs, each opening the file anew, verifying every segment "
+            "checksum and "
+            "decoding every column of every block into Arrow record batches (materialise: "
+            "all kept until the run's clock stops; stream: each dropped), timed by sift "
+            "itself; its first run is the first read, the other N give best and median. "
+            "Correctness via `sift convert FILE back.parquet`.")
 
     def __init__(self):
         self.bin: Path | None = None
@@ -199,9 +227,32 @@ class SiftFormat(Format):
             parts.append(f"{key}×{blocks}" if len(groups) > 1 else key)
         return ", ".join(parts)
 
-    def decode(self, path):
-        self._run(["cat", str(path), "--output", "none"])
-        return None
+    BENCH_READ_KEYS = ("rows", "arrow_bytes", "runs_ms", "first_ms", "best_ms", "median_ms")
+
+    def bench_read(self, path: Path, runs: int, stream: bool) -> dict:
+        """`sift bench read FILE --runs RUNS --mode materialize|stream`, its JSON checked."""
+        mode = "stream" if stream else "materialize"
+        args = ["bench", "read", str(path), "--runs", str(runs), "--mode", mode, "--quiet"]
+        p = subprocess.run([str(self.bin), *args], capture_output=True, text=True,
+                           timeout=3600)
+        if p.returncode != 0:
+            tail = (p.stderr or "").strip().splitlines()[-3:]
+            raise RuntimeError(f"`sift {' '.join(args)}` exited {p.returncode}: "
+                               + " | ".join(tail))
+        try:
+            out = json.loads(p.stdout)
+        except ValueError as e:
+            raise RuntimeError(f"`sift bench read` printed no JSON object ({e}): "
+                               f"{p.stdout[:200]!r}") from None
+        missing = [k for k in self.BENCH_READ_KEYS if k not in out]
+        if missing:
+            raise RuntimeError(f"`sift bench read` output lacks {', '.join(missing)}")
+        if out.get("mode", mode) != mode:
+            raise RuntimeError(f"`sift bench read` ran in mode {out['mode']!r}, not {mode!r}")
+        if len(out["runs_ms"]) != runs:
+            raise RuntimeError(f"`sift bench read --runs {runs}` reported "
+                               f"{len(out['runs_ms'])} runs")
+        return out
 
     def read_back(self, ctx, path):
         back = ctx.workdir / f"{ctx.table}.sift-back.parquet"
@@ -222,6 +273,7 @@ class SiftFormat(Format):
 
 class ParquetFormat(Format):
     ext = "parquet"
+    modules = ("pyarrow.dataset",)   # pq.read_table imports it (and pandas) on first use
 
     def __init__(self, compression: str):
         self.compression = compression
@@ -236,6 +288,13 @@ class ParquetFormat(Format):
 
     def decode(self, path):
         return pq.read_table(path, use_threads=False)
+
+    def stream(self, path):
+        rows = 0
+        with pq.ParquetFile(path) as f:
+            for batch in f.iter_batches(batch_size=65536, use_threads=False):
+                rows += batch.num_rows
+        return rows
 
     def column_sizes(self, ctx, path):
         """Sum over row groups of each column chunk's total_compressed_size (dictionary and
@@ -257,6 +316,7 @@ class OrcFormat(Format):
     name = "ORC zstd"
     key = "orc-zstd"
     ext = "orc"
+    modules = ("pyarrow.orc",)
 
     def version(self):
         return f"pyarrow {pa.__version__}"
@@ -269,6 +329,11 @@ class OrcFormat(Format):
         import pyarrow.orc as orc
         # pyarrow's ORC reader has no use_threads flag; pa.set_cpu_count(1) applies.
         return orc.read_table(path)
+
+    def stream(self, path):
+        import pyarrow.orc as orc
+        f = orc.ORCFile(str(path))
+        return sum(f.read_stripe(i).num_rows for i in range(f.nstripes))
 
 
 # --------------------------------------------------------------------------- Vortex
@@ -283,6 +348,7 @@ class VortexFormat(Format):
     strings as string_view (its native layout)."""
 
     ext = "vortex"
+    modules = ("vortex",)
 
     def __init__(self, string_view: bool = False):
         self.string_view = string_view
@@ -297,7 +363,10 @@ class VortexFormat(Format):
                          "as string_view (GB/s still counts the reference's utf8 Arrow bytes; "
                          "string views may point into the memory-mapped file, e.g. for "
                          "lineitem's l_shipinstruct, other buffers are decoded copies); "
-                         "`vortex.set_worker_threads(0)`; both rows read the same file.")
+                         "stream: the record batch reader of `to_arrow(schema=ref_schema)` "
+                         "(string_view row: `to_arrow()`), each batch dropped; "
+                         "`vortex.set_worker_threads(0)`; both rows read the same file, "
+                         "opened anew (no footer or segment cache kept) every run.")
 
     def path(self, ctx):
         # Both Vortex rows read the same file (the harness writes it once per run).
@@ -328,10 +397,10 @@ class VortexFormat(Format):
         vortex.set_worker_threads(0)
         vortex.io.write(ctx.ref, str(path))
 
-    def prepare(self, ctx):
+    def setup(self, table, schema):
         import vortex
         vortex.set_worker_threads(0)
-        self.schema = ctx.ref.schema
+        self.schema = schema
 
     def decode(self, path):
         import vortex
@@ -339,6 +408,12 @@ class VortexFormat(Format):
         if self.string_view:
             return f.scan().read_all().to_arrow_table()
         return f.to_arrow(schema=self.schema).read_all()
+
+    def stream(self, path):
+        import vortex
+        f = vortex.open(str(path), memory_map=True)
+        reader = f.to_arrow() if self.string_view else f.to_arrow(schema=self.schema)
+        return sum(batch.num_rows for batch in reader)
 
 
 # --------------------------------------------------------------------------- DuckDB
@@ -348,14 +423,18 @@ class DuckDBFormat(Format):
     name = "DuckDB native"
     key = "duckdb"
     ext = "duckdb"
-    note = ("DuckDB decode = `con.sql('select * from <table>').to_arrow_table()` on a "
-            "read-only connection with `SET threads=1` (connection open included).")
+    modules = ("duckdb",)
+    note = ("DuckDB read = per run: open a read-only connection to the file with "
+            "`threads=1` (timed: DuckDB reads its catalog and block metadata anew), "
+            "`PREPARE read_all AS SELECT * FROM <table>` (not timed: planning excluded), "
+            "`con.sql('EXECUTE read_all').to_arrow_table()` (stream: `.to_arrow_reader(65536)`, "
+            "each batch dropped), close (timed).")
 
     def __init__(self):
         self.table = "lineitem"
 
-    def prepare(self, ctx):
-        self.table = ctx.table
+    def setup(self, table, schema):
+        self.table = table
 
     def version(self):
         import duckdb
@@ -374,13 +453,25 @@ class DuckDBFormat(Format):
         finally:
             con.close()
 
-    def decode(self, path):
+    def read(self, path, stream):
         import duckdb
+        t0 = time.perf_counter()
         con = duckdb.connect(str(path), read_only=True, config={"threads": 1})
         try:
-            return con.sql(f'SELECT * FROM "{self.table}"').to_arrow_table()
+            t1 = time.perf_counter()
+            con.execute(f'PREPARE read_all AS SELECT * FROM "{self.table}"')
+            t2 = time.perf_counter()
+            rel = con.sql("EXECUTE read_all")
+            if stream:
+                out = sum(b.num_rows for b in rel.to_arrow_reader(65536))
+            else:
+                out = rel.to_arrow_table()
         finally:
             con.close()
+        return out, time.perf_counter() - t2 + (t1 - t0)
+
+    def decode(self, path):
+        return self.read(path, False)[0]
 
 
 def all_formats() -> list[Format]:
@@ -394,3 +485,41 @@ def all_formats() -> list[Format]:
         DuckDBFormat(),
         OrcFormat(),
     ]
+
+
+def first_read_main(argv: list[str]) -> int:
+    """`first-read KEY FILE --table T --schema S [--stream]`: see the module docstring."""
+    ap = argparse.ArgumentParser(prog="formats.py first-read")
+    ap.add_argument("key")
+    ap.add_argument("file", type=Path)
+    ap.add_argument("--table", required=True)
+    ap.add_argument("--schema", type=Path, required=True,
+                    help="the reference schema, serialized by pa.Schema.serialize()")
+    ap.add_argument("--stream", action="store_true")
+    args = ap.parse_args(argv)
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+    fmt = next((f for f in all_formats() if f.key == args.key), None)
+    if fmt is None:
+        ap.error(f"unknown format {args.key}")
+    for m in fmt.modules:
+        importlib.import_module(m)
+    fmt.setup(args.table, pa.ipc.read_schema(pa.py_buffer(args.schema.read_bytes())))
+    before = set(sys.modules)
+    out, seconds = fmt.read(args.file, args.stream)
+    rows = out if isinstance(out, int) else out.num_rows
+    # Modules the read imported lie inside the timed region: listed so that they can be
+    # added to `modules`.
+    print(json.dumps({"ms": seconds * 1e3, "rows": rows,
+                      "imported": sorted(set(sys.modules) - before)}))
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["first-read"]:
+        sys.exit("usage: formats.py first-read KEY FILE --table T --schema S [--stream]")
+    # One thread everywhere, as in the harness process this is started from.
+    for _var in ("OMP_NUM_THREADS", "ARROW_IO_THREADS", "RAYON_NUM_THREADS",
+                 "TOKIO_WORKER_THREADS"):
+        os.environ.setdefault(_var, "1")
+    sys.exit(first_read_main(sys.argv[2:]))

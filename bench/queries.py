@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end query benchmark (issue 5, scan engine): TPC-H Q1/Q6/Q12/Q14/Q19 on lineitem
+"""End-to-end query benchmark of the scan engine: TPC-H Q1/Q6/Q12/Q14/Q19 on lineitem
 (Q12/Q14/Q19: the lineitem side only), Q6 on lineitem with nulls, and the Parquet-Select
 paper's filter/projection micro-benchmark, each on one core, on every engine/format:
 
@@ -8,6 +8,12 @@ paper's filter/projection micro-benchmark, each on one core, on every engine/for
 
 DuckDB native's result is the reference every other engine's result must equal (floats to a
 relative 1e-9, rows ordered by their group keys).  Times are reported as ratios against Sift.
+
+Every engine is timed the same way, in-process, like `sift query`: the file is opened (and
+DuckDB's SQL prepared) once per query, untimed, then the query runs on it.  Reported: the
+first run (the first run of the query in a fresh process, page cache warm: `sift query`'s
+first run; for the Python engines a fresh `python queries.py first-run` process) and the
+best and median of --runs runs that follow a first run in the same process.
 
 Run through bench/queries.sh (venv, release build of sift, `taskset -c 0`).  Direct use:
     taskset -c 0 python bench/queries.py --scale 0.01 --sift target/release/sift
@@ -32,6 +38,7 @@ import decimal  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -49,7 +56,9 @@ import querydata  # noqa: E402
 from formats import SiftFormat  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
+import pyarrow.acero  # noqa: E402,F401  (Table.group_by imports it on first use)
 import pyarrow.compute as pc  # noqa: E402
+import pyarrow.dataset  # noqa: E402,F401
 import pyarrow.parquet as pq  # noqa: E402
 
 BENCH_DIR = harness.BENCH_DIR
@@ -270,7 +279,8 @@ class EngineUnavailable(Exception):
 
 
 def timed(fn: Callable[[], list[tuple]], runs: int) -> dict:
-    """One untimed warm-up (its result is the one checked), then `runs` timed runs."""
+    """This process's first run, untimed (its result is the one checked), then `runs` timed
+    runs."""
     rows = fn()
     times = []
     for _ in range(runs):
@@ -280,6 +290,45 @@ def timed(fn: Callable[[], list[tuple]], runs: int) -> dict:
         times.append(time.perf_counter() - t0)
     return {"rows": rows, "times_ms": [t * 1e3 for t in times],
             "best_ms": min(times) * 1e3, "median_ms": statistics.median(times) * 1e3}
+
+
+def first_run(engine: "Engine", q: Query) -> tuple[float, list[tuple]]:
+    """(ms, rows) of the query's first run in a fresh Python process, which opens the file
+    and prepares the query untimed and then times one run, as `sift query` does."""
+    harness.warm_page_cache(engine.file(q))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "first-run", engine.key, q.name,
+           str(engine.file(q))]
+    out = harness.run_fresh(cmd, "import them at the top of queries.py")
+    return float(out["ms"]), [tuple(r) for r in out["rows"]]
+
+
+def first_run_main(argv: list[str]) -> int:
+    """`first-run ENGINE QUERY FILE`: open FILE with ENGINE (untimed), run QUERY once, print
+    {"ms": float, "rows": [...]}."""
+    ap = argparse.ArgumentParser(prog="queries.py first-run")
+    ap.add_argument("engine", choices=[k for k in ENGINE_KEYS if not k.startswith("sift")])
+    ap.add_argument("query")
+    ap.add_argument("file", type=Path)
+    args = ap.parse_args(argv)
+    q = next((q for q in all_queries() if q.name == args.query), None)
+    if q is None:
+        ap.error(f"unknown query {args.query}")
+    cls = {c.key: c for c in (DuckDBNative, DuckDBParquet, PyArrowParquet, VortexEngine)}
+    engine_cls = cls[args.engine]
+    tables = {q.table: querydata.TableFiles(q.table, 0, args.file,
+                                            files={engine_cls.fmt: args.file})}
+    engine = engine_cls(tables)
+    try:
+        run = engine.runner(q)
+        before = set(sys.modules)
+        t0 = time.perf_counter()
+        rows = run()
+        ms = (time.perf_counter() - t0) * 1e3
+    finally:
+        engine.close()
+    print(json.dumps({"ms": ms, "rows": [list(map(_norm, r)) for r in rows],
+                      "imported": sorted(set(sys.modules) - before)}))
+    return 0
 
 
 class Engine:
@@ -298,9 +347,16 @@ class Engine:
         return tf.files[self.fmt]
 
     def measure(self, q: Query, runs: int) -> dict:
-        return timed(self.runner(q), runs)
+        first_ms, first_rows = first_run(self, q)
+        try:
+            res = timed(self.runner(q), runs)
+        finally:
+            self.close()
+        return dict(res, first_ms=first_ms, first_rows=first_rows)
 
     def runner(self, q: Query) -> Callable[[], list[tuple]]:
+        """Open the file (and prepare the query) for `q`, untimed; the returned function is
+        one timed run."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -309,79 +365,79 @@ class Engine:
 
 class DuckDBNative(Engine):
     key, name, fmt = "duckdb", "DuckDB native", "duckdb"
-    note = ("DuckDB native = `con.execute(sql).fetchall()` on a read-only connection to the "
-            ".duckdb file (`threads=1`), opened once per table.")
+    note = ("DuckDB native = a read-only connection to the .duckdb file (`threads=1`) opened "
+            "for each query, the query prepared once (`PREPARE`, untimed), each run "
+            "`con.sql('EXECUTE …').fetchall()` (planning excluded, as `sift query` has none).")
 
     def __init__(self, tables):
         super().__init__(tables)
-        self.cons: dict[str, Any] = {}
+        self.cons: list[Any] = []
 
-    def con(self, q: Query):
+    def connect(self, q: Query):
         import duckdb
-        if q.table not in self.cons:
-            self.cons[q.table] = duckdb.connect(str(self.file(q)), read_only=True,
-                                                config={"threads": 1})
-        return self.cons[q.table]
+        return duckdb.connect(str(self.file(q)), read_only=True, config={"threads": 1})
 
     def runner(self, q):
-        con, sql = self.con(q), q.sql.format(table=q.table)
-        return lambda: con.execute(sql).fetchall()
+        con = self.connect(q)
+        self.cons.append(con)
+        name = "q_" + re.sub(r"\W", "_", q.name)
+        con.execute(f"PREPARE {name} AS {q.sql.format(table=q.table)}")
+        return lambda: con.sql(f"EXECUTE {name}").fetchall()
 
     def close(self):
-        for c in self.cons.values():
+        for c in self.cons:
             c.close()
+        self.cons.clear()
 
 
 class DuckDBParquet(DuckDBNative):
     key, name, fmt = "duckdb-parquet", "DuckDB on Parquet", "parquet-zstd"
-    note = ("DuckDB on Parquet = the same SQL over a view `select * from read_parquet(file)` "
-            "of the Parquet zstd file, in-memory connection with `threads=1`.")
+    note = ("DuckDB on Parquet = the same prepared SQL over a view `select * from "
+            "read_parquet(file)` of the Parquet zstd file, in-memory connection with "
+            "`threads=1`, opened for each query.")
 
-    def con(self, q):
+    def connect(self, q):
         import duckdb
-        if q.table not in self.cons:
-            con = duckdb.connect(config={"threads": 1})
-            path = str(self.file(q)).replace("'", "''")
-            con.execute(f"create view {q.table} as select * from read_parquet('{path}')")
-            self.cons[q.table] = con
-        return self.cons[q.table]
+        con = duckdb.connect(config={"threads": 1})
+        path = str(self.file(q)).replace("'", "''")
+        con.execute(f"create view {q.table} as select * from read_parquet('{path}')")
+        return con
 
 
 class PyArrowParquet(Engine):
     key, name, fmt = "pyarrow", "pyarrow on Parquet", "parquet-zstd"
-    note = ("pyarrow = `pq.read_table(file, columns=..., filters=<expression>, "
-            "use_threads=False)` (row-group pruning by statistics + row filter inside the "
-            "reader), then pyarrow.compute / `Table.group_by(use_threads=False)` for the "
-            "aggregate; the file is opened by every run.")
+    note = ("pyarrow = `pyarrow.dataset.dataset(file)` opened for each query with its "
+            "footer read (`ensure_complete_metadata`), each run `to_table(columns=..., "
+            "filter=<expression>, use_threads=False)` (row-group pruning by statistics + row "
+            "filter inside the reader, as `pq.read_table(filters=...)` does), then "
+            "pyarrow.compute / `Table.group_by(use_threads=False)` for the aggregate.")
 
     def runner(self, q):
-        path, cols, filt = str(self.file(q)), q.columns, q.filter(PyArrowDialect)
+        import pyarrow.dataset as pads
+        cols, filt = q.columns, q.filter(PyArrowDialect)
+        dataset = pads.dataset(str(self.file(q)), format="parquet")
+        for fragment in dataset.get_fragments():
+            fragment.ensure_complete_metadata()
 
         def run():
-            t = pq.read_table(path, columns=cols, filters=filt, use_threads=False)
-            return q.aggregate(t)
+            return q.aggregate(dataset.to_table(columns=cols, filter=filt, use_threads=False))
         return run
 
 
 class VortexEngine(Engine):
     key, name, fmt = "vortex", "Vortex", "vortex"
-    note = ("Vortex = `vortex.open(file, memory_map=True)` once per table, then per run "
+    note = ("Vortex = `vortex.open(file, memory_map=True)` for each query, then per run "
             "`f.to_arrow(columns, expr=<filter>).read_all()` with the whole filter pushed "
             "into the scan (Vortex's expression API expresses every filter here, Q12's "
             "column-to-column comparisons included), then the same pyarrow.compute "
             "aggregate as the pyarrow row; strings stay string_view; "
             "`vortex.set_worker_threads(0)`.")
 
-    def __init__(self, tables):
-        super().__init__(tables)
-        self.files: dict[str, Any] = {}
-
     def runner(self, q):
         import vortex
         vortex.set_worker_threads(0)
-        if q.table not in self.files:
-            self.files[q.table] = vortex.open(str(self.file(q)), memory_map=True)
-        f, cols, filt = self.files[q.table], q.columns, q.filter(VortexDialect)
+        f = vortex.open(str(self.file(q)), memory_map=True)
+        cols, filt = q.columns, q.filter(VortexDialect)
 
         def run():
             return q.aggregate(f.to_arrow(cols, expr=filt).read_all())
@@ -390,10 +446,10 @@ class VortexEngine(Engine):
 
 class SiftEngine(Engine):
     key, name, fmt = "sift", "Sift", "sift"
-    note = ("Sift = `sift query NAME FILE --runs N --json`: N runs in-process on one open "
-            "file, timed by sift itself (best/median as it reports them); one untimed "
-            "`--runs 1` invocation beforehand warms the page cache.  Stats are those of the "
-            "timed invocation.")
+    note = ("Sift = `sift query NAME FILE --runs N+1 --json` in a fresh process: the file "
+            "opened once, untimed, then N+1 runs timed by sift itself; run 1 (which also "
+            "verifies the segment checksums) is the first run, runs 2…N+1 give best and "
+            "median.  Stats are those of that invocation.")
 
     def __init__(self, tables, sift_bin: Path | None, unavailable: str):
         super().__init__(tables)
@@ -417,14 +473,18 @@ class SiftEngine(Engine):
     def measure(self, q, runs):
         if self.unavailable:
             raise EngineUnavailable(self.unavailable)
-        self.invoke(q, 1)
-        out = self.invoke(q, runs)
-        missing = [k for k in ("best_ms", "median_ms", "rows") if k not in out]
+        harness.warm_page_cache(self.file(q))
+        out = self.invoke(q, runs + 1)
+        missing = [k for k in ("runs_ms", "first_ms", "rows") if k not in out]
         if missing:
             raise RuntimeError(f"`sift query --json` output lacks {', '.join(missing)}")
-        return {"rows": [tuple(r) for r in out["rows"]], "times_ms": out.get("runs_ms"),
-                "best_ms": float(out["best_ms"]), "median_ms": float(out["median_ms"]),
-                "first_ms": out.get("first_ms"), "columns": out.get("columns"),
+        if len(out["runs_ms"]) != runs + 1:
+            raise RuntimeError(f"`sift query --runs {runs + 1}` reported "
+                               f"{len(out['runs_ms'])} runs")
+        times = [float(t) for t in out["runs_ms"][1:]]
+        return {"rows": [tuple(r) for r in out["rows"]], "times_ms": times,
+                "best_ms": min(times), "median_ms": statistics.median(times),
+                "first_ms": float(out["first_ms"]), "columns": out.get("columns"),
                 "stats": out.get("stats")}
 
 
@@ -575,12 +635,18 @@ def run(queries: list[Query], engines: list[Engine], reference: DuckDBNative, ar
                 continue
             r["correct"] = (f"NO: no DuckDB reference ({ref_error})" if ref_rows is None
                             else compare_rows(ref_rows, r["rows"], q.keys))
+            first_rows = r.pop("first_rows", None)
+            if ref_rows is not None and first_rows is not None and r["correct"] == "yes":
+                first = compare_rows(ref_rows, first_rows, q.keys)
+                if first != "yes":
+                    r["correct"] = f"NO: first run (fresh process): {first[4:]}"
         res["_reference"] = {"rows": ref_rows}
         for key, r in res.items():
             if key.startswith("_"):
                 continue
             msg = (r.get("unavailable") and f"unavailable ({r['unavailable']})"
-                   or r.get("error") or f"best {r['best_ms']:.2f} ms, median "
+                   or r.get("error") or f"first {r['first_ms']:.2f} ms, best "
+                                        f"{r['best_ms']:.2f} ms, median "
                                         f"{r['median_ms']:.2f} ms, correct: {r['correct']}")
             log(f"{q.name}: {key}: {msg}")
     return results
@@ -593,11 +659,7 @@ def fnum(x, spec=".1f"):
     return "—" if x is None else format(x, spec)
 
 
-def ms(x):
-    """Milliseconds with about three significant digits."""
-    if x is None:
-        return "—"
-    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+ms = harness.ms
 
 
 def ratio(r: dict, sift: dict | None):
@@ -628,15 +690,13 @@ def sift_stats(r: dict) -> str:
         parts.append(f"{s['values_decoded']:,} values decoded")
     if isinstance(s.get("bytes_read"), int):
         parts.append(f"{s['bytes_read'] / 1e6:.1f} MB read")
-    if r.get("first_ms") is not None:
-        parts.append(f"first run {ms(r['first_ms'])} ms")
     return "; ".join(parts)
 
 
 def query_table(q: Query, res: dict, engines: list[Engine]) -> list[str]:
     out = [f"### {q.name}", "", f"`{q.sql.format(table=q.table)}`", "",
-           "| engine | best ms | median ms | time / Sift's | correct | notes |",
-           "|---|---:|---:|---:|---|---|"]
+           "| engine | first run ms | best ms | median ms | time / Sift's | correct | notes |",
+           "|---|---:|---:|---:|---:|---|---|"]
     sift = res.get("sift")
     for e in engines:
         r = res.get(e.key, {})
@@ -646,7 +706,8 @@ def query_table(q: Query, res: dict, engines: list[Engine]) -> list[str]:
             note = r["correct"]
         if e.key.startswith("sift") and not note:
             note = sift_stats(r)
-        out.append(f"| {e.name} | {ms(r.get('best_ms'))} | {ms(r.get('median_ms'))} | "
+        out.append(f"| {e.name} | {ms(r.get('first_ms'))} | {ms(r.get('best_ms'))} | "
+                   f"{ms(r.get('median_ms'))} | "
                    f"{fnum(rt, '.2f')}{'×' if rt else ''} | {status(r)} | "
                    f"{note.replace('|', '/')} |")
     return out + [""]
@@ -715,9 +776,15 @@ def nulls_line(results: dict) -> list[str]:
 def report(queries, results, engines, tables, args, load, sift_fmt) -> str:
     sc = harness.scale_str(args.scale)
     out = [f"# End-to-end queries, TPC-H SF{sc}, one core", "",
-           "Each cell: best and median of "
-           f"{args.runs} warm runs after one untimed warm-up; *time / Sift's* = the engine's "
-           "best time / Sift's best time (> 1: Sift is faster). *correct*: the result equals "
+           "Method: every engine runs in-process on one core, the same way: the file is "
+           "opened once per query (DuckDB: connection opened and the SQL prepared), untimed, "
+           "then the query runs on it. *first run ms* = the query's first run in a fresh "
+           "process, page cache warm (Sift: run 1 of `sift query`; the others: a fresh "
+           "`python bench/queries.py first-run` process); *best* / *median* = of "
+           f"{args.runs} runs in one process that follow a first run there (Sift: runs 2…"
+           f"{args.runs + 1} of the same `sift query --runs {args.runs + 1}`). "
+           "*time / Sift's* = the engine's best time / Sift's best time (> 1: Sift is "
+           "faster). *correct*: the result (and the fresh process's first-run result) equals "
            f"DuckDB native's (floats to a relative {REL_TOL:g}, rows ordered by group keys).",
            "", "Tables:"]
     out += [f"- `{tf.name}`: {tf.description}" for tf in tables.values()]
@@ -757,8 +824,13 @@ def report(queries, results, engines, tables, args, load, sift_fmt) -> str:
     out += ["## Notes", "",
             "- One core: the whole benchmark runs under `taskset -c 0`; thread env vars = 1, "
             "`pa.set_cpu_count(1)`, `pa.set_io_thread_count(1)`. Times exclude process "
-            "start-up and opening connections, include reading the files (page cache warm) "
-            "and producing the result rows.",
+            "start-up, opening the file or connection and planning, include reading the "
+            "files (page cache warm: every file is read once before its first run) and "
+            "producing the result rows.",
+            "- Checksums: Sift verifies segment checksums in the first run only (the table "
+            "stays open); DuckDB verifies a block's checksum when it reads it from the file, "
+            "and keeps the blocks it read in its buffer pool for the later runs; pyarrow "
+            "(Parquet page CRCs) and Vortex verify none by default.",
             "- Files: Parquet zstd and Vortex written from Arrow by pyarrow / vortex-data with "
             "default settings, DuckDB `CREATE TABLE AS` + `CHECKPOINT`, Sift `sift convert` of "
             "the input Parquet (lineitem's are the files bench/harness.py measures).",
@@ -882,4 +954,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["first-run"]:
+        sys.exit(first_run_main(sys.argv[2:]))
     sys.exit(main())

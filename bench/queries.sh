@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sift end-to-end query benchmark (issue 5): venv setup, release build of sift, then
-# bench/queries.py on one core (taskset -c 0).
+# Sift end-to-end query benchmark: venv setup, release build of sift, then bench/queries.py
+# on one core (taskset -c 0).  Every engine in-process; first run in a fresh process, best
+# and median of N; DuckDB through prepared statements.
 #
 #   bench/queries.sh [--scale SF] [--no-build] [queries.py options...]
 #
