@@ -111,7 +111,8 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
     // Parse before opening the file so a typo is reported at once.
     let filter = match &args.filter {
         Some(text) => Some(
-            sift_scan::parse_filter(text).with_context(|| format!("invalid --filter {text:?}"))?,
+            // The error shows the filter around the failing column, not the whole text.
+            sift_scan::parse_filter(text).context("invalid --filter")?,
         ),
         None => None,
     };

@@ -103,7 +103,8 @@ pub(crate) fn column_index(schema: &Schema, name: &str) -> Result<usize> {
     schema.index_of(name).map_err(|_| {
         let known: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
         Error::Type(format!(
-            "no column '{name}' (columns: {})",
+            "no column '{}' (columns: {})",
+            crate::error::shorten(name),
             known.join(", ")
         ))
     })

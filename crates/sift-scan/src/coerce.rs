@@ -117,7 +117,8 @@ pub(crate) enum Coerced {
 
 fn mismatch(column: &str, dt: &DataType, lit: &Literal, why: &str) -> Error {
     Error::Type(format!(
-        "column '{column}' of type {dt} cannot be compared with {lit}{why}"
+        "column '{column}' of type {dt} cannot be compared with {}{why}",
+        crate::error::shorten(&lit.to_string())
     ))
 }
 

@@ -20,13 +20,21 @@ fn same(text: &str, expected: Expr) {
     assert_eq!(p(text), format!("{expected:?}"), "{text}");
 }
 
+/// The whole message of the parse error of `text`.
 #[track_caller]
-fn err(text: &str) -> String {
+fn err_full(text: &str) -> String {
     match parse_filter(text) {
         Ok(e) => panic!("{text:?} parsed as {e:?}"),
         Err(e @ sift_scan::Error::Parse(_)) => e.to_string(),
         Err(e) => panic!("{text:?}: not a parse error: {e:?}"),
     }
+}
+
+/// The first line of the parse error of `text` (the rest shows the filter).
+#[track_caller]
+fn err(text: &str) -> String {
+    let full = err_full(text);
+    full.lines().next().unwrap_or_default().to_string()
 }
 
 fn date(s: &str) -> Literal {
@@ -394,6 +402,62 @@ fn display_output_parses_back() {
         let text = e.to_string();
         assert_eq!(p(&text), format!("{e:?}"), "{text}");
     }
+}
+
+#[test]
+fn errors_show_the_filter_around_the_column() {
+    // A short filter is shown whole, with a caret under the column.
+    assert_eq!(
+        err_full("l_quantity >= and x = 1"),
+        "at column 15: expected a literal after '>=', found 'and'\n  \
+         l_quantity >= and x = 1\n  \
+         \u{20}             ^"
+    );
+    // Line breaks show as spaces, so the caret lines up.
+    assert_eq!(
+        err_full("x = 1\nand y >"),
+        "at column 14: expected a literal after '>', found the end of the filter\n  \
+         x = 1 and y >\n  \
+         \u{20}            ^"
+    );
+    // A 200 KB filter: only a window around the failing token, cut with "…".
+    let head = "x = 1 and ".repeat(10_000);
+    let tail = " and y = 2".repeat(10_000);
+    let long = format!("{head}z >= and y = 2{tail}");
+    assert!(long.len() > 200_000);
+    let message = err_full(&long);
+    assert!(message.len() < 300, "{} bytes: {message}", message.len());
+    let col = head.chars().count() + 6;
+    let lines: Vec<&str> = message.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("at column {col}: expected a literal after '>=', found 'and'")
+    );
+    assert!(
+        lines[1].starts_with("  …") && lines[1].ends_with('…'),
+        "{message}"
+    );
+    assert!(lines[1].contains("x = 1 and z >= and y = 2"), "{message}");
+    // The caret is under the failing 'and'.
+    let caret = lines[2].chars().position(|c| c == '^').unwrap();
+    let shown: Vec<char> = lines[1].chars().collect();
+    assert_eq!(shown[caret..caret + 5].iter().collect::<String>(), "and y");
+    assert_eq!(&shown[caret - 3..caret], &['>', '=', ' ']);
+    // Near either end, only that side is cut.
+    let message = err_full(&format!("x ! 1{tail}"));
+    assert!(message.contains("\n  x ! 1 and y = 2") && message.ends_with("…\n    ^"));
+    let message = err_full(&format!("{head}z ="));
+    assert!(message.contains("\n  …") && message.ends_with("z =\n") == false);
+    assert!(
+        message.lines().nth(1).unwrap().ends_with("z ="),
+        "{message}"
+    );
+    // Long tokens and names are shortened in the message itself.
+    let huge = "9".repeat(100_000);
+    assert!(err_full(&format!("x = {huge}.5e99999")).len() < 300);
+    assert!(err_full(&format!("x = {huge}abc")).len() < 300);
+    assert!(err_full(&format!("\"{huge}\" 5")).len() < 400);
+    assert!(err_full(&format!("x = date '{huge}'")).len() < 300);
 }
 
 // --------------------------------------------------------------------------- proptest

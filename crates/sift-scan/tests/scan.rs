@@ -1225,6 +1225,25 @@ fn errors_name_the_column_and_type() {
         e.contains("qty") && e.contains("Int64") && e.contains("abc"),
         "{e}"
     );
+    // A 200 KB filter's type error names the literal or column without repeating it.
+    let long = format!(
+        "{}qty = 'x{}'",
+        "qty > 0 and ".repeat(17_000),
+        "y".repeat(200)
+    );
+    assert!(long.len() > 200_000);
+    let e = build_error(t.scan().filter(parse_filter(&long).unwrap()));
+    assert!(e.len() < 300, "{} bytes: {e}", e.len());
+    assert!(
+        e.contains("qty") && e.contains("Int64") && e.contains("'xyyy"),
+        "{e}"
+    );
+    let e = build_error(t.scan().filter(col("n".repeat(200_000)).eq(1)));
+    assert!(
+        e.len() < 300 && e.contains("no column 'nnn"),
+        "{} bytes: {e}",
+        e.len()
+    );
     let e = build_error(t.scan().filter(col("ship").eq("1994-13-01")));
     assert!(e.contains("ship") && e.contains("Date32"), "{e}");
     let e = build_error(t.scan().filter(col("mode").lt(3)));
