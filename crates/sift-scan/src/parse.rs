@@ -13,8 +13,11 @@
 //!            | ident ['not'] 'like' string
 //!            | 'starts_with' '(' ident ',' string ')'
 //! op        := '=' | '==' | '!=' | '<>' | '<' | '<=' | '>' | '>='
-//! literal   := integer | float | string | 'date' string | 'timestamp' string
+//! literal   := integer | decimal | string | 'date' string | 'timestamp' string
 //!            | 'true' | 'false'
+//! integer   := '-'? digit+
+//! decimal   := '-'? (digit+ ['.' digit*] | '.' digit+) [('e' | 'E') ['+' | '-'] digit+]
+//!              (with a point or an exponent; read exactly, at most 38 significant digits)
 //! ident     := [A-Za-z_][A-Za-z0-9_.]* | '"' ('""' | any but '"')* '"'
 //! string    := "'" ("''" | any but "'")* "'"
 //! ```
@@ -119,7 +122,8 @@ enum Tok {
     /// A `'single quoted'` string, unescaped.
     Str(String),
     Int(i128),
-    Float(f64),
+    /// A number with a point or an exponent, exactly: `unscaled × 10^-scale`.
+    Decimal(i128, i32),
     Op(CmpOp),
     LParen,
     RParen,
@@ -283,7 +287,7 @@ fn quoted(chars: &[char], start: usize) -> PResult<(String, usize)> {
 }
 
 /// A number starting at `start`: `-?digits[.digits][e[+-]digits]` or `-?.digits[…]`.
-/// Integers (no point, no exponent) become `Int`, the rest `Float`.
+/// Integers (no point, no exponent) become `Int`, the rest exact decimals.
 fn number(chars: &[char], start: usize) -> PResult<(Tok, usize)> {
     let digit_at = |i: usize| chars.get(i).is_some_and(char::is_ascii_digit);
     let mut i = start;
@@ -327,15 +331,9 @@ fn number(chars: &[char], start: usize) -> PResult<(Tok, usize)> {
         ));
     }
     let kind = if float {
-        match text.parse::<f64>() {
-            Ok(x) if x.is_finite() => Tok::Float(x),
-            _ => {
-                return Err(parse_error(
-                    start + 1,
-                    format!("number '{}' is out of range", shorten(&text)),
-                ));
-            }
-        }
+        let (unscaled, scale) = crate::coerce::parse_decimal(&text)
+            .map_err(|why| parse_error(start + 1, format!("number {why}")))?;
+        Tok::Decimal(unscaled, scale)
     } else {
         match text.parse::<i128>() {
             Ok(n) => Tok::Int(n),
@@ -503,7 +501,7 @@ impl Parser {
                     Expr::Or(vec![])
                 })
             }
-            Tok::Int(_) | Tok::Float(_) | Tok::Str(_) => self.literal_first(),
+            Tok::Int(_) | Tok::Decimal(..) | Tok::Str(_) => self.literal_first(),
             Tok::Word(_)
                 if matches!(
                     keyword(&token.kind),
@@ -689,7 +687,10 @@ impl Parser {
         let token = self.peek().clone();
         let value = match &token.kind {
             Tok::Int(n) => Literal::Int(*n),
-            Tok::Float(x) => Literal::Float(*x),
+            Tok::Decimal(unscaled, scale) => Literal::Decimal {
+                unscaled: *unscaled,
+                scale: *scale,
+            },
             Tok::Str(s) => Literal::Str(s.clone()),
             t => match keyword(t) {
                 Some("true") => Literal::Bool(true),
