@@ -830,6 +830,27 @@ fn exact_decimal_literals() {
     assert_eq!(ids(&tables[0], col("d20").in_list([lit])), [1305]);
 }
 
+/// Literals at the ends of the 128-bit range on a decimal(38, 0) column: nothing lies
+/// beyond them (and computing "one past" them must not overflow).
+#[test]
+fn decimal_literals_at_the_i128_extremes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p38 = 10i128.pow(38) - 1;
+    let d = Decimal128Array::from(vec![Some(p38), None, Some(-p38), Some(0)])
+        .with_precision_and_scale(38, 0)
+        .unwrap();
+    let t = small_table(dir.path(), vec![("d", Arc::new(d) as ArrayRef)], 2);
+    let (max, min) = (Literal::Int(i128::MAX), Literal::Int(i128::MIN));
+    assert_eq!(ids(&t, col("d").gt(max.clone())), Vec::<i64>::new());
+    assert_eq!(ids(&t, col("d").lt(min.clone())), Vec::<i64>::new());
+    assert_eq!(ids(&t, col("d").lte(max.clone())), [0, 2, 3]);
+    assert_eq!(ids(&t, col("d").gte(min.clone())), [0, 2, 3]);
+    assert_eq!(ids(&t, col("d").gt(max).not()), [0, 2, 3]);
+    assert_eq!(ids(&t, col("d").lt(min).not()), [0, 2, 3]);
+    let text = format!("d >= {p38}.0 or d < -{}.0", p38 - 1);
+    assert_eq!(ids(&t, parse_filter(&text).unwrap()), [0, 2]);
+}
+
 #[test]
 fn float_semantics() {
     let dir = tempfile::tempdir().unwrap();
