@@ -729,7 +729,7 @@ fn exact_decimal_literals() {
     let sift = dir.path().join("decimals.sift");
     common::write_sift(&sift, &batch, block_rows);
     let parquet = dir.path().join("decimals.parquet");
-    common::write_parquet(&parquet, batch.schema(), &[batch.clone()], 1000);
+    common::write_parquet(&parquet, batch.schema(), std::slice::from_ref(&batch), 1000);
     let tables = [Table::open(&sift).unwrap(), Table::open(&parquet).unwrap()];
     let want_ids = |e: &Expr| -> Vec<i64> {
         let rows = common::filter_batch(&batch, Some(e));
