@@ -20,7 +20,7 @@ Each case writes the filter once in Sift's syntax; the DuckDB SQL is the same te
 the case gives its own (``duck``), which it does only for spelling (LIKE's escape
 character) or, with an ``expected_difference`` explaining it, where Sift's semantics
 deliberately differ from DuckDB's (the DuckDB SQL then spells out Sift's semantics). Cases
-where Sift is wrong are strict xfails naming the bug (BUG_* below).
+where Sift is wrong are strict xfails naming the bug (``Case.bug``).
 """
 
 from __future__ import annotations
@@ -206,12 +206,6 @@ class Case:
         assert not self.expected_difference or self.duck, "a difference needs its own SQL"
 
 
-# Sift bugs these tests found (strict xfails: they fail until the engine is fixed).
-KNOWN_DEC_DIGITS = (
-    "numeric literals are parsed as f64, so a literal with more significant digits than f64 "
-    "holds cannot match a decimal(38,10) value exactly: "
-    "`dec38 = 12345678901234567890.1234567891` matches nothing")
-
 # Column-to-column float comparisons use IEEE total order (sift-scan expr.rs), where
 # -0.0 < +0.0; DuckDB (and SQL) have -0.0 = +0.0. The DuckDB side spells total order out.
 TOTAL_ORDER = ("documented: column-to-column float comparisons use IEEE total order, "
@@ -383,7 +377,18 @@ TYPES_CASES = [
     Case("dec < -9999999.98 or dec >= 9999999.99", "id,dec"),
     Case("dec >= 9999999.985 or dec < -9999999.985", "id,dec"),
     Case("dec = 1.1000000001", "id,dec"),
-    Case("dec38 = 12345678901234567890.1234567891", "id,dec38", bug=KNOWN_DEC_DIGITS),
+    # beyond what a double holds: literals are exact decimals
+    Case("dec38 = 12345678901234567890.1234567891", "id,dec38"),
+    Case("dec38 <> 12345678901234567890.1234567891", "id,dec38"),
+    Case("dec38 >= 12345678901234567890.1234567891 or dec38 < 12345678901234567890.123456789",
+         "id,dec38"),
+    Case("dec38 > 12345678901234567890.12345678905", "id,dec38"),
+    Case("dec38 between 12345678901234567890.1234567890 and 12345678901234567890.12345678905",
+         "id,dec38"),
+    Case("dec38 in (12345678901234567890.1234567891, -0.0000000001, 1.5)", "id,dec38"),
+    Case("dec38 = '12345678901234567890.1234567890'", "id,dec38",
+         duck="dec38 = 12345678901234567890.1234567890"),
+    Case("u64 = 18446744073709551614.0 or i64 >= 9007199254740993.0", "id,u64,i64"),
     Case("dec38 < 0 and dec38 > -0.00000000015", "id,dec38"),
     # nesting, negation, three-valued logic (no --columns: every column)
     Case("not (i8 > 0 or s like 'a%') and (b = true or i32 is null)"),

@@ -27,7 +27,8 @@ use crate::ui::Ui;
 /// Filter syntax: comparisons (= <> != < <= > >=) between a column and a literal or
 /// two columns; `col [not] between a and b`; `col [not] in (a, b, …)`; `col is [not]
 /// null`; `col [not] like 'a%b_'`; `starts_with(col, 'prefix')`; combined with `and`,
-/// `or`, `not` and parentheses. Literals: 42, -1.5, 1e5, 'text' ('' for a quote),
+/// `or`, `not` and parentheses. Literals: 42, -1.5, 1e5 (numbers are exact: 0.1 is one
+/// tenth on a decimal column), 'text' ('' for a quote),
 /// date 'YYYY-MM-DD', timestamp 'YYYY-MM-DD HH:MM:SS', true, false. Column names that are
 /// keywords or hold other characters go in double quotes: "order", "a b".
 #[derive(Debug, clap::Args)]
@@ -111,7 +112,8 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
     // Parse before opening the file so a typo is reported at once.
     let filter = match &args.filter {
         Some(text) => Some(
-            sift_scan::parse_filter(text).with_context(|| format!("invalid --filter {text:?}"))?,
+            // The error shows the filter around the failing column, not the whole text.
+            sift_scan::parse_filter(text).context("invalid --filter")?,
         ),
         None => None,
     };

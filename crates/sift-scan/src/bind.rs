@@ -103,7 +103,8 @@ pub(crate) fn column_index(schema: &Schema, name: &str) -> Result<usize> {
     schema.index_of(name).map_err(|_| {
         let known: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
         Error::Type(format!(
-            "no column '{name}' (columns: {})",
+            "no column '{}' (columns: {})",
+            crate::error::shorten(name),
             known.join(", ")
         ))
     })
@@ -301,12 +302,19 @@ impl Binder<'_> {
         let none = Bound::Const(false);
         Ok(match coerced {
             Coerced::Int(k) => {
+                // A decimal column's literal may be an i128 extreme: nothing lies beyond it.
                 let (lo, hi, negate) = match op {
                     CmpOp::Eq => (k, k, false),
                     CmpOp::Ne => (k, k, true),
-                    CmpOp::Lt => (i128::MIN, k - 1, false),
+                    CmpOp::Lt => match k.checked_sub(1) {
+                        Some(hi) => (i128::MIN, hi, false),
+                        None => return Ok(none),
+                    },
                     CmpOp::Le => (i128::MIN, k, false),
-                    CmpOp::Gt => (k + 1, i128::MAX, false),
+                    CmpOp::Gt => match k.checked_add(1) {
+                        Some(lo) => (lo, i128::MAX, false),
+                        None => return Ok(none),
+                    },
                     CmpOp::Ge => (k, i128::MAX, false),
                 };
                 self.int_range(c, lo, hi, negate, label)
@@ -315,7 +323,10 @@ impl Binder<'_> {
                 CmpOp::Eq => none,
                 CmpOp::Ne => not_null(self),
                 CmpOp::Lt | CmpOp::Le => self.int_range(c, i128::MIN, k, false, label),
-                CmpOp::Gt | CmpOp::Ge => self.int_range(c, k + 1, i128::MAX, false, label),
+                // k < value < k + 1, so k + 1 is an i128.
+                CmpOp::Gt | CmpOp::Ge => {
+                    self.int_range(c, k.saturating_add(1), i128::MAX, false, label)
+                }
             },
             Coerced::IntOutside(above) => match (op, above) {
                 (CmpOp::Ne, _) | (CmpOp::Lt | CmpOp::Le, true) | (CmpOp::Gt | CmpOp::Ge, false) => {

@@ -117,7 +117,8 @@ pub(crate) enum Coerced {
 
 fn mismatch(column: &str, dt: &DataType, lit: &Literal, why: &str) -> Error {
     Error::Type(format!(
-        "column '{column}' of type {dt} cannot be compared with {lit}{why}"
+        "column '{column}' of type {dt} cannot be compared with {}{why}",
+        crate::error::shorten(&lit.to_string())
     ))
 }
 
@@ -154,11 +155,35 @@ pub(crate) fn coerce(column: &str, dt: &DataType, lit: &Literal) -> Result<Coerc
             let (secs, nanos) = parse_timestamp(s).ok_or_else(|| err(" (not a timestamp)"))?;
             Coerced::Int(scale_seconds(i128::from(secs), nanos, *unit))
         }
-        (D::Decimal128(_, scale), Literal::Int(i)) => {
-            scaled_decimal(i128::from(*scale), *i).ok_or_else(|| err(" (out of range)"))?
+        (D::Decimal128(_, scale), Literal::Int(i)) => on_decimal(*i, 0, *scale, err)?,
+        (D::Decimal128(_, scale), Literal::Decimal { unscaled, scale: s }) => {
+            on_decimal(*unscaled, *s, *scale, err)?
         }
-        (D::Decimal128(_, scale), Literal::Float(x)) => decimal_from_float(*scale, *x),
+        (D::Decimal128(_, scale), Literal::Float(x)) => {
+            if x.is_nan() || x.is_infinite() {
+                // NaN sorts above every number, as on float columns.
+                Coerced::IntOutside(x.is_nan() || *x > 0.0)
+            } else {
+                let (unscaled, s) = float_decimal(*x);
+                on_decimal(unscaled, s, *scale, err)?
+            }
+        }
+        (D::Decimal128(_, scale), Literal::Str(text)) => {
+            let (unscaled, s) = parse_decimal(text)
+                .map_err(|why| err(&format!(" (a quoted decimal must be a number: {why})")))?;
+            on_decimal(unscaled, s, *scale, err)?
+        }
         (d, Literal::Int(i)) if d.is_integer() || is_int_like(d) => int_in_type(d, *i),
+        (d, Literal::Decimal { unscaled, scale }) if d.is_integer() || is_int_like(d) => {
+            match rescale(*unscaled, *scale, 0) {
+                Scaled::Exact(k) => int_in_type(d, k),
+                Scaled::Between(k) => between_in_type(d, k),
+                Scaled::Beyond(above) => Coerced::IntOutside(above),
+            }
+        }
+        (D::Float16 | D::Float32 | D::Float64, Literal::Decimal { unscaled, scale }) => {
+            Coerced::Float(decimal_to_f64(*unscaled, *scale))
+        }
         (d, Literal::Float(x)) if d.is_integer() || is_int_like(d) => {
             if x.is_nan() {
                 return Err(err(" (NaN)"));
@@ -169,10 +194,7 @@ pub(crate) fn coerce(column: &str, dt: &DataType, lit: &Literal) -> Result<Coerc
             } else if floor == *x {
                 int_in_type(d, floor as i128)
             } else {
-                match int_in_type(d, floor as i128) {
-                    Coerced::Int(k) => Coerced::IntBetween(k),
-                    other => other,
-                }
+                between_in_type(d, floor as i128)
             }
         }
         _ => return Err(err("")),
@@ -213,6 +235,14 @@ fn int_in_type(dt: &DataType, v: i128) -> Coerced {
     }
 }
 
+/// A value strictly between `k` and `k + 1` against an integer type's range.
+fn between_in_type(dt: &DataType, k: i128) -> Coerced {
+    match int_in_type(dt, k) {
+        Coerced::Int(k) => Coerced::IntBetween(k),
+        other => other,
+    }
+}
+
 fn scale_seconds(secs: i128, nanos: u32, unit: TimeUnit) -> i128 {
     let n = i128::from(nanos);
     match unit {
@@ -223,60 +253,159 @@ fn scale_seconds(secs: i128, nanos: u32, unit: TimeUnit) -> i128 {
     }
 }
 
-fn scaled_decimal(scale: i128, v: i128) -> Option<Coerced> {
-    if scale >= 0 {
-        let m = 10i128.checked_pow(u32::try_from(scale).ok()?)?;
-        v.checked_mul(m).map(Coerced::Int)
+/// `unscaled × 10^-scale` at another scale: exactly, strictly between two values (the
+/// lower one given), or beyond every `i128` (above or below).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Scaled {
+    Exact(i128),
+    Between(i128),
+    Beyond(bool),
+}
+
+/// The largest power of ten an `i128` holds.
+const MAX_POW10: i64 = 38;
+
+pub(crate) fn rescale(unscaled: i128, scale: i32, target: i32) -> Scaled {
+    if unscaled == 0 {
+        return Scaled::Exact(0);
+    }
+    let shift = i64::from(target) - i64::from(scale);
+    if shift >= 0 {
+        let scaled = (shift <= MAX_POW10)
+            .then(|| 10i128.pow(shift as u32))
+            .and_then(|m| unscaled.checked_mul(m));
+        return scaled.map_or(Scaled::Beyond(unscaled > 0), Scaled::Exact);
+    }
+    if -shift > MAX_POW10 {
+        // 10^39 exceeds every i128, so the value is a nonzero fraction: floor 0 or -1.
+        return Scaled::Between(if unscaled > 0 { 0 } else { -1 });
+    }
+    let d = 10i128.pow((-shift) as u32);
+    let (q, r) = (unscaled.div_euclid(d), unscaled.rem_euclid(d));
+    if r == 0 {
+        Scaled::Exact(q)
     } else {
-        None
+        Scaled::Between(q)
     }
 }
 
-/// A float literal on a decimal column, exactly: the literal's shortest decimal form (what
-/// the user wrote, for any literal that is a double) scaled by `10^scale` — an integer, or
-/// strictly between two (`IntBetween` of the lower one).
-fn decimal_from_float(scale: i8, x: f64) -> Coerced {
-    if x.is_nan() {
-        return Coerced::IntOutside(true);
+/// A decimal value on a decimal column of scale `target`; one beyond the 128-bit integers
+/// the column stores cannot be compared and is an error (never a silently empty result).
+fn on_decimal(
+    unscaled: i128,
+    scale: i32,
+    target: i8,
+    err: impl Fn(&str) -> Error,
+) -> Result<Coerced> {
+    match rescale(unscaled, scale, i32::from(target)) {
+        Scaled::Exact(k) => Ok(Coerced::Int(k)),
+        Scaled::Between(k) => Ok(Coerced::IntBetween(k)),
+        Scaled::Beyond(_) => Err(err(&format!(
+            " (out of range: at scale {target} the value does not fit in 128 bits)"
+        ))),
     }
-    if x.is_infinite() {
-        return Coerced::IntOutside(x > 0.0);
-    }
-    // Rust prints doubles in their shortest round-trip form, without an exponent.
-    let text = format!("{}", x.abs());
-    let (int_part, frac) = text.split_once('.').unwrap_or((&text, ""));
-    let scale = i32::from(scale);
-    let digits = format!("{int_part}{frac}");
-    // value = digits × 10^(-frac.len()); scaled = digits × 10^(scale - frac.len()).
-    let shift = scale - frac.len() as i32;
-    let parsed = digits.trim_start_matches('0');
-    let Ok(mut n) = (if parsed.is_empty() {
-        Ok(0i128)
-    } else {
-        parsed.parse::<i128>()
-    }) else {
-        return Coerced::IntOutside(x > 0.0);
+}
+
+/// A decimal literal's scale at most (a negative scale is bounded by the doubles' range):
+/// beyond the smallest double, and far beyond any decimal column's scale.
+const MAX_SCALE: i64 = 400;
+
+/// A decimal number `[+-]digits[.digits][e[+-]digits]` (or `.digits…`), exactly, as
+/// `(unscaled, scale)` meaning `unscaled × 10^-scale`: trailing zeros folded into the
+/// scale, so one value has one form. The error says why the text is not one.
+pub(crate) fn parse_decimal(text: &str) -> std::result::Result<(i128, i32), String> {
+    let t = text.trim();
+    let (negative, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
     };
-    let mut exact = true;
-    if shift >= 0 {
-        match 10i128
-            .checked_pow(shift as u32)
-            .and_then(|m| n.checked_mul(m))
-        {
-            Some(v) => n = v,
-            None => return Coerced::IntOutside(x > 0.0),
-        }
-    } else {
-        let d = 10i128.checked_pow((-shift) as u32).unwrap_or(i128::MAX);
-        exact = n % d == 0;
-        n /= d;
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], Some(&body[i + 1..])),
+        None => (body, None),
+    };
+    let (int_part, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if int_part.len() + frac.len() == 0 || !all_digits(int_part) || !all_digits(frac) {
+        return Err(format!("'{}' is not a number", crate::error::shorten(text)));
     }
-    match (x < 0.0, exact) {
-        (false, true) => Coerced::Int(n),
-        (false, false) => Coerced::IntBetween(n),
-        (true, true) => Coerced::Int(-n),
-        // -(n + fraction) lies between -n - 1 and -n.
-        (true, false) => Coerced::IntBetween(-n - 1),
+    let exp: i64 = match exponent {
+        None => 0,
+        Some(e) => {
+            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+            if digits.is_empty() || !all_digits(digits) {
+                return Err(format!("'{}' is not a number", crate::error::shorten(text)));
+            }
+            // Saturate: any exponent this long is out of range below.
+            let magnitude = digits.parse::<i64>().unwrap_or(i64::MAX / 2);
+            if e.starts_with('-') {
+                -magnitude
+            } else {
+                magnitude
+            }
+        }
+    };
+    let digits = format!("{int_part}{frac}");
+    let digits = digits.trim_start_matches('0');
+    let significant = digits.trim_end_matches('0');
+    if significant.is_empty() {
+        return Ok((0, 0));
+    }
+    let trailing = (digits.len() - significant.len()) as i64;
+    let scale = frac.len() as i64 - exp.clamp(-i64::MAX / 4, i64::MAX / 4) - trailing;
+    if scale.abs() > MAX_SCALE {
+        return Err(format!("'{}' is out of range", crate::error::shorten(text)));
+    }
+    // Every 38-digit number fits, and some of 39.
+    let magnitude: i128 = significant.parse().map_err(|_| {
+        format!(
+            "'{}' has {} significant digits; exact decimals have at most 38",
+            crate::error::shorten(text),
+            significant.len()
+        )
+    })?;
+    let unscaled = if negative { -magnitude } else { magnitude };
+    // Within the doubles' range, so the literal means the same on a float column.
+    if !decimal_to_f64(unscaled, scale as i32).is_finite() {
+        return Err(format!("'{}' is out of range", crate::error::shorten(text)));
+    }
+    Ok((unscaled, scale as i32))
+}
+
+/// The shortest decimal that reads back as `x` (finite), as `(unscaled, scale)`: the
+/// number a user wrote for any double literal.
+pub(crate) fn float_decimal(x: f64) -> (i128, i32) {
+    // `{:e}` prints the shortest round-trip digits, so at most 17 and always parseable.
+    parse_decimal(&format!("{x:e}")).unwrap_or((0, 0))
+}
+
+/// The double nearest to `unscaled × 10^-scale` (correctly rounded by the standard parser).
+pub(crate) fn decimal_to_f64(unscaled: i128, scale: i32) -> f64 {
+    format!("{unscaled}e{}", -i64::from(scale))
+        .parse()
+        .unwrap_or(f64::NAN)
+}
+
+/// `unscaled × 10^-scale` as the filter language writes it: a point always (so it reads
+/// back as a decimal, not an integer), an exponent when the plain form would be long.
+pub(crate) fn format_decimal(unscaled: i128, scale: i32) -> String {
+    let sign = if unscaled < 0 { "-" } else { "" };
+    let digits = unscaled.unsigned_abs().to_string();
+    let n = digits.len() as i64;
+    let scale = i64::from(scale);
+    if scale <= 0 && -scale <= 20 {
+        format!("{sign}{digits}{}.0", "0".repeat((-scale) as usize))
+    } else if scale > 0 && scale < n {
+        let (int_part, frac) = digits.split_at((n - scale) as usize);
+        format!("{sign}{int_part}.{frac}")
+    } else if scale >= n && scale - n <= 6 {
+        format!("{sign}0.{}{digits}", "0".repeat((scale - n) as usize))
+    } else {
+        // d.ddd × 10^(n - 1 - scale)
+        let (head, tail) = digits.split_at(1);
+        let tail = tail.trim_end_matches('0');
+        let point = if tail.is_empty() { "" } else { "." };
+        format!("{sign}{head}{point}{tail}e{}", n - 1 - scale)
     }
 }
 
@@ -336,5 +465,175 @@ mod tests {
         assert_eq!(c(-9999999.985), Coerced::IntBetween(-999999999));
         assert_eq!(c(-1.5), Coerced::Int(-150));
         assert_eq!(c(123.0), Coerced::Int(12300));
+    }
+
+    fn dec(text: &str) -> Literal {
+        Literal::decimal(text).unwrap()
+    }
+
+    #[test]
+    fn decimal_literals_are_exact_on_decimal_columns() {
+        let c = |dt: &DataType, text: &str| coerce("d", dt, &dec(text));
+        let d20 = DataType::Decimal128(20, 2);
+        // 12345678901234567.89 is not a double: the nearest one is ...568.
+        assert_eq!(
+            c(&d20, "12345678901234567.89").unwrap(),
+            Coerced::Int(1_234_567_890_123_456_789)
+        );
+        assert_eq!(
+            c(&d20, "12345678901234567.00").unwrap(),
+            Coerced::Int(1_234_567_890_123_456_700)
+        );
+        assert_eq!(
+            c(&d20, "1.2345678901234567e16").unwrap(),
+            Coerced::Int(1_234_567_890_123_456_700)
+        );
+        // More fractional digits than the scale: strictly between two column values.
+        assert_eq!(
+            c(&d20, "12345678901234567.891").unwrap(),
+            Coerced::IntBetween(1_234_567_890_123_456_789)
+        );
+        assert_eq!(
+            c(&d20, "-12345678901234567.891").unwrap(),
+            Coerced::IntBetween(-1_234_567_890_123_456_790)
+        );
+        assert_eq!(c(&d20, "1e-300").unwrap(), Coerced::IntBetween(0));
+        assert_eq!(c(&d20, "-1e-300").unwrap(), Coerced::IntBetween(-1));
+        assert_eq!(c(&d20, "1.5e3").unwrap(), Coerced::Int(150_000));
+        // Negative scales: the column stores hundreds.
+        let hundreds = DataType::Decimal128(5, -2);
+        assert_eq!(c(&hundreds, "1200.0").unwrap(), Coerced::Int(12));
+        assert_eq!(c(&hundreds, "1250.0").unwrap(), Coerced::IntBetween(12));
+        assert_eq!(
+            coerce("d", &hundreds, &Literal::Int(-1250)).unwrap(),
+            Coerced::IntBetween(-13)
+        );
+        // The widest column: 38 digits at scale 10, and the i128 extremes at scale 0.
+        let d38 = DataType::Decimal128(38, 10);
+        assert_eq!(
+            c(&d38, "9999999999999999999999999999.9999999999").unwrap(),
+            Coerced::Int(10i128.pow(38) - 1)
+        );
+        let max = i128::MAX.to_string();
+        let d38_0 = DataType::Decimal128(38, 0);
+        assert_eq!(
+            c(&d38_0, &format!("{max}.0")).unwrap(),
+            Coerced::Int(i128::MAX)
+        );
+        assert_eq!(
+            c(&DataType::Decimal128(38, 1), &format!("{max}.0"))
+                .unwrap_err()
+                .to_string(),
+            "column 'd' of type Decimal128(38, 1) cannot be compared with \
+             170141183460469231731687303715884105727.0 (out of range: at scale 1 the value \
+             does not fit in 128 bits)"
+        );
+        // Beyond 128 bits once scaled: an error, never an empty result.
+        let e = c(&d38, "1e30").unwrap_err().to_string();
+        assert!(e.contains("out of range: at scale 10"), "{e}");
+        let e = coerce("d", &d38, &Literal::Int(i128::MAX))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("out of range"), "{e}");
+        let e = coerce("d", &d38, &Literal::Float(1e300))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("out of range"), "{e}");
+        // Quoted decimals read exactly; other text is refused with the reason.
+        let s = |text: &str| coerce("d", &d20, &Literal::Str(text.into()));
+        assert_eq!(
+            s("12345678901234567.89").unwrap(),
+            Coerced::Int(1_234_567_890_123_456_789)
+        );
+        assert_eq!(s(" -0.5 ").unwrap(), Coerced::Int(-50));
+        let e = s("12,5").unwrap_err().to_string();
+        assert!(e.contains("a quoted decimal must be a number: '12,5' is not a number"));
+    }
+
+    #[test]
+    fn decimal_literals_on_integer_and_float_columns() {
+        let c = |dt: &DataType, text: &str| coerce("x", dt, &dec(text)).unwrap();
+        let i64t = DataType::Int64;
+        // 2^53 + 1: a double would make it 2^53.
+        assert_eq!(
+            c(&i64t, "9007199254740993.0"),
+            Coerced::Int(9_007_199_254_740_993)
+        );
+        assert_eq!(
+            c(&i64t, "9007199254740993.5"),
+            Coerced::IntBetween(9_007_199_254_740_993)
+        );
+        assert_eq!(
+            c(&i64t, "9223372036854775807.0"),
+            Coerced::Int(i64::MAX.into())
+        );
+        assert_eq!(
+            c(&i64t, "9223372036854775807.5"),
+            Coerced::IntBetween(i64::MAX.into())
+        );
+        assert_eq!(c(&i64t, "9223372036854775808.0"), Coerced::IntOutside(true));
+        assert_eq!(c(&i64t, "1e300"), Coerced::IntOutside(true));
+        assert_eq!(c(&i64t, "-1e300"), Coerced::IntOutside(false));
+        assert_eq!(c(&DataType::Int8, "127.5"), Coerced::IntBetween(127));
+        assert_eq!(c(&DataType::Int8, "-128.5"), Coerced::IntOutside(false));
+        assert_eq!(c(&DataType::Int8, "-2.5"), Coerced::IntBetween(-3));
+        assert_eq!(c(&DataType::Date32, "3.0"), Coerced::Int(3));
+        // Float columns: the nearest double.
+        assert_eq!(c(&DataType::Float64, "0.1"), Coerced::Float(0.1));
+        assert_eq!(
+            c(&DataType::Float64, "12345678901234567.89"),
+            Coerced::Float(12345678901234567.89)
+        );
+        assert_eq!(c(&DataType::Float32, "-1e-400"), Coerced::Float(-0.0));
+    }
+
+    #[test]
+    fn rescaling() {
+        assert_eq!(rescale(15, 1, 2), Scaled::Exact(150));
+        assert_eq!(rescale(15, 1, 0), Scaled::Between(1));
+        assert_eq!(rescale(-15, 1, 0), Scaled::Between(-2));
+        assert_eq!(rescale(-20, 1, 0), Scaled::Exact(-2));
+        assert_eq!(rescale(0, -300, 38), Scaled::Exact(0));
+        assert_eq!(rescale(1, 0, 38), Scaled::Exact(10i128.pow(38)));
+        assert_eq!(rescale(2, 0, 38), Scaled::Beyond(true));
+        assert_eq!(rescale(-1, -1, 38), Scaled::Beyond(false));
+        assert_eq!(rescale(i128::MAX, 0, 0), Scaled::Exact(i128::MAX));
+        assert_eq!(rescale(i128::MIN, 38, 0), Scaled::Between(-2));
+        assert_eq!(rescale(i128::MIN, 39, 0), Scaled::Between(-1));
+        assert_eq!(rescale(i128::MAX, 39, 0), Scaled::Between(0));
+        assert_eq!(rescale(7, 400, -400), Scaled::Between(0));
+    }
+
+    #[test]
+    fn decimal_text_round_trips() {
+        for (text, unscaled, scale, shown) in [
+            ("0", 0, 0, "0.0"),
+            ("-0.0", 0, 0, "0.0"),
+            ("1.10", 11, 1, "1.1"),
+            ("-1e20", -1, -20, "-100000000000000000000.0"),
+            ("1e21", 1, -21, "1e21"),
+            ("1.25e21", 125, -19, "1250000000000000000000.0"),
+            ("1.25e22", 125, -20, "12500000000000000000000.0"),
+            ("1.25e23", 125, -21, "1.25e23"),
+            ("0.000001", 1, 6, "0.000001"),
+            ("0.00000012", 12, 8, "0.00000012"),
+            ("0.0000000123", 123, 10, "1.23e-8"),
+            (
+                "12345678901234567.89",
+                1_234_567_890_123_456_789,
+                2,
+                "12345678901234567.89",
+            ),
+        ] {
+            assert_eq!(parse_decimal(text), Ok((unscaled, scale)), "{text}");
+            assert_eq!(format_decimal(unscaled, scale), shown, "{text}");
+            assert_eq!(parse_decimal(shown), Ok((unscaled, scale)), "{shown}");
+        }
+        // Values a caller builds by hand, with trailing zeros, print as the same number.
+        assert_eq!(format_decimal(1100, 3), "1.100");
+        assert_eq!(parse_decimal("1.100"), Ok((11, 1)));
+        assert_eq!(float_decimal(0.1), (1, 1));
+        assert_eq!(float_decimal(-2.5e-300), (-25, 301));
+        assert_eq!(decimal_to_f64(-25, 301), -2.5e-300);
     }
 }

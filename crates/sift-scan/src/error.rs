@@ -25,3 +25,15 @@ pub enum Error {
 
 /// Result with a scan [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Characters of a user's text (a literal, a column name) an error message repeats at most.
+const QUOTE_MAX: usize = 60;
+
+/// `text`, or its first characters and "…" when it is long: a message about a 100 KB
+/// literal names it without repeating it.
+pub(crate) fn shorten(text: &str) -> String {
+    match text.char_indices().nth(QUOTE_MAX) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}

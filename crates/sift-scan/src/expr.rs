@@ -84,18 +84,27 @@ impl CmpOp {
 /// | literal | column types it applies to |
 /// |---|---|
 /// | `Int` | every integer type (a value outside the type's range makes the comparison constant, e.g. `int8_col < 1000` is true for every non-null row); floats (converted); decimals (scaled exactly) |
-/// | `Float` | floats; integers and decimals (compared exactly: `int_col < 2.5` is `int_col <= 2`) |
-/// | `Str` | strings and binary; dates (`'1994-01-01'`), timestamps (`'1994-01-01 12:00:00'`, UTC) and booleans (`'true'`/`'false'`) when the text parses |
+/// | `Decimal` | decimals and integers, compared exactly at any precision (`dec_col = 12345678901234567.89`; `int_col < 2.5` is `int_col <= 2`; `int64_col = 9007199254740993.0` matches 9007199254740993); floats (the nearest double) |
+/// | `Float` | floats; integers (the double's exact value) and decimals (its shortest decimal form, what a user writes: `0.1` is 1/10) |
+/// | `Str` | strings and binary; dates (`'1994-01-01'`), timestamps (`'1994-01-01 12:00:00'`, UTC), booleans (`'true'`/`'false'`) and decimals (`'12.50'`, exactly) when the text parses |
 /// | `Date` | date32/date64; timestamps (midnight UTC) |
 /// | `Bool` | booleans |
 ///
-/// Anything else is an error naming the column, its type and the literal.
+/// In filter text, a number with a point or an exponent (`0.05`, `1.5e3`) is a `Decimal`,
+/// read exactly from its digits; one without is an `Int`. A literal that falls between
+/// two values of the column (`2.5` on integers, `0.125` on a decimal of scale 2) compares
+/// exactly: `=` matches nothing, `<` matches what is below it. On a decimal column, a
+/// value that does not fit the column's 128-bit integers at its scale is an error, as is
+/// anything else not listed here (naming the column, its type and the literal).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Literal {
     /// A boolean.
     Bool(bool),
     /// An integer.
     Int(i128),
+    /// An exact decimal number, `unscaled × 10^-scale` (`12.5` is 125 at scale 1); build
+    /// one from text with [`Literal::decimal`].
+    Decimal { unscaled: i128, scale: i32 },
     /// A floating-point number.
     Float(f64),
     /// A string.
@@ -109,6 +118,15 @@ impl Literal {
     pub fn date(text: &str) -> Option<Literal> {
         crate::coerce::parse_date(text).map(Literal::Date)
     }
+
+    /// An exact decimal literal from its text, as the filter language reads numbers:
+    /// `12345678901234567.89`, `-0.05`, `1.5e3`. At most 38 significant digits; an error
+    /// ([`Error::Parse`](crate::Error::Parse)) says why other text is not one.
+    pub fn decimal(text: &str) -> crate::Result<Literal> {
+        crate::coerce::parse_decimal(text)
+            .map(|(unscaled, scale)| Literal::Decimal { unscaled, scale })
+            .map_err(crate::Error::Parse)
+    }
 }
 
 impl fmt::Display for Literal {
@@ -116,6 +134,14 @@ impl fmt::Display for Literal {
         match self {
             Literal::Bool(b) => write!(f, "{b}"),
             Literal::Int(i) => write!(f, "{i}"),
+            Literal::Decimal { unscaled, scale } => {
+                f.write_str(&crate::coerce::format_decimal(*unscaled, *scale))
+            }
+            // The shortest decimal that reads back as the same double.
+            Literal::Float(x) if x.is_finite() => {
+                let (unscaled, scale) = crate::coerce::float_decimal(*x);
+                f.write_str(&crate::coerce::format_decimal(unscaled, scale))
+            }
             Literal::Float(x) => write!(f, "{x:?}"),
             Literal::Str(s) => write!(f, "'{}'", s.replace('\'', "''")),
             Literal::Date(d) => write!(f, "date '{}'", crate::coerce::format_date(*d)),

@@ -13,8 +13,11 @@
 //!            | ident ['not'] 'like' string
 //!            | 'starts_with' '(' ident ',' string ')'
 //! op        := '=' | '==' | '!=' | '<>' | '<' | '<=' | '>' | '>='
-//! literal   := integer | float | string | 'date' string | 'timestamp' string
+//! literal   := integer | decimal | string | 'date' string | 'timestamp' string
 //!            | 'true' | 'false'
+//! integer   := '-'? digit+
+//! decimal   := '-'? (digit+ ['.' digit*] | '.' digit+) [('e' | 'E') ['+' | '-'] digit+]
+//!              (with a point or an exponent; read exactly, at most 38 significant digits)
 //! ident     := [A-Za-z_][A-Za-z0-9_.]* | '"' ('""' | any but '"')* '"'
 //! string    := "'" ("''" | any but "'")* "'"
 //! ```
@@ -22,7 +25,7 @@
 //! Keywords are case-insensitive and are column names only when double-quoted. This is
 //! the syntax `Expr`'s `Display` prints, so printing and parsing round-trip.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, shorten};
 use crate::expr::{CmpOp, Expr, Literal};
 
 /// Words with a meaning in the grammar; a column with one of these names must be quoted.
@@ -44,8 +47,26 @@ pub(crate) const KEYWORDS: &[&str] = &[
 /// Parses a filter such as `l_shipdate >= date '1994-01-01' and l_quantity < 24`.
 ///
 /// Errors are [`Error::Parse`] naming the 1-based character column and what was expected
-/// there, e.g. `at column 15: expected a literal after '>=', found 'and'`.
+/// there, e.g. `at column 15: expected a literal after '>=', found 'and'`, then the filter
+/// around that column (at most 40 characters each side, "…" where cut) with a caret:
+///
+/// ```text
+/// at column 15: expected a literal after '>=', found 'and'
+///   l_quantity >= and x = 1
+///                 ^
+/// ```
 pub fn parse_filter(text: &str) -> Result<Expr> {
+    parse(text).map_err(|e| {
+        Error::Parse(format!(
+            "at column {}: {}\n{}",
+            e.col,
+            e.message,
+            excerpt(text, e.col)
+        ))
+    })
+}
+
+fn parse(text: &str) -> PResult<Expr> {
     let mut parser = Parser {
         tokens: tokenize(text)?,
         pos: 0,
@@ -61,6 +82,35 @@ pub fn parse_filter(text: &str) -> Result<Expr> {
     Ok(expr)
 }
 
+/// Characters of the filter an error shows on each side of the failing position.
+const EXCERPT_SIDE: usize = 40;
+
+/// The filter around 1-based character column `col` on one line, "…" where it is cut,
+/// and a caret under the column below it: a message about a 200 KB filter stays short.
+fn excerpt(text: &str, col: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let at = col.saturating_sub(1).min(chars.len());
+    let start = at.saturating_sub(EXCERPT_SIDE);
+    let end = (at + EXCERPT_SIDE).min(chars.len());
+    // Line breaks and tabs as spaces, so the caret lines up.
+    let shown: String = chars[start..end]
+        .iter()
+        .map(|&c| {
+            if c.is_whitespace() || c.is_control() {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    let (before, after) = (
+        if start > 0 { "…" } else { "" },
+        if end < chars.len() { "…" } else { "" },
+    );
+    let pad = at - start + before.chars().count();
+    format!("  {before}{shown}{after}\n  {}^", " ".repeat(pad))
+}
+
 // ------------------------------------------------------------------------------ tokens
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,7 +122,8 @@ enum Tok {
     /// A `'single quoted'` string, unescaped.
     Str(String),
     Int(i128),
-    Float(f64),
+    /// A number with a point or an exponent, exactly: `unscaled × 10^-scale`.
+    Decimal(i128, i32),
     Op(CmpOp),
     LParen,
     RParen,
@@ -89,8 +140,19 @@ struct Token {
     text: String,
 }
 
-fn parse_error(col: usize, message: impl std::fmt::Display) -> Error {
-    Error::Parse(format!("at column {col}: {message}"))
+/// A parse error: the 1-based character column it is at, and what is wrong there.
+struct Located {
+    col: usize,
+    message: String,
+}
+
+type PResult<T> = std::result::Result<T, Located>;
+
+fn parse_error(col: usize, message: impl std::fmt::Display) -> Located {
+    Located {
+        col,
+        message: message.to_string(),
+    }
 }
 
 fn is_ident_start(c: char) -> bool {
@@ -101,7 +163,7 @@ fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '.'
 }
 
-fn tokenize(text: &str) -> Result<Vec<Token>> {
+fn tokenize(text: &str) -> PResult<Vec<Token>> {
     let chars: Vec<char> = text.chars().collect();
     let at = |i: usize| chars.get(i).copied();
     let slice = |a: usize, b: usize| chars[a..b].iter().collect::<String>();
@@ -191,7 +253,7 @@ fn tokenize(text: &str) -> Result<Vec<Token>> {
 
 /// The text of the quoted token opening at `start` (a doubled quote stands for one), and
 /// the index just past its closing quote.
-fn quoted(chars: &[char], start: usize) -> Result<(String, usize)> {
+fn quoted(chars: &[char], start: usize) -> PResult<(String, usize)> {
     let quote = chars.get(start).copied().unwrap_or('\'');
     let mut value = String::new();
     let mut i = start + 1;
@@ -225,8 +287,8 @@ fn quoted(chars: &[char], start: usize) -> Result<(String, usize)> {
 }
 
 /// A number starting at `start`: `-?digits[.digits][e[+-]digits]` or `-?.digits[…]`.
-/// Integers (no point, no exponent) become `Int`, the rest `Float`.
-fn number(chars: &[char], start: usize) -> Result<(Tok, usize)> {
+/// Integers (no point, no exponent) become `Int`, the rest exact decimals.
+fn number(chars: &[char], start: usize) -> PResult<(Tok, usize)> {
     let digit_at = |i: usize| chars.get(i).is_some_and(char::is_ascii_digit);
     let mut i = start;
     if chars.get(i) == Some(&'-') {
@@ -263,25 +325,22 @@ fn number(chars: &[char], start: usize) -> Result<(Tok, usize)> {
             end += 1;
         }
         let bad: String = chars[start..end].iter().collect();
-        return Err(parse_error(start + 1, format!("invalid number '{bad}'")));
+        return Err(parse_error(
+            start + 1,
+            format!("invalid number '{}'", shorten(&bad)),
+        ));
     }
     let kind = if float {
-        match text.parse::<f64>() {
-            Ok(x) if x.is_finite() => Tok::Float(x),
-            _ => {
-                return Err(parse_error(
-                    start + 1,
-                    format!("number '{text}' is out of range"),
-                ));
-            }
-        }
+        let (unscaled, scale) = crate::coerce::parse_decimal(&text)
+            .map_err(|why| parse_error(start + 1, format!("number {why}")))?;
+        Tok::Decimal(unscaled, scale)
     } else {
         match text.parse::<i128>() {
             Ok(n) => Tok::Int(n),
             Err(_) => {
                 return Err(parse_error(
                     start + 1,
-                    format!("integer '{text}' is out of range"),
+                    format!("integer '{}' is out of range", shorten(&text)),
                 ));
             }
         }
@@ -311,15 +370,10 @@ fn keyword(tok: &Tok) -> Option<&'static str> {
 
 /// How a token is named in an error message.
 fn describe(token: &Token) -> String {
-    const MAX: usize = 40;
     match token.kind {
         Tok::End => "the end of the filter".to_string(),
-        _ if token.text.chars().count() > MAX => {
-            let head: String = token.text.chars().take(MAX).collect();
-            format!("{head}…")
-        }
-        Tok::Str(_) | Tok::QuotedIdent(_) => token.text.clone(),
-        _ => format!("'{}'", token.text),
+        Tok::Str(_) | Tok::QuotedIdent(_) => shorten(&token.text),
+        _ => format!("'{}'", shorten(&token.text)),
     }
 }
 
@@ -354,7 +408,7 @@ impl Parser {
     }
 
     /// "at column N: expected {what}, found {next token}".
-    fn unexpected(&self, what: &str) -> Error {
+    fn unexpected(&self, what: &str) -> Located {
         let token = self.peek();
         let mut message = format!("expected {what}, found {}", describe(token));
         // A keyword just before an operator was most likely meant as a column name.
@@ -369,7 +423,7 @@ impl Parser {
         parse_error(token.col, message)
     }
 
-    fn or(&mut self) -> Result<Expr> {
+    fn or(&mut self) -> PResult<Expr> {
         let first = self.and()?;
         if !self.at_keyword("or") {
             return Ok(first);
@@ -381,7 +435,7 @@ impl Parser {
         Ok(Expr::Or(terms))
     }
 
-    fn and(&mut self) -> Result<Expr> {
+    fn and(&mut self) -> PResult<Expr> {
         let first = self.not()?;
         if !self.at_keyword("and") {
             return Ok(first);
@@ -393,7 +447,7 @@ impl Parser {
         Ok(Expr::And(terms))
     }
 
-    fn not(&mut self) -> Result<Expr> {
+    fn not(&mut self) -> PResult<Expr> {
         // Every level of `not` and `(` passes here; a bound keeps hostile input such as
         // "((((…" from overflowing the stack.
         if self.depth >= MAX_DEPTH {
@@ -412,7 +466,7 @@ impl Parser {
         expr
     }
 
-    fn primary(&mut self) -> Result<Expr> {
+    fn primary(&mut self) -> PResult<Expr> {
         let token = self.peek().clone();
         match &token.kind {
             Tok::LParen => {
@@ -447,7 +501,7 @@ impl Parser {
                     Expr::Or(vec![])
                 })
             }
-            Tok::Int(_) | Tok::Float(_) | Tok::Str(_) => self.literal_first(),
+            Tok::Int(_) | Tok::Decimal(..) | Tok::Str(_) => self.literal_first(),
             Tok::Word(_)
                 if matches!(
                     keyword(&token.kind),
@@ -469,7 +523,7 @@ impl Parser {
         }
     }
 
-    fn identifier(&mut self, what: &str) -> Result<String> {
+    fn identifier(&mut self, what: &str) -> PResult<String> {
         if !self.at_identifier() {
             return Err(self.unexpected(what));
         }
@@ -479,7 +533,7 @@ impl Parser {
         }
     }
 
-    fn operator(&mut self, what: &str) -> Result<(CmpOp, String)> {
+    fn operator(&mut self, what: &str) -> PResult<(CmpOp, String)> {
         match self.peek().kind {
             Tok::Op(op) => {
                 let token = self.advance();
@@ -490,7 +544,7 @@ impl Parser {
     }
 
     /// `literal op column`, stored as `column flipped-op literal`.
-    fn literal_first(&mut self) -> Result<Expr> {
+    fn literal_first(&mut self) -> PResult<Expr> {
         let value = self.literal("a column name or a literal")?;
         let (op, op_text) =
             self.operator("a comparison operator (=, <>, <, <=, >, >=) after the literal")?;
@@ -505,7 +559,7 @@ impl Parser {
     }
 
     /// What follows a column name at the start of a predicate.
-    fn predicate(&mut self, column: String) -> Result<Expr> {
+    fn predicate(&mut self, column: String) -> PResult<Expr> {
         if let Tok::Op(op) = self.peek().kind {
             let op_text = self.advance().text;
             if self.at_identifier() {
@@ -550,7 +604,8 @@ impl Parser {
         } else {
             return Err(self.unexpected(&format!(
                 "a comparison operator, 'between', 'in', 'is', 'like' or 'not' after \
-                 the column name '{column}'"
+                 the column name '{}'",
+                shorten(&column)
             )));
         };
         Ok(if negated {
@@ -561,7 +616,7 @@ impl Parser {
     }
 
     /// `( literal, … )`; the list may be empty (matching no row).
-    fn in_list(&mut self) -> Result<Vec<Literal>> {
+    fn in_list(&mut self) -> PResult<Vec<Literal>> {
         if self.peek().kind != Tok::LParen {
             return Err(self.unexpected("'(' after 'in'"));
         }
@@ -587,7 +642,7 @@ impl Parser {
     }
 
     /// `starts_with(column, 'prefix')`.
-    fn starts_with(&mut self) -> Result<Expr> {
+    fn starts_with(&mut self) -> PResult<Expr> {
         self.advance();
         self.advance(); // the '(' the caller saw
         let column = self.identifier("a column name as the first argument of starts_with")?;
@@ -603,7 +658,7 @@ impl Parser {
         Ok(Expr::StartsWith { column, prefix })
     }
 
-    fn string(&mut self, what: &str) -> Result<String> {
+    fn string(&mut self, what: &str) -> PResult<String> {
         match &self.peek().kind {
             Tok::Str(s) => {
                 let s = s.clone();
@@ -615,7 +670,7 @@ impl Parser {
     }
 
     /// The string after a `date` or `timestamp` keyword (the next token).
-    fn typed_string(&mut self, what: &str) -> Result<String> {
+    fn typed_string(&mut self, what: &str) -> PResult<String> {
         if !matches!(self.peek_at(1).kind, Tok::Str(_)) {
             // `date = …`: the keyword itself is the problem, so point at it.
             if matches!(self.peek_at(1).kind, Tok::Op(_)) {
@@ -628,11 +683,14 @@ impl Parser {
         self.string(what)
     }
 
-    fn literal(&mut self, what: &str) -> Result<Literal> {
+    fn literal(&mut self, what: &str) -> PResult<Literal> {
         let token = self.peek().clone();
         let value = match &token.kind {
             Tok::Int(n) => Literal::Int(*n),
-            Tok::Float(x) => Literal::Float(*x),
+            Tok::Decimal(unscaled, scale) => Literal::Decimal {
+                unscaled: *unscaled,
+                scale: *scale,
+            },
             Tok::Str(s) => Literal::Str(s.clone()),
             t => match keyword(t) {
                 Some("true") => Literal::Bool(true),
@@ -642,6 +700,7 @@ impl Parser {
                     let text =
                         self.typed_string("a quoted date after 'date', like '1994-01-01'")?;
                     return Literal::date(&text).ok_or_else(|| {
+                        let text = shorten(&text);
                         parse_error(col, format!("invalid date '{text}' (expected YYYY-MM-DD)"))
                     });
                 }

@@ -20,13 +20,25 @@ fn same(text: &str, expected: Expr) {
     assert_eq!(p(text), format!("{expected:?}"), "{text}");
 }
 
+/// The whole message of the parse error of `text`.
 #[track_caller]
-fn err(text: &str) -> String {
+fn err_full(text: &str) -> String {
     match parse_filter(text) {
         Ok(e) => panic!("{text:?} parsed as {e:?}"),
         Err(e @ sift_scan::Error::Parse(_)) => e.to_string(),
         Err(e) => panic!("{text:?}: not a parse error: {e:?}"),
     }
+}
+
+/// The first line of the parse error of `text` (the rest shows the filter).
+#[track_caller]
+fn err(text: &str) -> String {
+    let full = err_full(text);
+    full.lines().next().unwrap_or_default().to_string()
+}
+
+fn dec(text: &str) -> Literal {
+    Literal::decimal(text).unwrap()
 }
 
 fn date(s: &str) -> Literal {
@@ -84,14 +96,31 @@ fn literals() {
         v("-170141183460469231731687303715884105728"),
         Literal::Int(i128::MIN)
     );
-    assert_eq!(v("1.5"), Literal::Float(1.5));
-    assert_eq!(v("-0.05"), Literal::Float(-0.05));
-    assert_eq!(v("1e5"), Literal::Float(1e5));
-    assert_eq!(v("2.5E-3"), Literal::Float(2.5e-3));
-    assert_eq!(v("1e+2"), Literal::Float(100.0));
-    assert_eq!(v(".5"), Literal::Float(0.5));
-    assert_eq!(v("-.5"), Literal::Float(-0.5));
-    assert_eq!(v("1."), Literal::Float(1.0));
+    // Numbers with a point or an exponent are exact decimals: unscaled × 10^-scale,
+    // trailing zeros folded into the scale.
+    let d = |unscaled: i128, scale: i32| Literal::Decimal { unscaled, scale };
+    assert_eq!(v("1.5"), d(15, 1));
+    assert_eq!(v("-0.05"), d(-5, 2));
+    assert_eq!(v("1e5"), d(1, -5));
+    assert_eq!(v("2.5E-3"), d(25, 4));
+    assert_eq!(v("1e+2"), d(1, -2));
+    assert_eq!(v(".5"), d(5, 1));
+    assert_eq!(v("-.5"), d(-5, 1));
+    assert_eq!(v("1."), d(1, 0));
+    assert_eq!(v("1.10"), d(11, 1));
+    assert_eq!(v("0.0"), d(0, 0));
+    assert_eq!(v("-0.000"), d(0, 0));
+    assert_eq!(v("1.5e3"), d(15, -2));
+    assert_eq!(v("00012.3400e-1"), d(1234, 3));
+    // Beyond what a double holds, digit for digit.
+    assert_eq!(v("12345678901234567.89"), d(1_234_567_890_123_456_789, 2));
+    assert_eq!(v("9007199254740993.0"), d(9_007_199_254_740_993, 0));
+    assert_eq!(
+        v("-1234567890123456789012345678.9012345678"),
+        d(-12_345_678_901_234_567_890_123_456_789_012_345_678, 10)
+    );
+    assert_eq!(v("1.5"), dec("1.5"));
+    assert_eq!(v("1e-300"), dec("1e-300"));
     assert_eq!(v("'abc'"), Literal::Str("abc".into()));
     assert_eq!(v("''"), Literal::Str(String::new()));
     assert_eq!(v("'it''s'"), Literal::Str("it's".into()));
@@ -138,7 +167,7 @@ fn identifiers() {
 #[test]
 fn between_in_is_like_starts_with() {
     same("x between 1 and 5", col("x").between(1, 5));
-    same("x BETWEEN -1.5 AND 'z'", col("x").between(-1.5, "z"));
+    same("x BETWEEN -1.5 AND 'z'", col("x").between(dec("-1.5"), "z"));
     same("x not between 1 and 5", col("x").between(1, 5).not());
     same(
         "d between date '1994-01-01' and date '1994-12-31'",
@@ -154,7 +183,7 @@ fn between_in_is_like_starts_with() {
             values: vec![
                 Literal::Int(1),
                 Literal::Str("a".into()),
-                Literal::Float(2.5),
+                dec("2.5"),
                 Literal::Bool(true),
                 date("2020-01-01"),
             ],
@@ -237,7 +266,7 @@ fn tpch_q6_filter() {
         Expr::And(vec![
             col("l_shipdate").gte(date("1994-01-01")),
             col("l_shipdate").lt(date("1995-01-01")),
-            col("l_discount").between(0.05, 0.07),
+            col("l_discount").between(dec("0.05"), dec("0.07")),
             col("l_quantity").lt(24),
         ]),
     );
@@ -340,6 +369,11 @@ fn errors_name_the_column_and_what_was_expected() {
         "at column 5: number '1e999' is out of range"
     );
     assert_eq!(
+        err("x = 1.234567890123456789012345678901234567891"),
+        "at column 5: number '1.234567890123456789012345678901234567891' has 40 \
+         significant digits; exact decimals have at most 38"
+    );
+    assert_eq!(
         err("x = 170141183460469231731687303715884105728"),
         "at column 5: integer '170141183460469231731687303715884105728' is out of range"
     );
@@ -385,7 +419,8 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
 #[test]
 fn display_output_parses_back() {
     for e in [
-        col("a b").between(Literal::Float(1e-7), Literal::Float(-1e16)),
+        col("a b").between(dec("1e-7"), dec("-1e16")),
+        col("d").in_list([dec("12345678901234567.89"), dec("-0.5"), dec("1.5e30")]),
         col("x").in_list(["it's", "\"q\""]),
         col("x").eq(date("0001-01-01")).or(Expr::And(vec![])).not(),
         Expr::And(vec![Expr::Or(vec![]), col("y").like("%")]),
@@ -394,6 +429,100 @@ fn display_output_parses_back() {
         let text = e.to_string();
         assert_eq!(p(&text), format!("{e:?}"), "{text}");
     }
+    // A double prints as its shortest decimal, which reads back as that decimal.
+    for (x, text) in [
+        (1e-7, "0.0000001"),
+        (-1e16, "-10000000000000000.0"),
+        (0.1, "0.1"),
+        (2.5e-300, "2.5e-300"),
+        (1.5e300, "1.5e300"),
+        (3.0, "3.0"),
+    ] {
+        let e = col("x").eq(Literal::Float(x));
+        assert_eq!(e.to_string(), format!("x = {text}"));
+        assert_eq!(p(&e.to_string()), format!("{:?}", col("x").eq(dec(text))));
+    }
+}
+
+#[test]
+fn decimal_literals_from_rust() {
+    assert_eq!(
+        dec("12345678901234567.89"),
+        Literal::Decimal {
+            unscaled: 1_234_567_890_123_456_789,
+            scale: 2
+        }
+    );
+    assert_eq!(dec(" +7.50 "), dec("7.5"));
+    assert_eq!(dec("-7e-2").to_string(), "-0.07");
+    for bad in [
+        "", "-", ".", "1.2.3", "1e", "1e+", "abc", "1x", "0x10", "--1", "1 2",
+    ] {
+        let e = Literal::decimal(bad).unwrap_err().to_string();
+        assert!(e.contains("is not a number"), "{bad:?}: {e}");
+    }
+    let e = Literal::decimal("1e401").unwrap_err().to_string();
+    assert!(e.contains("out of range"), "{e}");
+    let e = Literal::decimal(&"9".repeat(39)).unwrap_err().to_string();
+    assert!(e.contains("39 significant digits"), "{e}");
+    // 38 nines fit; so do trailing zeros beyond them.
+    assert!(Literal::decimal(&format!("{}000.000", "9".repeat(38))).is_ok());
+}
+
+#[test]
+fn errors_show_the_filter_around_the_column() {
+    // A short filter is shown whole, with a caret under the column.
+    assert_eq!(
+        err_full("l_quantity >= and x = 1"),
+        "at column 15: expected a literal after '>=', found 'and'\n  \
+         l_quantity >= and x = 1\n  \
+         \u{20}             ^"
+    );
+    // Line breaks show as spaces, so the caret lines up.
+    assert_eq!(
+        err_full("x = 1\nand y >"),
+        "at column 14: expected a literal after '>', found the end of the filter\n  \
+         x = 1 and y >\n  \
+         \u{20}            ^"
+    );
+    // A 200 KB filter: only a window around the failing token, cut with "…".
+    let head = "x = 1 and ".repeat(10_000);
+    let tail = " and y = 2".repeat(10_000);
+    let long = format!("{head}z >= and y = 2{tail}");
+    assert!(long.len() > 200_000);
+    let message = err_full(&long);
+    assert!(message.len() < 300, "{} bytes: {message}", message.len());
+    let col = head.chars().count() + 6;
+    let lines: Vec<&str> = message.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("at column {col}: expected a literal after '>=', found 'and'")
+    );
+    assert!(
+        lines[1].starts_with("  …") && lines[1].ends_with('…'),
+        "{message}"
+    );
+    assert!(lines[1].contains("x = 1 and z >= and y = 2"), "{message}");
+    // The caret is under the failing 'and'.
+    let caret = lines[2].chars().position(|c| c == '^').unwrap();
+    let shown: Vec<char> = lines[1].chars().collect();
+    assert_eq!(shown[caret..caret + 5].iter().collect::<String>(), "and y");
+    assert_eq!(&shown[caret - 3..caret], &['>', '=', ' ']);
+    // Near either end, only that side is cut.
+    let message = err_full(&format!("x ! 1{tail}"));
+    assert!(message.contains("\n  x ! 1 and y = 2") && message.ends_with("…\n    ^"));
+    let message = err_full(&format!("{head}z ="));
+    let shown = message.lines().nth(1).unwrap();
+    assert!(
+        shown.starts_with("  …") && shown.ends_with("z ="),
+        "{message}"
+    );
+    // Long tokens and names are shortened in the message itself.
+    let huge = "9".repeat(100_000);
+    assert!(err_full(&format!("x = {huge}.5e99999")).len() < 300);
+    assert!(err_full(&format!("x = {huge}abc")).len() < 300);
+    assert!(err_full(&format!("\"{huge}\" 5")).len() < 400);
+    assert!(err_full(&format!("x = date '{huge}'")).len() < 300);
 }
 
 // --------------------------------------------------------------------------- proptest
@@ -434,6 +563,11 @@ fn literal() -> impl Strategy<Value = Literal> {
             .prop_filter("finite", |x| x.is_finite())
             .prop_map(Literal::Float),
         (-100.0f64..100.0).prop_map(Literal::Float),
+        (any::<i64>(), -60i32..60)
+            .prop_map(|(u, e)| Literal::decimal(&format!("{u}e{e}")).unwrap()),
+        (any::<i128>(), -400i32..300).prop_filter_map("in range", |(u, e)| {
+            Literal::decimal(&format!("{u}e{e}")).ok()
+        }),
         any::<String>().prop_map(Literal::Str),
         "[a-z' %_\\\\]{0,6}".prop_map(Literal::Str),
         // Years 0000 to 9999: what `YYYY-MM-DD` can spell.

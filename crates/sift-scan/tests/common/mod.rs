@@ -442,6 +442,26 @@ pub fn literal_cmp(a: &ArrayRef, op: CmpOp, lit: &Literal) -> BooleanArray {
             );
             kernel(op, a, &sc)
         }
+        // Exact decimals: the column and the literal both cast by Arrow to 76-digit
+        // decimals at the finer of their two scales.
+        (
+            DataType::Decimal128(..) | DataType::Int64 | DataType::Int32,
+            Literal::Decimal { unscaled, scale },
+        ) => {
+            let lit_scale = i8::try_from(*scale).expect("reference: a decimal scale beyond i8");
+            let col_scale = match a.data_type() {
+                DataType::Decimal128(_, s) => *s,
+                _ => 0,
+            };
+            let wide = DataType::Decimal256(76, lit_scale.max(col_scale));
+            let lit = Decimal256Array::from(vec![i256::from_i128(*unscaled)])
+                .with_precision_and_scale(76, lit_scale)
+                .unwrap();
+            let lit = cast(&lit, &wide).unwrap();
+            let column = cast(a, &wide).unwrap();
+            assert!(lit.is_valid(0) && column.null_count() == a.null_count());
+            kernel(op, &column, &Scalar::new(lit))
+        }
         (DataType::Utf8, Literal::Str(s)) => kernel(op, a, &StringArray::new_scalar(s)),
         (DataType::Utf8View, Literal::Str(s)) => kernel(op, a, &StringViewArray::new_scalar(s)),
         (DataType::Boolean, Literal::Bool(b)) => kernel(op, a, &BooleanArray::new_scalar(*b)),
