@@ -192,7 +192,7 @@ fn decode_bytes_node(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> R
     match ctx.node(id, depth)? {
         Node::Plain { width, buffer } => {
             let width = *width as usize;
-            ctx.check_decoded(Some(id), count, width)?;
+            ctx.check_decoded(Some(id), count, count.checked_mul(width))?;
             let total = count * width;
             let bytes = ctx.bufs.get(*buffer, total)?;
             Ok(ByteValues {
@@ -202,7 +202,7 @@ fn decode_bytes_node(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> R
             })
         }
         Node::Constant { value } => {
-            ctx.check_decoded(Some(id), count, value.len())?;
+            ctx.check_decoded(Some(id), count, count.checked_mul(value.len()))?;
             let mut out = ByteValues::with_capacity(count, value.len() * count);
             for _ in 0..count {
                 out.push(value);
@@ -252,9 +252,9 @@ pub(crate) fn gather(
     let exact = || -> Result<usize> {
         let total = codes
             .iter()
-            .fold(0usize, |t, &c| t.saturating_add(lens[c as usize]));
-        ctx.check_decoded(Some(id), 1, total)?;
-        Ok(total)
+            .try_fold(0usize, |t, &c| t.checked_add(lens[c as usize]));
+        ctx.check_decoded(Some(id), codes.len(), total)?;
+        Ok(total.unwrap_or(usize::MAX))
     };
     // For short entries, the longest times the values bounds the output without a pass
     // over the codes before the gather (at most 32 bytes a value, so the bound is close).
@@ -423,8 +423,10 @@ mod tests {
     fn constant_beyond_the_budget_is_refused() {
         let value = vec![b'x'; DECODE_FLOOR / 65_536 + 1];
         let msg = refused(decode_tree(vec![Node::Constant { value }], 65_536));
-        assert!(msg.contains("node 0: 65536 values of 1025 bytes"), "{msg}");
-        assert!(msg.contains("decode limit of 67108864 bytes"), "{msg}");
+        assert!(
+            msg.contains("node 0: 65536 values decode to 67174400 bytes, more than the chunk's decode limit of 67108864 bytes"),
+            "{msg}"
+        );
         // At the floor exactly, it decodes.
         let value = vec![b'x'; 1024];
         assert_eq!(
@@ -453,7 +455,10 @@ mod tests {
             },
         ];
         let msg = refused(decode_tree(nodes, 65_536));
-        assert!(msg.contains("node 0: 1 values of 131072000 bytes"), "{msg}");
+        assert!(
+            msg.contains("node 0: 65536 values decode to 131072000 bytes"),
+            "{msg}"
+        );
     }
 
     /// The budget: the floor for small chunks, proportional above, capped by u32 offsets.

@@ -47,20 +47,27 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Checks, before they are allocated, that `count` values of `len` bytes (of node
-    /// `id`, or of the whole chunk) fit the chunk's decode budget.
-    pub(crate) fn check_decoded(&self, id: Option<NodeId>, count: usize, len: usize) -> Result<()> {
-        match count.checked_mul(len) {
+    /// Checks, before they are allocated, that `count` values taking `total` bytes
+    /// (`None`: more than `usize` holds) of node `id`, or of the whole chunk, fit the
+    /// chunk's decode budget.
+    pub(crate) fn check_decoded(
+        &self,
+        id: Option<NodeId>,
+        count: usize,
+        total: Option<usize>,
+    ) -> Result<()> {
+        match total {
             Some(total) if total <= self.budget => Ok(()),
             total => Err(corrupt(format!(
-                "{}: {count} values of {len} bytes ({} bytes) exceed the chunk's decode limit of {} bytes (the larger of {DECODE_FLOOR} and {DECODE_EXPANSION} × its {} encoded bytes)",
+                "{}: {count} values decode to {} bytes, more than the chunk's decode limit of {} bytes (the larger of {DECODE_FLOOR} and {DECODE_EXPANSION} × its {} encoded bytes)",
                 id.map_or_else(|| "chunk".to_string(), |id| format!("node {id}")),
-                total.map_or_else(|| "overflowing".to_string(), |t| t.to_string()),
+                total.map_or_else(|| "too many".to_string(), |t| t.to_string()),
                 self.budget,
                 self.encoded,
             ))),
         }
     }
+
     /// Node `id`, with the nesting depth checked.
     pub(crate) fn node(&self, id: NodeId, depth: usize) -> Result<&Node> {
         if depth > MAX_DEPTH {

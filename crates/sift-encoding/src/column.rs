@@ -568,7 +568,7 @@ fn decode_rows(
     let ctx = Ctx::new(enc, buffers);
     if let PhysicalKind::FixedBytes(w) = kind {
         // Nulls included: an all-null chunk stores nothing yet decodes to `len × w` bytes.
-        ctx.check_decoded(None, len, w as usize)?;
+        ctx.check_decoded(None, len, len.checked_mul(w as usize))?;
     }
     let Some(RowPlan {
         nulls,
@@ -991,7 +991,10 @@ mod tests {
         let err = decode_array(&all_null, &dt, 65_536, &[])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("chunk: 65536 values of 2048 bytes"), "{err}");
+        assert!(
+            err.contains("chunk: 65536 values decode to 134217728 bytes"),
+            "{err}"
+        );
         assert!(decode_array(&all_null, &dt, 32_768, &[]).is_ok());
     }
 
