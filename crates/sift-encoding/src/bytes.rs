@@ -410,6 +410,7 @@ mod tests {
         decode_bytes(&Ctx::new(&enc, &[]), 0, count, 0)
     }
 
+    #[allow(clippy::panic)]
     fn refused(r: Result<ByteValues>) -> String {
         match r {
             Ok(v) => panic!("decoded {} bytes", v.data.len()),

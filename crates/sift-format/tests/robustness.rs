@@ -1274,8 +1274,10 @@ fn expanding_footers_are_refused_before_allocating() {
         len: 1,
         codes: 2,
     };
+    /// A name, the chunk's nodes and its buffers.
+    type Case<'a> = (&'a str, Vec<Node>, Vec<&'a [u8]>);
     // Every case asks for 64Ki × 65,000 bytes.
-    let cases: Vec<(&str, Vec<Node>, Vec<&[u8]>)> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             "constant",
             vec![Node::Constant {
