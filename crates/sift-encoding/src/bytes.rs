@@ -428,7 +428,7 @@ mod tests {
             msg.contains("node 0: 65536 values decode to 67174400 bytes, more than the chunk's decode limit of 67108864 bytes"),
             "{msg}"
         );
-        // At the floor exactly, it decodes.
+        // Within the budget, it decodes.
         let value = vec![b'x'; 1024];
         assert_eq!(
             decode_tree(vec![Node::Constant { value }], 4096)
