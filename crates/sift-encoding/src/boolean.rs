@@ -34,7 +34,7 @@ impl Value for bool {
         sink.push_node(Node::Bitmap { buffer })
     }
 
-    fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<bool>> {
+    fn decode_node(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<bool>> {
         match ctx.node(id, depth)? {
             Node::Bitmap { buffer } => {
                 let words = count.div_ceil(64);

@@ -7,10 +7,34 @@ use crate::fsst;
 use crate::node::{BufferSink, Node, NodeId};
 use crate::sample::sample;
 
-/// The most bytes one chunk may decode to. Constants and dictionaries can expand a small
-/// file into a huge output; this bound keeps a hostile file from asking for more memory
-/// than any real chunk needs (Arrow's 32-bit offsets stop at 2 GiB anyway).
+/// The most bytes one chunk may decode to in any case: offsets are `u32`.
 pub(crate) const MAX_CHUNK_BYTES: usize = u32::MAX as usize;
+
+/// Bytes the values of any chunk may decode to, however small its encoding: 64 MiB, e.g.
+/// a block of 64Ki rows of a 1 KiB constant string, or of a few distinct 1 KiB strings.
+///
+/// Constants and dictionaries expand without limit in principle (a 64 KiB footer could
+/// otherwise ask for 64Ki × 64 KiB = 4 GiB); together with [`DECODE_EXPANSION`] this makes
+/// the memory a chunk can demand proportional to its size, and a small file cannot ask
+/// for more than this.
+pub const DECODE_FLOOR: usize = 64 << 20;
+
+/// Bytes the values of a chunk may decode to per byte of its encoding, above
+/// [`DECODE_FLOOR`]. Plain strings decode to their stored size and FSST to at most 8× it
+/// (one code byte stands for at most 8); only repetition (constants, dictionaries with
+/// long entries) expands more, and a chunk that does, beyond the floor, is refused by the
+/// writer too ("use smaller blocks"), so what Sift writes stays readable.
+pub const DECODE_EXPANSION: usize = 16;
+
+/// The most bytes the values of a chunk whose encoding takes `encoded` bytes may decode
+/// to: the larger of [`DECODE_FLOOR`] and [`DECODE_EXPANSION`] × `encoded`, and never more
+/// than `u32` offsets address. Checked before each allocation sized by the encoded data
+/// (constants, dictionary gathers, FSST output, fixed-size values including nulls).
+pub fn decode_budget(encoded: usize) -> usize {
+    DECODE_FLOOR
+        .max(encoded.saturating_mul(DECODE_EXPANSION))
+        .min(MAX_CHUNK_BYTES)
+}
 
 /// Decoded byte strings: value `i` is `data[offsets[i]..offsets[i + 1]]`.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -40,7 +64,8 @@ impl ByteValues {
 
     pub(crate) fn push(&mut self, v: &[u8]) {
         self.data.extend_from_slice(v);
-        // Callers bound the total by MAX_CHUNK_BYTES, so it fits.
+        // Callers bound the total by the chunk's decode budget (at most MAX_CHUNK_BYTES),
+        // so it fits.
         self.offsets.push(self.data.len() as u32);
     }
 }
@@ -151,17 +176,23 @@ fn encode_dict(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink, dept
     id
 }
 
-/// Decodes `count` byte strings from node `id`.
+/// Decodes `count` byte strings from node `id`, checked to be exactly `count`.
 pub(crate) fn decode_bytes(
     ctx: &Ctx<'_>,
     id: NodeId,
     count: usize,
     depth: usize,
 ) -> Result<ByteValues> {
+    let out = decode_bytes_node(ctx, id, count, depth)?;
+    crate::cascade::exact_count(ctx, id, out.offsets.len().saturating_sub(1), count)?;
+    Ok(out)
+}
+
+fn decode_bytes_node(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<ByteValues> {
     match ctx.node(id, depth)? {
         Node::Plain { width, buffer } => {
             let width = *width as usize;
-            check_output(width, count)?;
+            ctx.check_decoded(Some(id), count, count.checked_mul(width))?;
             let total = count * width;
             let bytes = ctx.bufs.get(*buffer, total)?;
             Ok(ByteValues {
@@ -171,7 +202,7 @@ pub(crate) fn decode_bytes(
             })
         }
         Node::Constant { value } => {
-            check_output(value.len(), count)?;
+            ctx.check_decoded(Some(id), count, count.checked_mul(value.len()))?;
             let mut out = ByteValues::with_capacity(count, value.len() * count);
             for _ in 0..count {
                 out.push(value);
@@ -193,7 +224,7 @@ pub(crate) fn decode_bytes(
             let dict = decode_bytes(ctx, ctx.child(id, *values)?, len, depth + 1)?;
             let max = len.saturating_sub(1) as u64;
             let codes = decode_indices(ctx, ctx.child(id, *codes)?, count, max, depth + 1)?;
-            gather(&dict, &codes)
+            gather(ctx, id, &dict, &codes)
         }
         Node::Fsst { .. } => fsst::decode(ctx, id, count, depth),
         other => Err(corrupt(format!(
@@ -203,8 +234,15 @@ pub(crate) fn decode_bytes(
     }
 }
 
-/// The dictionary entries named by `codes` (checked to be in range), concatenated.
-pub(crate) fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
+/// The entries of dictionary node `id`'s `dict` named by `codes` (checked to be in range),
+/// concatenated; their total is checked against the chunk's decode budget before the
+/// output is allocated.
+pub(crate) fn gather(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    dict: &ByteValues,
+    codes: &[u64],
+) -> Result<ByteValues> {
     let lens: Vec<usize> = dict
         .offsets
         .windows(2)
@@ -212,14 +250,16 @@ pub(crate) fn gather(dict: &ByteValues, codes: &[u64]) -> Result<ByteValues> {
         .collect();
     let longest = lens.iter().copied().max().unwrap_or(0);
     let exact = || -> Result<usize> {
-        let total = codes.iter().map(|&c| lens[c as usize]).sum();
-        check_output(total, 1)?;
-        Ok(total)
+        let total = codes
+            .iter()
+            .try_fold(0usize, |t, &c| t.checked_add(lens[c as usize]));
+        ctx.check_decoded(Some(id), codes.len(), total)?;
+        Ok(total.unwrap_or(usize::MAX))
     };
     // For short entries, the longest times the values bounds the output without a pass
     // over the codes before the gather (at most 32 bytes a value, so the bound is close).
     let bound = match longest.checked_mul(codes.len()) {
-        Some(b) if b <= MAX_CHUNK_BYTES && longest <= 32 => b,
+        Some(b) if b <= ctx.budget && longest <= 32 => b,
         _ => exact()?,
     };
     // Short entries (flags, modes, instructions) are copied as one fixed-size move each
@@ -290,7 +330,7 @@ fn gather_fixed<const W: usize>(
         unsafe {
             std::ptr::copy_nonoverlapping(padded.as_ptr().add(start), dst.add(pos), W);
             pos += len;
-            // `bound` was checked against MAX_CHUNK_BYTES.
+            // `bound` was checked against the decode budget (at most MAX_CHUNK_BYTES).
             ends.add(i + 1).write(pos as u32);
         }
     }
@@ -338,15 +378,6 @@ pub(crate) fn decode_offsets(
     Ok(offsets)
 }
 
-fn check_output(value_len: usize, count: usize) -> Result<()> {
-    if value_len.saturating_mul(count) > MAX_CHUNK_BYTES {
-        return Err(corrupt(format!(
-            "{count} values of {value_len} bytes exceed {MAX_CHUNK_BYTES} bytes"
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,6 +401,76 @@ mod tests {
         Ok(())
     }
 
+    /// Decodes `count` byte strings of the hand-made tree `nodes` (no buffers).
+    fn decode_tree(nodes: Vec<Node>, count: usize) -> Result<ByteValues> {
+        let enc = crate::ColumnEncoding {
+            validity: crate::Validity::AllValid,
+            nodes,
+        };
+        decode_bytes(&Ctx::new(&enc, &[]), 0, count, 0)
+    }
+
+    #[allow(clippy::panic)]
+    fn refused(r: Result<ByteValues>) -> String {
+        match r {
+            Ok(v) => panic!("decoded {} bytes", v.data.len()),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// A constant repeated over the rows decodes to rows × its length: refused past the
+    /// chunk's budget (the floor, for a chunk this small) before anything is allocated.
+    #[test]
+    fn constant_beyond_the_budget_is_refused() {
+        let value = vec![b'x'; DECODE_FLOOR / 65_536 + 1];
+        let msg = refused(decode_tree(vec![Node::Constant { value }], 65_536));
+        assert!(
+            msg.contains("node 0: 65536 values decode to 67174400 bytes, more than the chunk's decode limit of 67108864 bytes"),
+            "{msg}"
+        );
+        // Within the budget, it decodes.
+        let value = vec![b'x'; 1024];
+        assert_eq!(
+            decode_tree(vec![Node::Constant { value }], 4096)
+                .map(|v| v.data.len())
+                .map_err(|e| e.to_string()),
+            Ok(4 << 20)
+        );
+    }
+
+    /// One long dictionary entry named by every row: the gather is refused before its
+    /// output is allocated (its exact size is checked, since the entry is long).
+    #[test]
+    fn long_dictionary_entry_beyond_the_budget_is_refused() {
+        let nodes = vec![
+            Node::Dict {
+                values: 1,
+                len: 1,
+                codes: 2,
+            },
+            Node::Constant {
+                value: vec![b'x'; 2000],
+            },
+            Node::Constant {
+                value: 0i64.to_le_bytes().to_vec(),
+            },
+        ];
+        let msg = refused(decode_tree(nodes, 65_536));
+        assert!(
+            msg.contains("node 0: 65536 values decode to 131072000 bytes"),
+            "{msg}"
+        );
+    }
+
+    /// The budget: the floor for small chunks, proportional above, capped by u32 offsets.
+    #[test]
+    fn budget_grows_with_the_encoding() {
+        assert_eq!(decode_budget(0), DECODE_FLOOR);
+        assert_eq!(decode_budget(1 << 20), DECODE_FLOOR);
+        assert_eq!(decode_budget(10 << 20), 160 << 20);
+        assert_eq!(decode_budget(usize::MAX), MAX_CHUNK_BYTES);
+    }
+
     /// A long entry used by few rows: the output is sized exactly, not by the longest
     /// entry times the rows (70,000 × 70,000 bytes would exceed the chunk limit).
     #[test]
@@ -380,7 +481,12 @@ mod tests {
         dict.push(&long);
         let mut codes = vec![0u64; 70_000];
         codes[123] = 1;
-        let out = gather(&dict, &codes).map_err(|e| e.to_string());
+        let enc = crate::ColumnEncoding {
+            validity: crate::Validity::AllValid,
+            nodes: vec![],
+        };
+        let ctx = Ctx::new(&enc, &[]);
+        let out = gather(&ctx, 0, &dict, &codes).map_err(|e| e.to_string());
         let out = out
             .as_ref()
             .map(|o| (o.data.len(), o.value(123).len(), o.value(0)));

@@ -16,6 +16,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::hash::Hash;
 
+use crate::bytes::{DECODE_EXPANSION, DECODE_FLOOR, decode_budget};
 use crate::error::{Result, corrupt};
 use crate::node::{BufferSink, Buffers, ColumnEncoding, MAX_DEPTH, Node, NodeId};
 use crate::sample::sample;
@@ -24,13 +25,49 @@ use crate::{alp, dict, int, patch, rle};
 /// Deepest cascade the writer builds (BtrBlocks uses 3).
 pub(crate) const MAX_CASCADE: u8 = 3;
 
-/// What a decoder needs: the tree and its buffers.
+/// What a decoder needs: the tree, its buffers, and how many bytes its values may decode to.
 pub(crate) struct Ctx<'a> {
     pub enc: &'a ColumnEncoding,
     pub bufs: Buffers<'a>,
+    /// The chunk's encoded size (see [`crate::node::encoded_bytes`]).
+    pub encoded: usize,
+    /// The most bytes its byte strings may decode to ([`decode_budget`] of `encoded`).
+    pub budget: usize,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The context of a chunk with encoding `enc` and buffers `bufs`.
+    pub(crate) fn new(enc: &'a ColumnEncoding, bufs: &'a [&'a [u8]]) -> Self {
+        let encoded = crate::node::encoded_bytes(&enc.nodes, bufs.iter().map(|b| b.len()));
+        Ctx {
+            enc,
+            bufs: Buffers(bufs),
+            encoded,
+            budget: decode_budget(encoded),
+        }
+    }
+
+    /// Checks, before they are allocated, that `count` values taking `total` bytes
+    /// (`None`: more than `usize` holds) of node `id`, or of the whole chunk, fit the
+    /// chunk's decode budget.
+    pub(crate) fn check_decoded(
+        &self,
+        id: Option<NodeId>,
+        count: usize,
+        total: Option<usize>,
+    ) -> Result<()> {
+        match total {
+            Some(total) if total <= self.budget => Ok(()),
+            total => Err(corrupt(format!(
+                "{}: {count} values decode to {} bytes, more than the chunk's decode limit of {} bytes (the larger of {DECODE_FLOOR} and {DECODE_EXPANSION} × its {} encoded bytes)",
+                id.map_or_else(|| "chunk".to_string(), |id| format!("node {id}")),
+                total.map_or_else(|| "too many".to_string(), |t| t.to_string()),
+                self.budget,
+                self.encoded,
+            ))),
+        }
+    }
+
     /// Node `id`, with the nesting depth checked.
     pub(crate) fn node(&self, id: NodeId, depth: usize) -> Result<&Node> {
         if depth > MAX_DEPTH {
@@ -55,8 +92,27 @@ pub(crate) trait Value: Copy + Eq + Hash + Ord + Default + Send + Sync + 'static
     fn from_le_bytes8(b: [u8; 8]) -> Self;
     /// Encodes `values` with the scheme chosen for this domain.
     fn encode(values: &[Self], sink: &mut BufferSink, depth: u8) -> NodeId;
-    /// Decodes `count` values of node `id`.
-    fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<Self>>;
+    /// Decodes `count` values of node `id` (use [`decode`](Self::decode), which checks
+    /// the count).
+    fn decode_node(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<Self>>;
+    /// Decodes `count` values of node `id`, checked to be exactly `count`: parents index
+    /// and expand their children's output by the count they asked for.
+    fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<Self>> {
+        let out = Self::decode_node(ctx, id, count, depth)?;
+        exact_count(ctx, id, out.len(), count)?;
+        Ok(out)
+    }
+}
+
+/// Node `id` decoded `got` values where `want` were asked for: an error naming the node.
+pub(crate) fn exact_count(ctx: &Ctx<'_>, id: NodeId, got: usize, want: usize) -> Result<()> {
+    if got == want {
+        return Ok(());
+    }
+    let label = ctx.enc.node(id).map_or_else(|_| "?".into(), Node::label);
+    Err(corrupt(format!(
+        "node {id} ({label}) decoded {got} values, {want} expected"
+    )))
 }
 
 /// A double by its bit pattern: equality is bit equality (so encoding is lossless for
@@ -312,7 +368,7 @@ impl Value for i64 {
         encode_chosen::<i64, IntScheme>(values, sink, depth)
     }
 
-    fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<i64>> {
+    fn decode_node(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<i64>> {
         match ctx.node(id, depth)? {
             Node::For { .. } | Node::Plain { .. } => {
                 int::decode_ints::<i64>(ctx.enc, id, count, &ctx.bufs)
@@ -384,7 +440,12 @@ impl Value for FloatBits {
         encode_chosen::<FloatBits, FloatScheme>(values, sink, depth)
     }
 
-    fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<FloatBits>> {
+    fn decode_node(
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+    ) -> Result<Vec<FloatBits>> {
         match ctx.node(id, depth)? {
             Node::Plain { width: 8, buffer } => {
                 let bytes = ctx.bufs.get(*buffer, count.saturating_mul(8))?;

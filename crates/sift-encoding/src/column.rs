@@ -10,7 +10,7 @@ use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
-use crate::bytes::{ByteValues, decode_bytes, encode_bytes};
+use crate::bytes::{ByteValues, decode_budget, decode_bytes, encode_bytes};
 use crate::cascade::{Ctx, FloatBits, MAX_CASCADE, Value};
 use crate::error::{EncodingError, Result, corrupt};
 use crate::filter::{ValuePredicate, filter_values};
@@ -135,10 +135,24 @@ pub struct EncodedColumn {
     pub stats: ChunkStats,
 }
 
-/// The largest value buffer of one fixed-size binary chunk. Nulls take `width` bytes too, so
-/// the stored bytes do not bound it: a hostile footer (a huge width on an all-null chunk) could
-/// otherwise ask for terabytes. The writer refuses such chunks, so what it writes stays readable.
+/// The largest value buffer of one fixed-size binary chunk (Arrow addresses it with `i32`).
+/// Nulls take `width` bytes too, so the stored bytes do not bound it: a hostile footer (a
+/// huge width on an all-null chunk) could otherwise ask for terabytes. Below this, the
+/// chunk's decode budget applies too (see [`decode_budget`]).
 const MAX_FIXED_CHUNK_BYTES: usize = i32::MAX as usize;
+
+/// Refuses a chunk whose values decode to `decoded` bytes, more than a reader accepts for
+/// its encoded size ([`decode_budget`]), so that what the writer writes stays readable.
+fn check_readable(dt: &DataType, decoded: usize, col: &EncodedColumn) -> Result<()> {
+    let encoded = crate::node::encoded_bytes(&col.encoding.nodes, col.buffers.iter().map(Vec::len));
+    let budget = decode_budget(encoded);
+    if decoded > budget {
+        return Err(EncodingError::Unsupported(format!(
+            "{decoded} bytes of {dt} in one block exceed the {budget} bytes a reader accepts from {encoded} encoded bytes (use smaller blocks)"
+        )));
+    }
+    Ok(())
+}
 
 /// `len` values of `kind` fit in one chunk (only fixed-size binary can fail).
 fn fixed_chunk_fits(kind: PhysicalKind, len: usize) -> bool {
@@ -162,8 +176,14 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
     }
     let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
     let mut sink = BufferSink::default();
+    // Bytes the values decode to, where the encoding can expand (byte strings; fixed-size
+    // values, whose nulls take their width too).
+    let mut decoded = match kind {
+        PhysicalKind::FixedBytes(w) => len * w as usize,
+        _ => 0,
+    };
     if nulls.as_ref().is_some_and(|n| n.null_count() == len) {
-        return Ok(EncodedColumn {
+        let col = EncodedColumn {
             encoding: ColumnEncoding {
                 validity: Validity::AllNull,
                 nodes: vec![],
@@ -173,7 +193,9 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
                 null_count: len as u64,
                 ..ChunkStats::default()
             },
-        });
+        };
+        check_readable(array.data_type(), decoded, &col)?;
+        return Ok(col);
     }
     let data = array.to_data();
     let valid = |i: &usize| nulls.as_ref().is_none_or(|n| n.is_valid(*i));
@@ -254,7 +276,10 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
             }
             let fixed = match kind {
                 PhysicalKind::FixedBytes(w) => Some(w),
-                _ => None,
+                _ => {
+                    decoded = total;
+                    None
+                }
             };
             (stats.min, stats.max) = bytes_bounds(&values);
             encode_bytes(&values, fixed, &mut sink, MAX_CASCADE);
@@ -265,14 +290,16 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
         Some(n) => crate::validity::encode(n.inner(), &mut sink),
         None => Validity::AllValid,
     };
-    Ok(EncodedColumn {
+    let col = EncodedColumn {
         encoding: ColumnEncoding {
             validity,
             nodes: sink.nodes,
         },
         buffers: sink.buffers,
         stats,
-    })
+    };
+    check_readable(array.data_type(), decoded, &col)?;
+    Ok(col)
 }
 
 /// The non-null values of a byte-string array.
@@ -365,10 +392,7 @@ pub fn chunk_validity(
     len: usize,
     buffers: &[&[u8]],
 ) -> Result<Option<Bitmap>> {
-    let ctx = Ctx {
-        enc,
-        bufs: Buffers(buffers),
-    };
+    let ctx = Ctx::new(enc, buffers);
     crate::validity::decode(&ctx, len)
 }
 
@@ -390,10 +414,7 @@ pub fn filter_chunk(
     if enc.nodes.is_empty() {
         return Err(corrupt(format!("{count} values but no encoding")));
     }
-    let ctx = Ctx {
-        enc,
-        bufs: Buffers(buffers),
-    };
+    let ctx = Ctx::new(enc, buffers);
     let compact = filter_values(&ctx, kind, count, pred)?;
     match validity {
         None => Ok(compact),
@@ -431,10 +452,7 @@ fn plan_rows(
     if enc.validity == Validity::AllNull {
         return Ok(None);
     }
-    let ctx = Ctx {
-        enc,
-        bufs: Buffers(bufs.0),
-    };
+    let ctx = Ctx::new(enc, bufs.0);
     let valid = crate::validity::decode(&ctx, len)?;
     let stored = valid.as_ref().map_or(len, Bitmap::count_ones);
     if stored > 0 && enc.nodes.is_empty() {
@@ -539,10 +557,7 @@ fn dictionary_chunk(
     let Some(plan) = plan_rows(enc, len, &bufs, selection)? else {
         return Ok(None);
     };
-    let ctx = Ctx {
-        enc,
-        bufs: Buffers(buffers),
-    };
+    let ctx = Ctx::new(enc, buffers);
     let dict_len = crate::dict::checked_len(dict_len, plan.stored)?;
     // Block dictionaries hold at most a block's rows, far below i32::MAX.
     if i32::try_from(dict_len).is_err() {
@@ -629,10 +644,11 @@ fn decode_rows(
         return Ok(views);
     }
     let bufs = Buffers(buffers);
-    let ctx = Ctx {
-        enc,
-        bufs: Buffers(buffers),
-    };
+    let ctx = Ctx::new(enc, buffers);
+    if let PhysicalKind::FixedBytes(w) = kind {
+        // Nulls included: an all-null chunk stores nothing yet decodes to `len × w` bytes.
+        ctx.check_decoded(None, len, len.checked_mul(w as usize))?;
+    }
     let Some(RowPlan {
         nulls,
         sel,
@@ -730,7 +746,11 @@ fn decode_rows(
 fn values_of<V: Selectable>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -> Result<Vec<V>> {
     match sel {
         None => V::decode(ctx, 0, count, 0),
-        Some(s) => V::select(ctx, 0, count, 0, s),
+        Some(s) => {
+            let out = V::select(ctx, 0, count, 0, s)?;
+            crate::cascade::exact_count(ctx, 0, out.len(), s.count_ones())?;
+            Ok(out)
+        }
     }
 }
 
@@ -981,6 +1001,69 @@ fn offsets_array<O: arrow_array::OffsetSizeTrait>(
 mod tests {
     use super::*;
     use arrow_array::{BinaryArray, StringArray};
+
+    /// `rows` copies of `value`, as a view array whose views all share one buffer (so the
+    /// test does not hold rows × length bytes).
+    fn repeated(value: &str, rows: usize) -> arrow_array::StringViewArray {
+        let mut b = arrow_array::builder::StringViewBuilder::new().with_deduplicate_strings();
+        for _ in 0..rows {
+            b.append_value(value);
+        }
+        b.finish()
+    }
+
+    /// Long strings that repeat decode to far more than they store: up to the floor, the
+    /// writer writes them and the reader reads them back; beyond it (for so small an
+    /// encoding) the writer refuses, naming the sizes, so it never writes what a reader
+    /// would refuse.
+    #[test]
+    fn repeated_long_strings_up_to_the_floor() {
+        let rows = 65_536;
+        let value = "é".repeat(500); // 1,000 bytes: 62.5 MiB over the block
+        let array = repeated(&value, rows);
+        let enc = encode_array(&array).unwrap();
+        assert_eq!(enc.encoding.describe(), "const");
+        let bufs: Vec<&[u8]> = enc.buffers.iter().map(Vec::as_slice).collect();
+        let out = decode_array(&enc.encoding, &DataType::Utf8, rows, &bufs).unwrap();
+        let out = out.as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!((out.len(), out.value(rows - 1)), (rows, value.as_str()));
+
+        let longer = "x".repeat(1025); // 65.6 MiB over the block
+        let err = encode_array(&repeated(&longer, rows))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("67174400 bytes of Utf8View in one block exceed the 67108864 bytes"),
+            "{err}"
+        );
+        assert!(err.contains("use smaller blocks"), "{err}");
+    }
+
+    /// Fixed-size values take their width for nulls too: an all-null chunk stores nothing,
+    /// so its width × rows is held to the floor, by the writer and the reader alike.
+    #[test]
+    fn all_null_fixed_size_binary_is_held_to_the_floor() {
+        let dt = DataType::FixedSizeBinary(2048);
+        let err = encode_array(&arrow_array::new_null_array(&dt, 65_536))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("134217728 bytes of FixedSizeBinary(2048)"),
+            "{err}"
+        );
+        let all_null = ColumnEncoding {
+            validity: Validity::AllNull,
+            nodes: vec![],
+        };
+        let err = decode_array(&all_null, &dt, 65_536, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("chunk: 65536 values decode to 134217728 bytes"),
+            "{err}"
+        );
+        assert!(decode_array(&all_null, &dt, 32_768, &[]).is_ok());
+    }
 
     /// Strings gathered from a dictionary skip Arrow's UTF-8 check only when every entry
     /// was checked: a dictionary holding invalid UTF-8, decoded as Utf8, is still an error.

@@ -152,7 +152,8 @@ fn parts<'a>(
 /// Decodes `count` strings of `Fsst` node `id`.
 pub(crate) fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<ByteValues> {
     let (table, data, offsets) = parts(ctx, id, count, depth)?;
-    decompress(&table, data, &offsets).map_err(|e| corrupt(format!("node {id}: FSST {e}")))
+    decompress(&table, data, &offsets, ctx.budget)
+        .map_err(|e| corrupt(format!("node {id}: FSST {e}")))
 }
 
 /// The strings of `Fsst` node `id` that `m` accepts, deciding those outside `shape` from
@@ -305,10 +306,14 @@ fn decode_until(
 /// stored whole (8 bytes) before the output advances by its length, so there are no
 /// variable-length copies; the bytes past a symbol's length are overwritten by the next
 /// symbol or cut off at the end. Escapes are the one (rare, predictable) branch per code.
+///
+/// The output never grows past `budget` (the chunk's decode budget, at most
+/// `MAX_CHUNK_BYTES`); a valid chunk stays far below it, since FSST expands at most 8×.
 fn decompress(
     table: &SymbolTable,
     data: &[u8],
     offsets: &[u32],
+    budget: usize,
 ) -> std::result::Result<ByteValues, String> {
     let end = offsets.last().copied().unwrap_or(0) as usize;
     let codes = data.get(..end).ok_or("string ends past the data")?;
@@ -320,24 +325,23 @@ fn decompress(
     // keep `len` in memory: a store through a byte pointer may alias it).
     let mut starts: Vec<u32> = Vec::with_capacity(n + 1);
     let at = starts.as_mut_ptr();
-    let mut out: Vec<u8> = Vec::with_capacity(estimate_output(table, codes) + BLOCK_SLACK);
+    let budget = budget.min(MAX_CHUNK_BYTES);
+    let mut out: Vec<u8> =
+        Vec::with_capacity(estimate_output(table, codes).min(budget) + BLOCK_SLACK);
     let (mut k, mut o) = (0usize, 0usize);
     while k < n {
         let chunk_end = (k + STREAM_CHUNK).min(n);
         // 8 bytes per code of the chunk, one more code for an escape pair crossing its end,
-        // and the last symbol's overshoot. Below MAX_CHUNK_BYTES (= u32::MAX), so every
-        // position fits a u32 and none equals NOT_A_CODE.
+        // and the last symbol's overshoot. Below the budget, at most MAX_CHUNK_BYTES
+        // (= u32::MAX), so every position fits a u32 and none equals NOT_A_CODE.
         let need = o + (chunk_end - k + 1) * SYMBOL_BYTES + BLOCK_SLACK;
-        if need > MAX_CHUNK_BYTES {
+        if need > budget {
             return Err(format!(
-                "strings decompress to more than {MAX_CHUNK_BYTES} bytes"
+                "strings decompress to more than the chunk's decode limit of {budget} bytes"
             ));
         }
         if need > out.capacity() {
-            out.reserve(
-                need.max(out.capacity().saturating_mul(2))
-                    .min(MAX_CHUNK_BYTES),
-            );
+            out.reserve(need.max(out.capacity().saturating_mul(2)).min(budget));
         }
         let dst = out.as_mut_ptr();
         while k < chunk_end {
@@ -762,7 +766,7 @@ mod tests {
             let mut offsets: Vec<u32> = cuts.iter_mut().map(|i| i.index(codes.len() + 1) as u32).collect();
             offsets.extend([0, codes.len() as u32]);
             offsets.sort_unstable();
-            let got = decompress(&table, &codes, &offsets);
+            let got = decompress(&table, &codes, &offsets, MAX_CHUNK_BYTES);
             let want = per_string(&table, &codes, &offsets);
             prop_assert_eq!(got.is_ok(), want.is_ok(), "{:?} vs {:?}", got.as_ref().err(), want.as_ref().err());
             if let (Ok(g), Ok(w)) = (got, want) {

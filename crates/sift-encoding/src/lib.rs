@@ -29,6 +29,7 @@ mod selected;
 mod stats;
 mod validity;
 
+pub use bytes::{DECODE_EXPANSION, DECODE_FLOOR, decode_budget};
 pub use column::{
     EncodedColumn, PhysicalKind, chunk_validity, decode_array, decode_dictionary, decode_selected,
     dictionary_type, encode_array, filter_chunk, physical_kind,

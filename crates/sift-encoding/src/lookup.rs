@@ -17,7 +17,7 @@ use crate::cascade::{Ctx, MAX_CASCADE, Value, decode_indices};
 use crate::column::{EncodedColumn, PhysicalKind, check_selection, int_array, physical_kind};
 use crate::dict::checked_len;
 use crate::error::{Result, corrupt};
-use crate::node::{BufferSink, Buffers, ColumnEncoding, Node, Validity};
+use crate::node::{BufferSink, ColumnEncoding, Node, Validity};
 
 /// A lookup replaces a chunk's own encoding only if it takes at most this fraction of its
 /// bytes: reading the column then also reads the source's codes, which must be paid for.
@@ -105,10 +105,7 @@ fn is_target(c: &EncodedColumn, dt: Option<&DataType>) -> bool {
 }
 
 fn ctx_of<'a>(c: &'a EncodedColumn, bufs: &'a [&'a [u8]]) -> Ctx<'a> {
-    Ctx {
-        enc: &c.encoding,
-        bufs: Buffers(bufs),
-    }
+    Ctx::new(&c.encoding, bufs)
 }
 
 /// The chunk's values through the `i64` cascade (`None` for values outside it).
@@ -206,20 +203,14 @@ pub fn decode_lookup(
         return Err(corrupt("the source of a lookup is a lookup itself"));
     }
     check_selection(selection, len)?;
-    let src = Ctx {
-        enc: source,
-        bufs: Buffers(source_buffers),
-    };
+    let src = Ctx::new(source, source_buffers);
     let (codes, dict) = codes_of(&src, len)?;
     if n != dict {
         return Err(corrupt(format!(
             "lookup table of {n} values for a dictionary of {dict}"
         )));
     }
-    let ctx = Ctx {
-        enc,
-        bufs: Buffers(buffers),
-    };
+    let ctx = Ctx::new(enc, buffers);
     let table = i64::decode(&ctx, ctx.child(0, table)?, n as usize, 1)?;
     // Every code is below the dictionary's size (checked by `codes_of`), which is the
     // table's length (checked above).

@@ -272,10 +272,9 @@ impl<'a> Buffers<'a> {
     }
 }
 
-/// Bytes a tree and its buffers store: buffers plus a rough footer cost per node, so that
-/// schemes with many tiny nodes do not look free.
-pub(crate) fn stored_size(nodes: &[Node], buffers: &[Vec<u8>]) -> usize {
-    const NODE_OVERHEAD: usize = 8;
+/// The encoded size of a tree with buffers of `buffer_lens` bytes: the buffers plus the
+/// bytes of its constants (which the footer stores), i.e. what a file spends on the values.
+pub(crate) fn encoded_bytes(nodes: &[Node], buffer_lens: impl Iterator<Item = usize>) -> usize {
     let consts: usize = nodes
         .iter()
         .map(|n| match n {
@@ -283,7 +282,14 @@ pub(crate) fn stored_size(nodes: &[Node], buffers: &[Vec<u8>]) -> usize {
             _ => 0,
         })
         .sum();
-    buffers.iter().map(Vec::len).sum::<usize>() + consts + NODE_OVERHEAD * nodes.len()
+    buffer_lens.fold(consts, usize::saturating_add)
+}
+
+/// Bytes a tree and its buffers store: [`encoded_bytes`] plus a rough footer cost per
+/// node, so that schemes with many tiny nodes do not look free.
+pub(crate) fn stored_size(nodes: &[Node], buffers: &[Vec<u8>]) -> usize {
+    const NODE_OVERHEAD: usize = 8;
+    encoded_bytes(nodes, buffers.iter().map(Vec::len)) + NODE_OVERHEAD * nodes.len()
 }
 
 /// Collects buffers while encoding.
@@ -334,9 +340,6 @@ impl BufferSink {
     pub(crate) fn decode_with<R>(&self, f: impl FnOnce(&crate::cascade::Ctx<'_>) -> R) -> R {
         let enc = self.encoding();
         let bufs: Vec<&[u8]> = self.buffers.iter().map(Vec::as_slice).collect();
-        f(&crate::cascade::Ctx {
-            enc: &enc,
-            bufs: Buffers(&bufs),
-        })
+        f(&crate::cascade::Ctx::new(&enc, &bufs))
     }
 }

@@ -48,6 +48,15 @@ pub(crate) fn runs<V: Value>(
     }
     let vals = V::decode(ctx, ctx.child(id, values)?, runs, depth + 1)?;
     let lens = decode_indices(ctx, ctx.child(id, lengths)?, runs, count as u64, depth + 1)?;
+    // `Value::decode` checks the counts already; `decode` writes through pointers on the
+    // strength of them, so they are checked here too, where it relies on them.
+    if vals.len() != runs || lens.len() != runs {
+        return Err(corrupt(format!(
+            "node {id} (rle[{runs}]): children decoded {} values and {} lengths, {runs} expected",
+            vals.len(),
+            lens.len()
+        )));
+    }
     let mut total = 0usize;
     for &len in &lens {
         // Each length is at most `count` (checked by decode_indices), so this cannot overflow.

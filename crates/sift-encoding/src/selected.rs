@@ -172,6 +172,7 @@ pub(crate) fn select_indices(
     sel: &Bitmap,
 ) -> Result<Vec<u64>> {
     let codes = i64::select(ctx, id, count, depth, sel)?;
+    crate::cascade::exact_count(ctx, id, codes.len(), sel.count_ones())?;
     let max = len.saturating_sub(1) as u64;
     if let Some(bad) = codes.iter().find(|&&v| v < 0 || v as u64 > max) {
         return Err(corrupt(format!("index {bad} out of range 0..={max}")));
@@ -192,7 +193,7 @@ pub(crate) fn select_bytes(
             let len = checked_len(len, count)?;
             let dict = decode_bytes(ctx, ctx.child(id, values)?, len, depth + 1)?;
             let codes = select_indices(ctx, ctx.child(id, codes)?, count, len, depth + 1, sel)?;
-            gather(&dict, &codes)
+            gather(ctx, id, &dict, &codes)
         }
         _ => {
             let all = decode_bytes(ctx, id, count, depth)?;

@@ -87,7 +87,7 @@ fn in_validity(e: &crate::EncodingError) -> crate::EncodingError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::{Buffers, ColumnEncoding};
+    use crate::node::ColumnEncoding;
     use proptest::prelude::*;
 
     /// Encodes `bits` as the validity of a chunk whose values' tree is one plain node, and
@@ -102,10 +102,7 @@ mod tests {
             nodes: sink.nodes.clone(),
         };
         let bufs: Vec<&[u8]> = sink.buffers.iter().map(Vec::as_slice).collect();
-        let ctx = Ctx {
-            enc: &enc,
-            bufs: Buffers(&bufs),
-        };
+        let ctx = Ctx::new(&enc, &bufs);
         let out = decode(&ctx, bits.len())
             .map_err(|e| e.to_string())?
             .ok_or("no bitmap")?;
@@ -149,10 +146,7 @@ mod tests {
                 validity: Validity::Encoded { root },
                 nodes,
             };
-            let ctx = Ctx {
-                enc: &enc,
-                bufs: Buffers(&bufs),
-            };
+            let ctx = Ctx::new(&enc, &bufs);
             let err = decode(&ctx, 100).err().map(|e| e.to_string());
             assert!(
                 err.as_deref().is_some_and(|e| e.contains(want)),

@@ -17,11 +17,13 @@ use arrow::array::*;
 use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
 use common::{Nulls, hash};
-use sift_encoding::{Node, Validity};
+use sift_encoding::{ColumnEncoding, Node, Validity};
+const DECODE_FLOOR: usize = 64 << 20;
 use sift_format::{
-    ColumnType, Error, FORMAT_VERSION, Footer, MAGIC, ReadOptions, SiftFile, TRAILER_LEN,
+    BlockMeta, ChunkMeta, ChunkStats, ColumnType, Error, FORMAT_VERSION, Footer, MAGIC,
+    ReadOptions, Segment, SiftFile, StoredField, TRAILER_LEN,
 };
-use tracking::tracked;
+use tracking::{tracked, tracked_refusing_above};
 
 /// Far above anything these small files need, far below what a hostile length would ask.
 const ALLOC_LIMIT: usize = 16 << 20;
@@ -1213,6 +1215,156 @@ fn hostile_footers_are_refused() {
         }
     }
     problems.assert_none("hostile footers");
+}
+
+/// A file of one non-null Utf8 column `s`: one block of `rows` rows whose chunk is
+/// `encoding` over the buffers `data` (stored after the magic, one segment each).
+fn crafted(rows: u32, encoding: ColumnEncoding, data: &[&[u8]]) -> Vec<u8> {
+    let mut bytes = MAGIC.to_vec();
+    let mut segments = Vec::new();
+    for d in data {
+        segments.push(Segment {
+            offset: bytes.len() as u64,
+            len: d.len() as u64,
+            crc32: crc32fast::hash(d),
+        });
+        bytes.extend_from_slice(d);
+    }
+    let footer = Footer {
+        fields: vec![StoredField {
+            name: "s".into(),
+            ty: ColumnType::Utf8,
+            nullable: false,
+            metadata: vec![],
+        }],
+        metadata: vec![],
+        num_rows: u64::from(rows),
+        blocks: vec![BlockMeta {
+            rows,
+            columns: vec![ChunkMeta {
+                encoding,
+                stats: ChunkStats::default(),
+                segments,
+            }],
+        }],
+        created_by: "robustness test".into(),
+    };
+    assemble(
+        &bytes,
+        &postcard::to_stdvec(&footer).unwrap(),
+        FORMAT_VERSION,
+        &MAGIC,
+    )
+}
+
+/// Footers whose few kilobytes expand to gigabytes — a byte-string constant over a full
+/// block, a dictionary of one long entry named by every row (in the footer or in a data
+/// segment) — are refused with an error naming the file, block and column, before the
+/// output is allocated: no allocation comes near the chunk's decode budget (allocations
+/// above 64 MiB are refused outright, so a regression aborts instead of taking gigabytes).
+#[test]
+fn expanding_footers_are_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = vec![b'x'; 65_000];
+    let code0 = Node::Constant {
+        value: 0i64.to_le_bytes().to_vec(),
+    };
+    let one_long_entry = Node::Dict {
+        values: 1,
+        len: 1,
+        codes: 2,
+    };
+    /// A name, the chunk's nodes and its buffers.
+    type Case<'a> = (&'a str, Vec<Node>, Vec<&'a [u8]>);
+    // Every case asks for 64Ki × 65,000 bytes.
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "constant",
+            vec![Node::Constant {
+                value: long.clone(),
+            }],
+            vec![],
+        ),
+        (
+            "dictionary entry in the footer",
+            vec![
+                one_long_entry.clone(),
+                Node::Constant {
+                    value: long.clone(),
+                },
+                code0.clone(),
+            ],
+            vec![],
+        ),
+        (
+            "dictionary entry in a segment",
+            vec![
+                one_long_entry,
+                Node::Bytes {
+                    lengths: 3,
+                    data: 0,
+                },
+                code0,
+                Node::Constant {
+                    value: (long.len() as i64).to_le_bytes().to_vec(),
+                },
+            ],
+            vec![&long],
+        ),
+    ];
+    for (name, nodes, data) in cases {
+        let encoding = ColumnEncoding {
+            validity: Validity::AllValid,
+            nodes,
+        };
+        let bytes = crafted(65_536, encoding, &data);
+        assert!(bytes.len() < 140_000, "{name}: {} bytes", bytes.len());
+        let path = dir.path().join(format!("{name}.sift"));
+        std::fs::write(&path, &bytes).unwrap();
+        let (result, largest) =
+            tracked_refusing_above(DECODE_FLOOR, || open_read(&path, checked()));
+        let msg = match result {
+            Ok(b) => panic!("{name}: read {} rows", b.num_rows()),
+            Err(e) => e.to_string(),
+        };
+        assert!(largest <= ALLOC_LIMIT, "{name}: allocated {largest} bytes");
+        for want in [
+            &path.display().to_string(),
+            "block 0 column 's'",
+            "node 0: 65536 values decode to 4259840000 bytes, more than the chunk's decode limit of 67108864 bytes",
+        ] {
+            assert!(msg.contains(want), "{name}: {msg}");
+        }
+    }
+}
+
+/// Long strings that repeat read back whole: a block of 64Ki rows drawn from 8 distinct
+/// strings of 900 bytes decodes to 59 MB from a file of a few tens of kilobytes, within
+/// the floor that every chunk may decode to.
+#[test]
+fn repeated_long_strings_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.sift");
+    let rows = 65_536;
+    let words: Vec<String> = (0..8u8)
+        .map(|k| {
+            format!("{k}{}", "Sift ".repeat(180))
+                .chars()
+                .take(900)
+                .collect()
+        })
+        .collect();
+    let s: StringArray = (0..rows)
+        .map(|i| Some(words[(hash(i as u64) % 8) as usize].as_str()))
+        .collect();
+    let batch = common::batch_of(vec![(Field::new("s", DataType::Utf8, false), Arc::new(s))]);
+    let bytes = common::write(&path, &batch.schema(), std::slice::from_ref(&batch), rows);
+    assert!(bytes.len() < 100_000, "{} bytes", bytes.len());
+    let out = open_read(&path, checked()).unwrap();
+    common::assert_same(&batch, &out);
+    let decoded = out.column(0).as_string::<i32>().value_data().len();
+    assert_eq!(decoded, rows * 900);
+    assert!(decoded > 16 * bytes.len());
 }
 
 /// A footer whose lookup points at its own column is refused with a message naming the

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use sift_encoding::{Bitmap, PhysicalKind};
 
 use crate::bind::{Bound, bind, column_index};
@@ -169,6 +169,7 @@ impl ScanBuilder {
                 _ => {}
             }
         }
+        check_types(&table.path, &schema, &needed)?;
         let order = Order::new(leaves.len());
         let mut dictionary = vec![false; schema.fields().len()];
         for name in &self.dictionary {
@@ -233,6 +234,30 @@ impl ScanBuilder {
             failed: false,
         })
     }
+}
+
+/// Refuses, naming the column and its type, a scan that reads a column whose type the
+/// engine cannot evaluate or return: any type Sift cannot store (the check `sift convert`
+/// applies, [`sift_format::check_schema`]), except that a Parquet column written from
+/// dictionary arrays is judged by its values' type. Checked before any block is read: a
+/// Parquet row group of a nested column (a map of long strings) can take gigabytes to
+/// decode, only for the type to be refused afterwards.
+fn check_types(path: &Path, schema: &Schema, needed: &[usize]) -> Result<()> {
+    let fields: Vec<Field> = needed
+        .iter()
+        .map(|&c| {
+            let f = schema.field(c);
+            match f.data_type() {
+                DataType::Dictionary(_, values) => {
+                    f.clone().with_data_type(values.as_ref().clone())
+                }
+                _ => f.clone(),
+            }
+        })
+        .collect();
+    sift_format::check_schema(&Schema::new(fields))
+        .map(|_| ())
+        .map_err(|e| Error::Type(format!("{}: {e}", path.display())))
 }
 
 impl IntoIterator for ScanBuilder {

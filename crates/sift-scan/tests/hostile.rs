@@ -1097,3 +1097,76 @@ fn damaged_footers_with_valid_checksums_never_panic_in_scans() {
     }
     check_variants("footer damage", variants);
 }
+
+// ---------------------------------------------------------------------------------------
+// Column types the engine cannot read, refused before any block is decoded.
+
+/// A Parquet file of 32 rows: `id` (Int64) and `m`, a map from a short key to one string
+/// of 1 MiB repeated in every row. Compressed, the file is small; decoded, `m` takes
+/// 32 MiB, which a scan would hold before it could refuse the map.
+fn map_parquet(path: &Path) {
+    use arrow::array::builder::{MapBuilder, StringBuilder};
+    let rows = 32;
+    let long = "x".repeat(1 << 20);
+    let mut m = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+    for _ in 0..rows {
+        m.keys().append_value("k");
+        m.values().append_value(&long);
+        m.append(true).unwrap();
+    }
+    let id = Int64Array::from_iter_values(0..rows as i64);
+    let batch = RecordBatch::try_from_iter([
+        ("id", Arc::new(id) as ArrayRef),
+        ("m", Arc::new(m.finish()) as ArrayRef),
+    ])
+    .unwrap();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+        .build();
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+/// Projecting or filtering a map column of a Parquet file is an error naming the column
+/// and its type, raised when the scan starts: no row group is decoded (allocations above
+/// 16 MiB are refused outright, so decoding the 32 MiB column would abort the test). A
+/// scan that does not read the map column runs.
+#[test]
+fn unsupported_parquet_columns_are_refused_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("map.parquet");
+    map_parquet(&path);
+    assert!(std::fs::metadata(&path).unwrap().len() < 64 << 10);
+    let table = Table::open(&path).unwrap();
+    let scans: Vec<(&str, ScanBuilder)> = vec![
+        ("all columns", table.scan()),
+        ("projected", table.scan().project(["id", "m"])),
+        (
+            "filtered",
+            table.scan().project(["id"]).filter(col("m").is_not_null()),
+        ),
+    ];
+    for (name, scan) in scans {
+        let (result, largest) = tracking::tracked_refusing_above(16 << 20, || {
+            scan.into_iter().collect::<Result<Vec<_>, _>>()
+        });
+        let msg = match result {
+            Ok(b) => panic!("{name}: read {} batches", b.len()),
+            Err(e) => e.to_string(),
+        };
+        assert!(largest < 1 << 20, "{name}: allocated {largest} bytes");
+        for want in [&path.display().to_string(), "column 'm'", "type Map("] {
+            assert!(msg.contains(want), "{name}: {msg}");
+        }
+    }
+    let ids: usize = table
+        .scan()
+        .project(["id"])
+        .filter(col("id").lt(10i64))
+        .into_iter()
+        .map(|b| b.unwrap().num_rows())
+        .sum();
+    assert_eq!(ids, 10);
+}
