@@ -15,7 +15,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
-use sift_format::{SiftFile, SiftWriter, WriteOptions};
+use sift_format::{SiftFile, SiftWriter, TempFile, WriteOptions};
 
 /// A file format, recognized by the file name's extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,9 +238,9 @@ pub struct Output {
 
 enum Sink {
     Sift(SiftWriter),
-    Parquet(ArrowWriter<File>, AtomicFile),
-    ArrowFile(FileWriter<BufWriter<File>>, AtomicFile),
-    ArrowStream(StreamWriter<BufWriter<File>>, AtomicFile),
+    Parquet(ArrowWriter<File>, TempFile),
+    ArrowFile(FileWriter<BufWriter<File>>, TempFile),
+    ArrowStream(StreamWriter<BufWriter<File>>, TempFile),
 }
 
 impl Output {
@@ -256,7 +256,7 @@ impl Output {
                 Sink::Sift(SiftWriter::create(path, schema.clone(), options).with_context(ctx)?)
             }
             Format::Parquet => {
-                let (tmp, file) = AtomicFile::create(path)?;
+                let (tmp, file) = TempFile::create(path).with_context(ctx)?;
                 let props = WriterProperties::builder()
                     .set_compression(options.compression.codec())
                     .build();
@@ -265,13 +265,13 @@ impl Output {
                 Sink::Parquet(writer, tmp)
             }
             Format::ArrowFile => {
-                let (tmp, file) = AtomicFile::create(path)?;
+                let (tmp, file) = TempFile::create(path).with_context(ctx)?;
                 let writer = FileWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema)
                     .with_context(ctx)?;
                 Sink::ArrowFile(writer, tmp)
             }
             Format::ArrowStream => {
-                let (tmp, file) = AtomicFile::create(path)?;
+                let (tmp, file) = TempFile::create(path).with_context(ctx)?;
                 let writer = StreamWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema)
                     .with_context(ctx)?;
                 Sink::ArrowStream(writer, tmp)
@@ -306,7 +306,7 @@ impl Output {
             Sink::Sift(w) => Ok(w.finish().with_context(ctx)?.bytes),
             Sink::Parquet(w, tmp) => {
                 let file = w.into_inner().with_context(ctx)?;
-                tmp.commit(file)
+                Ok(tmp.commit(file).with_context(ctx)?)
             }
             Sink::ArrowFile(mut w, tmp) => {
                 w.finish().with_context(ctx)?;
@@ -316,7 +316,7 @@ impl Output {
                     .into_inner()
                     .map_err(|e| e.into_error())
                     .with_context(ctx)?;
-                tmp.commit(file)
+                Ok(tmp.commit(file).with_context(ctx)?)
             }
             Sink::ArrowStream(mut w, tmp) => {
                 w.finish().with_context(ctx)?;
@@ -326,60 +326,32 @@ impl Output {
                     .into_inner()
                     .map_err(|e| e.into_error())
                     .with_context(ctx)?;
-                tmp.commit(file)
+                Ok(tmp.commit(file).with_context(ctx)?)
             }
         }
     }
 }
 
-/// A file written under a temporary name next to its target and renamed into place on
-/// [`AtomicFile::commit`]; removed if dropped before that.
-pub struct AtomicFile {
-    target: PathBuf,
-    tmp: PathBuf,
-    committed: bool,
-}
-
-impl AtomicFile {
-    /// Creates the temporary file for `target`.
-    pub fn create(target: &Path) -> Result<(Self, File)> {
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "out".into());
-        let tmp = target.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let file = File::create(&tmp).with_context(|| {
-            format!("cannot create {} (for {})", tmp.display(), target.display())
-        })?;
-        Ok((
-            Self {
-                target: target.to_path_buf(),
-                tmp,
-                committed: false,
-            },
-            file,
-        ))
-    }
-
-    /// Syncs `file` (which must be the one `create` returned) and renames it into place;
-    /// returns its size.
-    pub fn commit(mut self, file: File) -> Result<u64> {
-        let ctx = || format!("cannot write {}", self.target.display());
-        file.sync_all().with_context(ctx)?;
-        let len = file.metadata().with_context(ctx)?.len();
-        drop(file);
-        std::fs::rename(&self.tmp, &self.target).with_context(ctx)?;
-        self.committed = true;
-        Ok(len)
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
+/// On SIGINT or SIGTERM, removes the temporary files of unfinished outputs, then dies by
+/// the same signal (the shell reports 130 or 143, and a script running `sift` stops as it
+/// would without the handler). A signal thread does this, so a process blocked in a long
+/// write or encode exits at once.
+pub fn remove_temp_files_on_signal() -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("cannot install the signal handler")?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                sift_format::remove_temp_files();
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                // Only reached if the default action could not be restored.
+                std::process::exit(128 + signal);
+            }
+        })
+        .context("cannot start the signal thread")?;
+    Ok(())
 }
 
 // ----------------------------------------------------------------------------- stdout

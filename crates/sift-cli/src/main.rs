@@ -64,6 +64,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let ui = Ui::new(cli.quiet);
+    // Ctrl-C or `kill` must not leave an output's temporary file behind.
+    if let Err(e) = io::remove_temp_files_on_signal() {
+        eprintln!("sift: warning: {}", error_message(&e));
+    }
     let result = match cli.command {
         Command::Convert(args) => convert::run(&args, &ui),
         Command::Inspect(args) => inspect::run(&args, &ui),

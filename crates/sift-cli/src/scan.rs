@@ -10,10 +10,11 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
+use sift_format::TempFile;
 
 use crate::cat::{CatOutput, Printer};
 use crate::display::printable_batch;
-use crate::io::{AtomicFile, Format, Output, OutputOptions, Stdout};
+use crate::io::{Format, Output, OutputOptions, Stdout};
 use crate::table::{fmt_secs, human_bytes, human_count};
 use crate::ui::Ui;
 
@@ -238,7 +239,7 @@ enum FileSink {
     Output(Output),
     Csv {
         writer: arrow::csv::Writer<BufWriter<File>>,
-        tmp: AtomicFile,
+        tmp: TempFile,
         path: PathBuf,
     },
 }
@@ -252,7 +253,8 @@ impl FileSink {
                 &OutputOptions::default(),
             )?));
         }
-        let (tmp, file) = AtomicFile::create(path)?;
+        let (tmp, file) =
+            TempFile::create(path).with_context(|| format!("cannot write {}", path.display()))?;
         let mut writer = arrow::csv::WriterBuilder::new()
             .with_header(true)
             .build(BufWriter::with_capacity(1 << 20, file));
@@ -287,6 +289,7 @@ impl FileSink {
                     .map_err(|e| e.into_error())
                     .with_context(|| format!("cannot write {}", path.display()))?;
                 tmp.commit(file)
+                    .with_context(|| format!("cannot write {}", path.display()))
             }
         }
     }

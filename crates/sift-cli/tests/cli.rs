@@ -1103,3 +1103,121 @@ fn scan_errors_are_clean() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// A CSV file of `rows` rows large enough that converting it takes a while.
+fn write_big_csv(path: &Path, rows: usize) {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::new(File::create(path).unwrap());
+    writeln!(w, "id,name,price").unwrap();
+    for i in 0..rows {
+        writeln!(
+            w,
+            "{i},customer#{:09},{}.{:02}",
+            i * 7919 % 100_003,
+            i % 9973,
+            i % 100
+        )
+        .unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// Starts `sift` with `args`, waits until a temporary output file exists in `dir`, sends
+/// `signal`, and returns how the process ended.
+fn interrupt_when_writing(dir: &Path, args: &[&OsStr], signal: &str) -> std::process::ExitStatus {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("sift ended ({status:?}) before it was interrupted; make the input larger");
+        }
+        let writing = dir_names(dir)
+            .iter()
+            .any(|n| n.starts_with('.') && n.contains(".tmp-"));
+        if writing {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 60, "no temporary file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Let it write for a moment, so the signal lands mid-write.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "sift did not exit promptly after SIG{signal}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn interrupted_writes_leave_nothing_behind() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = d.join("big.csv");
+    write_big_csv(&csv, 2_000_000);
+    let before = dir_names(d);
+    let sift_out = d.join("big.sift");
+    let parquet_out = d.join("big.parquet");
+    let scan_out = d.join("scanned.parquet");
+    let runs: [(Vec<&OsStr>, &str, i32); 3] = [
+        (
+            vec![OsStr::new("convert"), csv.as_os_str(), sift_out.as_os_str()],
+            "INT",
+            2,
+        ),
+        (
+            vec![
+                OsStr::new("convert"),
+                csv.as_os_str(),
+                parquet_out.as_os_str(),
+            ],
+            "TERM",
+            15,
+        ),
+        (vec![], "INT", 2),
+    ];
+    for (i, (args, signal, number)) in runs.into_iter().enumerate() {
+        let args = if i == 2 {
+            // `scan --out` needs a Sift or Parquet input: make one first.
+            ok(sift([
+                OsStr::new("convert"),
+                csv.as_os_str(),
+                sift_out.as_os_str(),
+            ]));
+            vec![
+                OsStr::new("scan"),
+                sift_out.as_os_str(),
+                OsStr::new("--out"),
+                scan_out.as_os_str(),
+            ]
+        } else {
+            args
+        };
+        let expected = dir_names(d);
+        let status = interrupt_when_writing(d, &args, signal);
+        // Killed by the signal, as the shell expects (it reports 128 + the signal).
+        assert_eq!(status.signal(), Some(number), "{args:?}: {status:?}");
+        assert_eq!(dir_names(d), expected, "{args:?} left files behind");
+    }
+    assert_eq!(
+        dir_names(d),
+        [before, vec!["big.sift".to_string()]].concat()
+    );
+}

@@ -27,4 +27,7 @@ pub use footer::{BlockMeta, ChunkMeta, FORMAT_VERSION, Footer, MAGIC, Segment, T
 pub use reader::{BlockBatches, ChunkRef, ReadOptions, SiftFile};
 pub use schema::{ColumnType, StoredField, Unit, check_schema};
 pub use sift_encoding::{ChunkStats, Scalar};
-pub use writer::{MAX_BLOCK_ROWS, SEGMENT_ALIGN, SiftWriter, WriteOptions, WriteSummary};
+pub use writer::{
+    MAX_BLOCK_ROWS, SEGMENT_ALIGN, SiftWriter, TempFile, WriteOptions, WriteSummary,
+    remove_temp_files,
+};

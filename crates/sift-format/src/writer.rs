@@ -3,6 +3,8 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, SchemaRef};
@@ -51,9 +53,10 @@ pub struct WriteSummary {
 /// the target directory and renamed into place by [`SiftWriter::finish`]; if the writer is
 /// dropped without finishing, the temporary file is removed and the target is untouched.
 pub struct SiftWriter {
-    path: PathBuf,
-    tmp_path: PathBuf,
+    // Declared before `tmp`, so that an unfinished writer closes its file before
+    // `TempFile`'s drop removes it.
     out: Option<BufWriter<File>>,
+    tmp: TempFile,
     schema: SchemaRef,
     fields: Vec<StoredField>,
     options: WriteOptions,
@@ -73,21 +76,18 @@ impl SiftWriter {
         schema: SchemaRef,
         options: WriteOptions,
     ) -> Result<Self> {
-        let path = path.as_ref().to_path_buf();
         let fields = check_schema(&schema)?;
         if options.block_rows == 0 || options.block_rows > MAX_BLOCK_ROWS {
             return Err(Error::Invalid(format!(
                 "block_rows must be in 1..={MAX_BLOCK_ROWS}"
             )));
         }
-        let tmp_path = temp_path(&path);
-        let file = File::create(&tmp_path).map_err(io_err(&tmp_path))?;
+        let (tmp, file) = TempFile::create(path)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
-        out.write_all(&MAGIC).map_err(io_err(&tmp_path))?;
+        out.write_all(&MAGIC).map_err(io_err(tmp.path()))?;
         Ok(Self {
-            path,
-            tmp_path,
             out: Some(out),
+            tmp,
             schema,
             fields,
             options,
@@ -225,9 +225,9 @@ impl SiftWriter {
         // place instead of copying them out.
         let pad = self.offset.next_multiple_of(SEGMENT_ALIGN) - self.offset;
         out.write_all(&[0u8; SEGMENT_ALIGN as usize][..pad as usize])
-            .map_err(io_err(&self.tmp_path))?;
+            .map_err(io_err(self.tmp.path()))?;
         self.offset += pad;
-        out.write_all(bytes).map_err(io_err(&self.tmp_path))?;
+        out.write_all(bytes).map_err(io_err(self.tmp.path()))?;
         let seg = Segment {
             offset: self.offset,
             len: bytes.len() as u64,
@@ -255,29 +255,18 @@ impl SiftWriter {
         let Some(mut out) = self.out.take() else {
             return Err(Error::Invalid("writer already finished".into()));
         };
-        out.write_all(&bytes).map_err(io_err(&self.tmp_path))?;
+        out.write_all(&bytes).map_err(io_err(self.tmp.path()))?;
         let file = out.into_inner().map_err(|e| Error::Io {
-            path: self.tmp_path.clone(),
+            path: self.tmp.path().to_path_buf(),
             error: e.into_error(),
         })?;
-        file.sync_all().map_err(io_err(&self.tmp_path))?;
-        drop(file);
-        std::fs::rename(&self.tmp_path, &self.path).map_err(io_err(&self.path))?;
+        // On failure here the temporary file is removed when `self.tmp` drops.
+        let len = self.tmp.commit(file)?;
         Ok(WriteSummary {
             rows: footer.num_rows,
             blocks: footer.blocks.len(),
-            bytes: self.offset + bytes.len() as u64,
+            bytes: len,
         })
-    }
-}
-
-impl Drop for SiftWriter {
-    fn drop(&mut self) {
-        // Not finished, or `finish` failed after taking the output (e.g. disk full while
-        // writing the footer): never leave a partial file behind. After a successful finish
-        // the temporary name no longer exists and this does nothing.
-        drop(self.out.take());
-        let _ = std::fs::remove_file(&self.tmp_path);
     }
 }
 
@@ -291,15 +280,97 @@ fn sorted_metadata(schema: &SchemaRef) -> Vec<(String, String)> {
     md
 }
 
-/// A temporary name next to the target, so the final rename stays on one file system.
-pub(crate) fn temp_path(path: &Path) -> PathBuf {
+/// The temporary files of unfinished writes in this process. Creating, renaming and
+/// removing them holds the lock, so [`remove_temp_files`] sees each one either not yet
+/// created or fully registered, and once it took the lock no new one appears.
+static LIVE_TEMP_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn live_temp_files() -> MutexGuard<'static, Vec<PathBuf>> {
+    // A panic elsewhere while holding the lock leaves a valid list: keep using it.
+    LIVE_TEMP_FILES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes the temporary files of every unfinished write in the process and keeps any
+/// new one from being created, so that the process can exit at once without leaving
+/// partial files behind. For signal handlers (Ctrl-C, `kill`): call it, then exit;
+/// writes still running in other threads fail or are cut off with the process.
+pub fn remove_temp_files() {
+    let mut live = live_temp_files();
+    for path in live.drain(..) {
+        let _ = std::fs::remove_file(&path);
+    }
+    // Hold the lock until the process exits: a writer that tries to create or commit a
+    // temporary file now waits instead.
+    std::mem::forget(live);
+}
+
+/// A file written under a temporary name next to its target and renamed into place by
+/// [`TempFile::commit`]. It is removed if dropped before that, and by
+/// [`remove_temp_files`] when the process is interrupted. [`SiftWriter`] writes through
+/// one; other writers can use it for the same guarantees.
+#[derive(Debug)]
+pub struct TempFile {
+    target: PathBuf,
+    path: PathBuf,
+    committed: bool,
+}
+
+impl TempFile {
+    /// Creates the temporary file for `target` (in the same directory, so the final
+    /// rename stays on one file system).
+    pub fn create(target: impl AsRef<Path>) -> Result<(Self, File)> {
+        let target = target.as_ref().to_path_buf();
+        let path = temp_path(&target);
+        let mut live = live_temp_files();
+        let file = File::create(&path).map_err(io_err(&path))?;
+        live.push(path.clone());
+        drop(live);
+        Ok((
+            Self {
+                target,
+                path,
+                committed: false,
+            },
+            file,
+        ))
+    }
+
+    /// The temporary file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Syncs `file` (the one [`TempFile::create`] returned) and renames it into place;
+    /// returns its size in bytes.
+    pub fn commit(mut self, file: File) -> Result<u64> {
+        file.sync_all().map_err(io_err(&self.path))?;
+        let len = file.metadata().map_err(io_err(&self.path))?.len();
+        drop(file);
+        let mut live = live_temp_files();
+        std::fs::rename(&self.path, &self.target).map_err(io_err(&self.target))?;
+        live.retain(|p| p != &self.path);
+        self.committed = true;
+        Ok(len)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let mut live = live_temp_files();
+            let _ = std::fs::remove_file(&self.path);
+            live.retain(|p| p != &self.path);
+        }
+    }
+}
+
+/// A temporary name next to the target, unique within the process.
+fn temp_path(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out".into());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    path.with_file_name(format!(".{name}.tmp-{}-{nanos}", std::process::id()))
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()))
 }
