@@ -15,7 +15,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
-use sift_format::{SiftFile, SiftWriter, TempFile, WriteOptions};
+use sift_format::{SiftFile, SiftWriter, TempFile, WriteOptions, check_unique_names};
 
 /// A file format, recognized by the file name's extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,6 +248,8 @@ impl Output {
     pub fn create(path: &Path, schema: &SchemaRef, options: &OutputOptions) -> Result<Self> {
         let format = Format::of(path)?;
         let ctx = || format!("cannot write {}", path.display());
+        // Every format, not just Sift: a later filter by name would bind to the first.
+        check_unique_names(schema).with_context(ctx)?;
         let sink = match format {
             Format::Sift => {
                 let options = WriteOptions {

@@ -1221,3 +1221,20 @@ fn interrupted_writes_leave_nothing_behind() {
         [before, vec!["big.sift".to_string()]].concat()
     );
 }
+
+#[test]
+fn duplicate_column_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = d.join("dup.csv");
+    std::fs::write(&csv, "a,b,a\n1,x,2\n3,y,4\n").unwrap();
+    for out in ["dup.sift", "dup.parquet", "dup.arrow"] {
+        let out = d.join(out);
+        let o = sift([OsStr::new("convert"), csv.as_os_str(), out.as_os_str()]);
+        let err = clean_failure(&o);
+        assert!(err.contains("duplicate column names"), "{err}");
+        assert!(err.contains("'a' (columns 0 and 2)"), "{err}");
+        assert!(!err.contains("'b'"), "{err}");
+        assert_eq!(dir_names(d), ["dup.csv"]);
+    }
+}

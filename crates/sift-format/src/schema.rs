@@ -183,8 +183,10 @@ pub struct StoredField {
     pub metadata: Vec<(String, String)>,
 }
 
-/// Checks that every column of `schema` can be stored, naming the first that cannot.
+/// Checks that every column of `schema` can be stored, naming the first that cannot, and
+/// that column names are distinct.
 pub fn check_schema(schema: &Schema) -> Result<Vec<StoredField>> {
+    check_unique_names(schema)?;
     schema
         .fields()
         .iter()
@@ -210,6 +212,28 @@ pub fn check_schema(schema: &Schema) -> Result<Vec<StoredField>> {
         .collect()
 }
 
+/// Refuses a schema in which two columns have the same name (a filter or projection by
+/// name could only ever reach the first), naming every repeated name.
+pub fn check_unique_names(schema: &Schema) -> Result<()> {
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    let mut repeated: Vec<String> = Vec::new();
+    for (i, f) in schema.fields().iter().enumerate() {
+        match first.get(f.name().as_str()) {
+            Some(&j) => repeated.push(format!("'{}' (columns {j} and {i})", f.name())),
+            None => {
+                first.insert(f.name(), i);
+            }
+        }
+    }
+    if repeated.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Invalid(format!(
+        "duplicate column names: {}; every column needs its own name",
+        repeated.join(", ")
+    )))
+}
+
 /// Rebuilds the Arrow schema from stored fields and schema metadata.
 pub(crate) fn to_arrow_schema(
     fields: &[StoredField],
@@ -227,4 +251,28 @@ pub(crate) fn to_arrow_schema(
         .collect::<std::result::Result<Vec<_>, String>>()?;
     let md: HashMap<String, String> = metadata.iter().cloned().collect();
     Ok(Arc::new(Schema::new_with_metadata(fields, md)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicate_names_are_refused_by_name() {
+        let schema = Schema::new(vec![
+            Field::new("a", DataType::Int32, true),
+            Field::new("b", DataType::Utf8, true),
+            Field::new("a", DataType::Int64, true),
+            Field::new("b", DataType::Utf8, true),
+        ]);
+        let err = check_schema(&schema).unwrap_err().to_string();
+        assert!(err.contains("'a' (columns 0 and 2)"), "{err}");
+        assert!(err.contains("'b' (columns 1 and 3)"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("dup.sift");
+        let writer = crate::SiftWriter::create(&target, Arc::new(schema), Default::default());
+        assert!(writer.is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 }
