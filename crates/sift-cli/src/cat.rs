@@ -29,6 +29,57 @@ pub enum CatOutput {
     None,
 }
 
+/// Parses `-o/--output`, which takes a format. A value that looks like a file name gets an
+/// error saying where files go: `--out PATH` (scan) or `sift convert` (cat).
+#[derive(Clone)]
+pub(crate) struct OutputFormatParser {
+    /// How this command writes a file, for the error: `--out` or `convert`.
+    pub(crate) has_out: bool,
+}
+
+impl clap::builder::TypedValueParser for OutputFormatParser {
+    type Value = CatOutput;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<CatOutput, clap::Error> {
+        let formats = clap::builder::EnumValueParser::<CatOutput>::new();
+        formats.parse_ref(cmd, arg, value).map_err(|e| {
+            let text = value.to_string_lossy();
+            if !text.contains(['.', '/', '\\']) {
+                return e;
+            }
+            let hint = if self.has_out {
+                format!("to write a file use --out {text}")
+            } else {
+                format!(
+                    "to write a file use `sift convert FILE {text}`, or redirect: -o csv > {text}"
+                )
+            };
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!(
+                    "-o/--output takes a format (table, csv, json, none), not a file name; {hint}\n"
+                ),
+            )
+            .with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            <CatOutput as clap::ValueEnum>::value_variants()
+                .iter()
+                .filter_map(clap::ValueEnum::to_possible_value),
+        ))
+    }
+}
+
 /// Print the rows of a Sift file as a table, CSV or JSON.
 ///
 /// Only the selected columns of the selected blocks are read and decoded. With
@@ -52,8 +103,10 @@ pub struct CatArgs {
     /// Blocks to read: START..END (END exclusive), START.., ..END or a single block N.
     #[arg(long, value_name = "START..END", value_parser = parse_block_range)]
     pub blocks: Option<BlockRange>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = CatOutput::Table)]
+    /// Output format, printed to stdout (a format, not a file: to write a file, use
+    /// `sift convert`, or redirect `-o csv > FILE`).
+    #[arg(short, long, value_name = "FORMAT", default_value = "table",
+        value_parser = OutputFormatParser { has_out: false })]
     pub output: CatOutput,
     /// Skip verifying segment checksums (to measure decoding alone).
     #[arg(long)]

@@ -1238,3 +1238,54 @@ fn duplicate_column_names_are_refused() {
         assert_eq!(dir_names(d), ["dup.csv"]);
     }
 }
+
+#[test]
+fn output_format_and_out_path_are_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = sample_sift(dir.path(), 100, 50);
+    let f = file.as_os_str();
+    // A file name given to -o: the error says -o takes a format and where files go.
+    let o = sift([
+        OsStr::new("scan"),
+        f,
+        OsStr::new("-o"),
+        OsStr::new("out.parquet"),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("-o/--output takes a format (table, csv, json, none)"),
+        "{err}"
+    );
+    assert!(err.contains("use --out out.parquet"), "{err}");
+    let o = sift([
+        OsStr::new("cat"),
+        f,
+        OsStr::new("--output"),
+        OsStr::new("rows.csv"),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("-o/--output takes a format"), "{err}");
+    assert!(err.contains("sift convert FILE rows.csv"), "{err}");
+    // A format given to --out: the error points at -o.
+    let o = sift([
+        OsStr::new("scan"),
+        f,
+        OsStr::new("--out"),
+        OsStr::new("csv"),
+    ]);
+    let err = clean_failure(&o);
+    assert!(err.contains("--out takes a file path"), "{err}");
+    assert!(err.contains("use -o csv"), "{err}");
+    // A mistyped format still gets clap's suggestion.
+    let o = sift([OsStr::new("scan"), f, OsStr::new("-o"), OsStr::new("jsn")]);
+    assert!(stderr(&o).contains("'json'"), "{}", stderr(&o));
+    // --help says which is which.
+    for cmd in ["scan", "cat"] {
+        let help = stdout(&ok(sift([cmd, "--help"])));
+        assert!(help.contains("a format, not a file"), "{cmd}: {help}");
+    }
+    let help = stdout(&ok(sift(["scan", "--help"])));
+    assert!(help.contains("a path, not a format"), "{help}");
+}
