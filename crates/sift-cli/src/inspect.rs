@@ -133,7 +133,9 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<()> {
 
 fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileReport> {
     let footer = file.footer();
-    let schema = file.schema();
+    // Sizes and bounds are those of the stored values (a dictionary column's value type);
+    // the type shown is the one written.
+    let schema = file.stored_schema();
     let decode_cols: Vec<usize> = (0..schema.fields().len())
         .filter(|&c| !args.no_decode && is_variable(schema.field(c).data_type()))
         .collect();
@@ -194,7 +196,7 @@ fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileRepo
         columns.push(ColumnReport {
             index: c,
             name: field.name().clone(),
-            data_type: dt.to_string(),
+            data_type: file.schema().field(c).data_type().to_string(),
             nullable: field.is_nullable(),
             encodings,
             stored_bytes: stored,

@@ -1289,3 +1289,96 @@ fn output_format_and_out_path_are_told_apart() {
     let help = stdout(&ok(sift(["scan", "--help"])));
     assert!(help.contains("a path, not a format"), "{help}");
 }
+
+#[test]
+fn dictionary_columns_convert_and_read_back_as_dictionaries() {
+    use arrow::array::DictionaryArray;
+    use arrow::datatypes::Int8Type;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rows = 5000;
+    let cities = ["oslo", "rome", "lima", "bern", "kyiv"];
+    let city: DictionaryArray<Int32Type> = (0..rows)
+        .map(|i| (i % 11 != 4).then(|| cities[i * 7 % cities.len()]))
+        .collect();
+    let tag: DictionaryArray<Int8Type> = (0..rows)
+        .map(|i| Some(["a", "b", "c"][i / 1000 % 3]))
+        .collect();
+    let id = Int64Array::from_iter_values(0..rows as i64);
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("city", city.data_type().clone(), true),
+        Field::new("tag", tag.data_type().clone(), false),
+    ]);
+    let batch = RecordBatch::try_new(
+        Arc::new(schema),
+        vec![Arc::new(id), Arc::new(city), Arc::new(tag)],
+    )
+    .unwrap();
+    let arrow_in = d.join("in.arrow");
+    let mut w =
+        arrow::ipc::writer::FileWriter::try_new(File::create(&arrow_in).unwrap(), &batch.schema())
+            .unwrap();
+    for offset in (0..rows).step_by(1500) {
+        w.write(&batch.slice(offset, 1500.min(rows - offset)))
+            .unwrap();
+    }
+    w.finish().unwrap();
+    let parquet_in = d.join("in.parquet");
+    write_parquet(&parquet_in, &batch);
+
+    for input in [&arrow_in, &parquet_in] {
+        let sift_path = d.join("dict.sift");
+        // An Arrow IPC stream: each block has its own dictionary, which IPC files (one
+        // dictionary per field) cannot hold.
+        let back = d.join("back.arrows");
+        ok(sift([
+            OsStr::new("convert"),
+            input.as_os_str(),
+            sift_path.as_os_str(),
+            OsStr::new("--block-rows"),
+            OsStr::new("2048"),
+        ]));
+        ok(sift([
+            OsStr::new("convert"),
+            sift_path.as_os_str(),
+            back.as_os_str(),
+        ]));
+        let reader =
+            arrow::ipc::reader::StreamReader::try_new(File::open(&back).unwrap(), None).unwrap();
+        let schema = reader.schema();
+        assert_eq!(schema.as_ref(), batch.schema().as_ref(), "{input:?}");
+        let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+        let got = arrow::compute::concat_batches(&schema, &batches).unwrap();
+        assert_same_data(&batch, &got);
+        // `cat` prints the values.
+        let o = ok(sift([
+            OsStr::new("cat"),
+            sift_path.as_os_str(),
+            OsStr::new("-o"),
+            OsStr::new("csv"),
+            OsStr::new("-n"),
+            OsStr::new("5"),
+        ]));
+        assert_eq!(
+            stdout(&o),
+            pretty_csv(&batch.slice(0, 5), &["id", "city", "tag"])
+        );
+        // `scan` filters on the values.
+        let oslo = (0..rows)
+            .filter(|&i| i % 11 != 4 && cities[i * 7 % cities.len()] == "oslo")
+            .count();
+        let o = ok(scan(
+            &sift_path,
+            &["-f", "city = 'oslo'", "-c", "city", "-o", "csv"],
+        ));
+        assert_eq!(stdout(&o), format!("city\n{}", "oslo\n".repeat(oslo)));
+        // `inspect` shows the type as written.
+        let o = ok(sift([OsStr::new("inspect"), sift_path.as_os_str()]));
+        assert!(
+            stdout(&o).contains("Dictionary(Int8, Utf8)"),
+            "{}",
+            stdout(&o)
+        );
+    }
+}

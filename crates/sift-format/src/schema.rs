@@ -183,6 +183,24 @@ pub struct StoredField {
     pub metadata: Vec<(String, String)>,
 }
 
+/// Field metadata key marking a column written from an Arrow dictionary: its value is the
+/// key type (`Int8` … `UInt64`). The column is stored as its value type, with Sift's own
+/// encoding choice, and read back as the dictionary type. Kept as metadata so the footer
+/// layout does not change (a reader that does not know the key reads the values).
+pub const DICTIONARY_KEY: &str = "sift.dictionary_key";
+
+/// The dictionary key types, by the names [`DICTIONARY_KEY`] stores.
+const KEY_TYPES: [(&str, DataType); 8] = [
+    ("Int8", DataType::Int8),
+    ("Int16", DataType::Int16),
+    ("Int32", DataType::Int32),
+    ("Int64", DataType::Int64),
+    ("UInt8", DataType::UInt8),
+    ("UInt16", DataType::UInt16),
+    ("UInt32", DataType::UInt32),
+    ("UInt64", DataType::UInt64),
+];
+
 /// Checks that every column of `schema` can be stored, naming the first that cannot, and
 /// that column names are distinct.
 pub fn check_schema(schema: &Schema) -> Result<Vec<StoredField>> {
@@ -191,16 +209,28 @@ pub fn check_schema(schema: &Schema) -> Result<Vec<StoredField>> {
         .fields()
         .iter()
         .map(|f| {
-            let ty =
-                ColumnType::from_arrow(f.data_type()).ok_or_else(|| Error::UnsupportedType {
-                    column: f.name().clone(),
-                    data_type: f.data_type().to_string(),
-                })?;
+            let unsupported = || Error::UnsupportedType {
+                column: f.name().clone(),
+                data_type: f.data_type().to_string(),
+            };
             let mut metadata: Vec<(String, String)> = f
                 .metadata()
                 .iter()
+                .filter(|(k, _)| k.as_str() != DICTIONARY_KEY)
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
+            let ty = match f.data_type() {
+                DataType::Dictionary(key, values) => {
+                    let (name, _) = KEY_TYPES
+                        .iter()
+                        .find(|(_, k)| k == key.as_ref())
+                        .ok_or_else(unsupported)?;
+                    metadata.push((DICTIONARY_KEY.into(), (*name).into()));
+                    ColumnType::from_arrow(values)
+                }
+                other => ColumnType::from_arrow(other),
+            }
+            .ok_or_else(unsupported)?;
             metadata.sort();
             Ok(StoredField {
                 name: f.name().clone(),
@@ -234,23 +264,36 @@ pub fn check_unique_names(schema: &Schema) -> Result<()> {
     )))
 }
 
-/// Rebuilds the Arrow schema from stored fields and schema metadata.
-pub(crate) fn to_arrow_schema(
+/// Rebuilds the Arrow schemas from stored fields and schema metadata: the schema as
+/// written, and the stored one (what chunks decode to: a dictionary column's value type).
+pub(crate) fn to_arrow_schemas(
     fields: &[StoredField],
     metadata: &[(String, String)],
-) -> std::result::Result<SchemaRef, String> {
-    let fields = fields
-        .iter()
-        .map(|f| {
-            let dt =
-                f.ty.to_arrow()
-                    .map_err(|e| format!("column '{}': {e}", f.name))?;
-            let md: HashMap<String, String> = f.metadata.iter().cloned().collect();
-            Ok(Field::new(&f.name, dt, f.nullable).with_metadata(md))
-        })
-        .collect::<std::result::Result<Vec<_>, String>>()?;
+) -> std::result::Result<(SchemaRef, SchemaRef), String> {
+    let mut written = Vec::with_capacity(fields.len());
+    let mut stored = Vec::with_capacity(fields.len());
+    for f in fields {
+        let dt =
+            f.ty.to_arrow()
+                .map_err(|e| format!("column '{}': {e}", f.name))?;
+        let mut md: HashMap<String, String> = f.metadata.iter().cloned().collect();
+        let written_dt = match md.remove(DICTIONARY_KEY) {
+            None => dt.clone(),
+            Some(name) => {
+                let (_, key) = KEY_TYPES.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+                    format!("column '{}': unknown dictionary key type {name:?}", f.name)
+                })?;
+                DataType::Dictionary(Box::new(key.clone()), Box::new(dt.clone()))
+            }
+        };
+        written.push(Field::new(&f.name, written_dt, f.nullable).with_metadata(md.clone()));
+        stored.push(Field::new(&f.name, dt, f.nullable).with_metadata(md));
+    }
     let md: HashMap<String, String> = metadata.iter().cloned().collect();
-    Ok(Arc::new(Schema::new_with_metadata(fields, md)))
+    Ok((
+        Arc::new(Schema::new_with_metadata(written, md.clone())),
+        Arc::new(Schema::new_with_metadata(stored, md)),
+    ))
 }
 
 #[cfg(test)]

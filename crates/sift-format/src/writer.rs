@@ -12,7 +12,7 @@ use sift_encoding::{encode_array, encode_lookups};
 
 use crate::error::{Error, Result, io_err};
 use crate::footer::{BlockMeta, ChunkMeta, Footer, MAGIC, Segment};
-use crate::schema::{StoredField, check_schema};
+use crate::schema::{StoredField, check_schema, to_arrow_schemas};
 
 /// The largest (and default) number of rows in a block: 64Ki.
 pub const MAX_BLOCK_ROWS: usize = 1 << 16;
@@ -58,6 +58,8 @@ pub struct SiftWriter {
     out: Option<BufWriter<File>>,
     tmp: TempFile,
     schema: SchemaRef,
+    /// `schema` with dictionary columns as their value type: what is encoded.
+    stored: SchemaRef,
     fields: Vec<StoredField>,
     options: WriteOptions,
     pending: Vec<RecordBatch>,
@@ -82,6 +84,8 @@ impl SiftWriter {
                 "block_rows must be in 1..={MAX_BLOCK_ROWS}"
             )));
         }
+        let (_, stored) =
+            to_arrow_schemas(&fields, &sorted_metadata(&schema)).map_err(Error::Invalid)?;
         let (tmp, file) = TempFile::create(path)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         out.write_all(&MAGIC).map_err(io_err(tmp.path()))?;
@@ -89,6 +93,7 @@ impl SiftWriter {
             out: Some(out),
             tmp,
             schema,
+            stored,
             fields,
             options,
             pending: Vec::new(),
@@ -139,14 +144,20 @@ impl SiftWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        // Dictionaries are stored as their values, encoded like any other column.
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(self.stored.fields())
+            .map(|(col, field)| match col.data_type() {
+                DataType::Dictionary(..) => arrow_cast::cast(col, field.data_type()),
+                _ => Ok(col.clone()),
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         // Re-wrap with the writer's schema so field names and metadata are the file's.
         // The row count is explicit so that a schema without columns keeps its rows.
         let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-        let batch = RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            batch.columns().to_vec(),
-            &options,
-        )?;
+        let batch = RecordBatch::try_new_with_options(self.stored.clone(), columns, &options)?;
         self.pending_rows += batch.num_rows();
         self.pending.push(batch);
         while self.pending_rows >= self.options.block_rows {
@@ -178,10 +189,22 @@ impl SiftWriter {
         self.pending_rows -= rows;
         let block = match take.as_slice() {
             [one] => one.clone(),
-            _ => arrow_select::concat::concat_batches(&self.schema, &take)?,
+            _ => arrow_select::concat::concat_batches(&self.stored, &take)?,
         };
         let mut encoded_columns = Vec::with_capacity(block.num_columns());
         for (c, array) in block.columns().iter().enumerate() {
+            // A block joins batches with different dictionaries: make sure its values still
+            // fit the key type, or reading it back would fail.
+            if let written @ DataType::Dictionary(key, _) = self.schema.field(c).data_type()
+                && arrow_cast::cast(array, written).is_err()
+            {
+                return Err(Error::Invalid(format!(
+                    "column '{}', block {}: more distinct values than {key} dictionary keys \
+                     can index; write smaller blocks or use a wider key type",
+                    self.fields[c].name,
+                    self.blocks.len()
+                )));
+            }
             encoded_columns.push(encode_array(array.as_ref()).map_err(|e| {
                 Error::Invalid(format!(
                     "column '{}', block {}: {e}",
@@ -373,4 +396,85 @@ fn temp_path(path: &Path) -> PathBuf {
         .unwrap_or_else(|| "out".into());
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::types::{Int8Type, Int32Type};
+    use arrow_array::{ArrayRef, DictionaryArray, Int64Array};
+    use arrow_schema::{Field, Schema};
+
+    use super::*;
+    use crate::SiftFile;
+
+    fn dictionary_batch(schema: &SchemaRef, words: &[Option<&str>], offset: i64) -> RecordBatch {
+        let utf8: DictionaryArray<Int32Type> = words.iter().copied().collect();
+        let small: DictionaryArray<Int8Type> = words.iter().rev().copied().collect();
+        let ids = Int64Array::from_iter_values((0..words.len() as i64).map(|i| i + offset));
+        let columns: Vec<ArrayRef> = vec![Arc::new(ids), Arc::new(utf8), Arc::new(small)];
+        RecordBatch::try_new(schema.clone(), columns).unwrap()
+    }
+
+    #[test]
+    fn dictionary_columns_read_back_as_written() {
+        let dict = |k: DataType| DataType::Dictionary(Box::new(k), Box::new(DataType::Utf8));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("city", dict(DataType::Int32), true),
+            Field::new("tag", dict(DataType::Int8), true),
+        ]));
+        // Two batches with different dictionaries that end up in one block.
+        let batches = [
+            dictionary_batch(
+                &schema,
+                &[Some("oslo"), None, Some("rome"), Some("oslo")],
+                0,
+            ),
+            dictionary_batch(
+                &schema,
+                &[Some("lima"), Some("rome"), Some("bern"), None],
+                4,
+            ),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dict.sift");
+        let mut w =
+            SiftWriter::create(&path, schema.clone(), WriteOptions { block_rows: 6 }).unwrap();
+        for b in &batches {
+            w.write(b).unwrap();
+        }
+        w.finish().unwrap();
+
+        let f = SiftFile::open(&path).unwrap();
+        assert_eq!(f.schema(), &schema);
+        assert_eq!(f.stored_schema().field(1).data_type(), &DataType::Utf8);
+        assert!(f.schema().field(1).metadata().is_empty());
+        let got =
+            arrow_select::concat::concat_batches(&schema, &f.read_all(None).unwrap()).unwrap();
+        let want = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_block_too_varied_for_its_dictionary_keys_is_refused() {
+        let dict = DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8));
+        let schema = Arc::new(Schema::new(vec![Field::new("k", dict, false)]));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.sift");
+        let mut w = SiftWriter::create(&path, schema.clone(), WriteOptions::default()).unwrap();
+        // Each batch fits Int8 keys; the 200 distinct values of the block do not.
+        for part in 0..2 {
+            let words: Vec<String> = (0..100).map(|i| format!("w{part}-{i}")).collect();
+            let array: DictionaryArray<Int8Type> = words.iter().map(String::as_str).collect();
+            let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(array)]).unwrap();
+            w.write(&batch).unwrap();
+        }
+        let err = w.finish().unwrap_err().to_string();
+        assert!(err.contains("column 'k', block 0"), "{err}");
+        assert!(err.contains("Int8"), "{err}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 }
