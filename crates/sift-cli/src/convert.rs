@@ -67,6 +67,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
     let in_options = InputOptions {
         batch_rows: out_options.block_rows,
         csv_infer_rows: args.infer_rows.max(1),
+        ..InputOptions::default()
     };
 
     let start = Instant::now();

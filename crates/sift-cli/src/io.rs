@@ -11,8 +11,8 @@ use arrow::array::{RecordBatch, RecordBatchReader};
 use arrow::datatypes::SchemaRef;
 use arrow::ipc::reader::{FileReader, StreamReader};
 use arrow::ipc::writer::{FileWriter, StreamWriter};
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use sift_format::{SiftFile, SiftWriter, TempFile, WriteOptions, check_unique_names};
@@ -73,6 +73,22 @@ pub struct InputOptions {
     pub batch_rows: usize,
     /// Rows of a CSV file used to infer its schema.
     pub csv_infer_rows: usize,
+    /// Columns to read, in this order (all if empty).
+    pub columns: Vec<String>,
+    /// Row groups to read, `start..end` with `None` for an open end (Parquet only; all
+    /// if `None`).
+    pub row_groups: Option<(usize, Option<usize>)>,
+}
+
+impl Default for InputOptions {
+    fn default() -> Self {
+        Self {
+            batch_rows: sift_format::MAX_BLOCK_ROWS,
+            csv_infer_rows: 1000,
+            columns: Vec::new(),
+            row_groups: None,
+        }
+    }
 }
 
 /// A stream of record batches from a file, never holding more than one batch.
@@ -87,7 +103,47 @@ pub struct Input {
 
 /// Opens `path` for streaming, choosing the reader by extension.
 pub fn open_input(path: &Path, options: &InputOptions) -> Result<Input> {
+    let input = open_all_columns(path, options)?;
+    if options.columns.is_empty() {
+        return Ok(input);
+    }
+    let indices = options
+        .columns
+        .iter()
+        .map(|name| {
+            input.schema.index_of(name).map_err(|_| {
+                let known: Vec<&str> = input
+                    .schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect();
+                anyhow::anyhow!(
+                    "{}: no column '{name}' (columns: {})",
+                    path.display(),
+                    known.join(", ")
+                )
+            })
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    let schema = SchemaRef::new(input.schema.project(&indices)?);
+    let batches = input.batches.map(move |b| Ok(b?.project(&indices)?));
+    Ok(Input {
+        schema,
+        rows: input.rows,
+        batches: Box::new(batches),
+    })
+}
+
+fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
     let format = Format::of(path)?;
+    if options.row_groups.is_some() && format != Format::Parquet {
+        bail!(
+            "{}: an {} has no row groups or blocks to select (Sift and Parquet files do)",
+            path.display(),
+            format.name()
+        );
+    }
     let owned = path.to_path_buf();
     let ctx = move || format!("cannot read {}", owned.display());
     match format {
@@ -105,8 +161,41 @@ pub fn open_input(path: &Path, options: &InputOptions) -> Result<Input> {
             let file = open_file(path)?;
             let builder = ParquetRecordBatchReaderBuilder::try_new(file)
                 .with_context(|| format!("cannot open {} as Parquet", path.display()))?;
-            let rows = u64::try_from(builder.metadata().file_metadata().num_rows()).ok();
+            let groups = builder.metadata().row_groups();
+            let selected = match options.row_groups {
+                None => 0..groups.len(),
+                Some((start, end)) => start..end.unwrap_or(groups.len()),
+            };
+            let Some(selected_groups) = groups.get(selected.clone()) else {
+                let end = options.row_groups.and_then(|(_, e)| e);
+                bail!(
+                    "{}: row groups {}..{} are out of range (the file has {} row group{})",
+                    path.display(),
+                    selected.start,
+                    end.map_or(String::new(), |e| e.to_string()),
+                    groups.len(),
+                    if groups.len() == 1 { "" } else { "s" }
+                );
+            };
+            let rows = selected_groups
+                .iter()
+                .map(|g| u64::try_from(g.num_rows()).ok())
+                .sum();
+            // Decode only the wanted columns; `open_input` puts them in the asked order (and
+            // names an unknown one, so all are kept then).
+            let schema = builder.schema().clone();
+            let all = options.columns.is_empty()
+                || options
+                    .columns
+                    .iter()
+                    .any(|c| schema.field_with_name(c).is_err());
+            let roots: Vec<usize> = (0..schema.fields().len())
+                .filter(|&i| all || options.columns.contains(schema.field(i).name()))
+                .collect();
+            let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
             let reader = builder
+                .with_projection(mask)
+                .with_row_groups(selected.collect())
                 .with_batch_size(options.batch_rows)
                 .build()
                 .with_context(|| format!("cannot read {}", path.display()))?;

@@ -1382,3 +1382,72 @@ fn dictionary_columns_convert_and_read_back_as_dictionaries() {
         );
     }
 }
+
+#[test]
+fn cat_reads_parquet_and_arrow_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let batch = sample_batch(2500);
+    // Three row groups of 1000, 1000 and 500 rows.
+    let pq = d.join("groups.parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1000))
+        .build();
+    let mut w =
+        ArrowWriter::try_new(File::create(&pq).unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let arrow_file = d.join("sample.arrow");
+    ok(sift([
+        OsStr::new("convert"),
+        pq.as_os_str(),
+        arrow_file.as_os_str(),
+    ]));
+    let columns = ["utf8", "i32", "date"];
+    for file in [&pq, &arrow_file] {
+        let o = ok(sift([
+            OsStr::new("cat"),
+            file.as_os_str(),
+            OsStr::new("-c"),
+            OsStr::new("utf8,i32,date"),
+            OsStr::new("-n"),
+            OsStr::new("7"),
+            OsStr::new("-o"),
+            OsStr::new("csv"),
+        ]));
+        assert_eq!(
+            stdout(&o),
+            pretty_csv(&batch.slice(0, 7), &columns),
+            "{file:?}"
+        );
+    }
+    // --blocks selects row groups.
+    let o = ok(sift([
+        OsStr::new("cat"),
+        pq.as_os_str(),
+        OsStr::new("--blocks"),
+        OsStr::new("1.."),
+        OsStr::new("-c"),
+        OsStr::new("utf8,i32,date"),
+        OsStr::new("-o"),
+        OsStr::new("csv"),
+    ]));
+    assert_eq!(stdout(&o), pretty_csv(&batch.slice(1000, 1500), &columns));
+    let o = sift([
+        OsStr::new("cat"),
+        pq.as_os_str(),
+        OsStr::new("--blocks"),
+        OsStr::new("2..4"),
+    ]);
+    let err = clean_failure(&o);
+    assert!(err.contains("the file has 3 row groups"), "{err}");
+    let o = sift([
+        OsStr::new("cat"),
+        pq.as_os_str(),
+        OsStr::new("-c"),
+        OsStr::new("nope"),
+    ]);
+    let err = clean_failure(&o);
+    assert!(err.contains("no column 'nope'"), "{err}");
+    assert!(err.contains("i8, i16, i32"), "{err}");
+}
