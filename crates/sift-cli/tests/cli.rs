@@ -1451,3 +1451,121 @@ fn cat_reads_parquet_and_arrow_files() {
     assert!(err.contains("no column 'nope'"), "{err}");
     assert!(err.contains("i8, i16, i32"), "{err}");
 }
+
+#[test]
+fn inspect_shows_parquet_layout_and_sifts_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let batch = sample_batch(2500);
+    // Three row groups of 1000, 1000 and 500 rows, plus a column Sift cannot store.
+    let list = ListArray::from_iter_primitive::<Int32Type, _, _>(
+        (0..2500).map(|i| Some(vec![Some(i), None])),
+    );
+    let mut fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new("tags", list.data_type().clone(), true));
+    let mut columns = batch.columns().to_vec();
+    columns.push(Arc::new(list));
+    let with_list = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+    let write_groups = |path: &Path, batch: &RecordBatch| {
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(1000))
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        let mut w =
+            ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(batch).unwrap();
+        w.close().unwrap();
+    };
+    let pq = d.join("groups.parquet");
+    write_groups(&pq, &with_list);
+    let plain = d.join("plain.parquet");
+    write_groups(&plain, &batch);
+
+    let o = ok(sift([
+        OsStr::new("inspect"),
+        pq.as_os_str(),
+        OsStr::new("--json"),
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["format"], "parquet");
+    assert_eq!(v["num_rows"], 2500);
+    assert_eq!(v["num_row_groups"], 3);
+    let groups = v["row_groups"].as_array().unwrap();
+    assert_eq!(groups[2]["first_row"], 2000);
+    assert_eq!(groups[2]["rows"], 500);
+    let chunk = &groups[0]["columns"][0];
+    assert_eq!(chunk["codec"], "SNAPPY");
+    assert!(chunk["compressed_bytes"].as_u64().unwrap() > 0);
+    assert!(!chunk["encodings"].as_array().unwrap().is_empty());
+    let cols = v["columns"].as_array().unwrap();
+    let tags = cols
+        .iter()
+        .find(|c| c["name"].as_str().unwrap().starts_with("tags."))
+        .unwrap();
+    assert!(tags["sift"]["bytes"].is_null(), "{tags}");
+    let why = tags["sift"]["scheme"].as_str().unwrap();
+    assert!(why.starts_with("not stored by Sift (List("), "{why}");
+
+    // Sift's choice is what the writer stores for the same rows: compare with the first
+    // block of the file `convert` writes with blocks the size of the row groups.
+    let sift_path = d.join("groups.sift");
+    ok(sift([
+        OsStr::new("convert"),
+        plain.as_os_str(),
+        sift_path.as_os_str(),
+        OsStr::new("--block-rows"),
+        OsStr::new("1000"),
+    ]));
+    let o = ok(sift([
+        OsStr::new("inspect"),
+        sift_path.as_os_str(),
+        OsStr::new("--json"),
+        OsStr::new("--blocks"),
+    ]));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for name in ["utf8", "f64", "large_utf8", "date"] {
+        let trial = &cols.iter().find(|c| c["name"] == name).unwrap()["sift"];
+        let block = s["blocks"][0]["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap();
+        assert_eq!(trial["rows"], 1000, "{name}");
+        assert_eq!(trial["bytes"], block["stored_bytes"], "{name}");
+        let scheme = trial["scheme"].as_str().unwrap();
+        assert!(
+            scheme.starts_with(block["encoding"].as_str().unwrap()),
+            "{name}: {scheme} vs {block}"
+        );
+    }
+
+    // The text form: row groups, codecs, and the scheme as `inspect --schemes` prints it.
+    let o = ok(sift([
+        OsStr::new("inspect"),
+        pq.as_os_str(),
+        OsStr::new("--blocks"),
+    ]));
+    let out = stdout(&o);
+    assert!(out.contains("2,500 in 3 row groups"), "{out}");
+    assert!(out.contains("SNAPPY"), "{out}");
+    assert!(out.contains("not stored by Sift"), "{out}");
+    let o = ok(sift([
+        OsStr::new("inspect"),
+        sift_path.as_os_str(),
+        OsStr::new("--schemes"),
+    ]));
+    let schemes = stdout(&o);
+    let utf8 = cols.iter().find(|c| c["name"] == "utf8").unwrap();
+    let utf8_scheme = utf8["sift"]["scheme"].as_str().unwrap();
+    assert!(
+        schemes.contains(&format!("  {utf8_scheme}\n")),
+        "{utf8_scheme:?} not in\n{schemes}"
+    );
+    assert!(out.contains(&utf8_scheme), "{utf8_scheme:?} not in\n{out}");
+}
