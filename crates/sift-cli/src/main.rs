@@ -33,8 +33,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     version,
     about,
     long_about = "Sift: a columnar file format that filters data while it is still compressed.\n\n\
-        Convert between Sift, Parquet, Arrow IPC (and from CSV), look inside Sift files, print their \
-        rows, or run an end-to-end demo on generated TPC-H data.",
+        Convert between Sift, Parquet, Arrow IPC (and from CSV), look inside Sift and Parquet \
+        files, print their rows, scan them with a filter, or run an end-to-end demo on generated \
+        TPC-H data.",
     after_help = "Examples:\n  \
         sift demo --scale 0.1\n  \
         sift convert lineitem.parquet lineitem.sift\n  \

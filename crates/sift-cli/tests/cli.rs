@@ -1567,5 +1567,5 @@ fn inspect_shows_parquet_layout_and_sifts_choice() {
         schemes.contains(&format!("  {utf8_scheme}\n")),
         "{utf8_scheme:?} not in\n{schemes}"
     );
-    assert!(out.contains(&utf8_scheme), "{utf8_scheme:?} not in\n{out}");
+    assert!(out.contains(utf8_scheme), "{utf8_scheme:?} not in\n{out}");
 }
