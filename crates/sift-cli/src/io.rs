@@ -139,7 +139,7 @@ fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
     let format = Format::of(path)?;
     if options.row_groups.is_some() && format != Format::Parquet {
         bail!(
-            "{}: an {} has no row groups or blocks to select (Sift and Parquet files do)",
+            "{}: {} files have no row groups or blocks to select (Sift and Parquet files do)",
             path.display(),
             format.name()
         );
