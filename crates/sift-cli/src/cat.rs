@@ -1,4 +1,4 @@
-//! `sift cat`: decode rows of a Sift file and print them.
+//! `sift cat`: decode rows of a Sift (or Parquet, Arrow IPC, CSV) file and print them.
 
 use std::io::{IsTerminal, Write};
 use std::ops::Range;
@@ -11,7 +11,7 @@ use arrow::datatypes::SchemaRef;
 use sift_format::{MAX_BLOCK_ROWS, ReadOptions, SiftFile};
 
 use crate::display::printable_batch;
-use crate::io::Stdout;
+use crate::io::{Format, InputOptions, Stdout, open_input};
 use crate::measure::batch_bytes;
 use crate::table::{fmt_secs, human_bytes, human_count};
 use crate::ui::Ui;
@@ -29,7 +29,58 @@ pub enum CatOutput {
     None,
 }
 
-/// Print the rows of a Sift file as a table, CSV or JSON.
+/// Parses `-o/--output`, which takes a format. A value that looks like a file name gets an
+/// error saying where files go: `--out PATH` (scan) or `sift convert` (cat).
+#[derive(Clone)]
+pub(crate) struct OutputFormatParser {
+    /// How this command writes a file, for the error: `--out` or `convert`.
+    pub(crate) has_out: bool,
+}
+
+impl clap::builder::TypedValueParser for OutputFormatParser {
+    type Value = CatOutput;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<CatOutput, clap::Error> {
+        let formats = clap::builder::EnumValueParser::<CatOutput>::new();
+        formats.parse_ref(cmd, arg, value).map_err(|e| {
+            let text = value.to_string_lossy();
+            if !text.contains(['.', '/', '\\']) {
+                return e;
+            }
+            let hint = if self.has_out {
+                format!("to write a file use --out {text}")
+            } else {
+                format!(
+                    "to write a file use `sift convert FILE {text}`, or redirect: -o csv > {text}"
+                )
+            };
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!(
+                    "-o/--output takes a format (table, csv, json, none), not a file name; {hint}\n"
+                ),
+            )
+            .with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            <CatOutput as clap::ValueEnum>::value_variants()
+                .iter()
+                .filter_map(clap::ValueEnum::to_possible_value),
+        ))
+    }
+}
+
+/// Print the rows of a Sift, Parquet, Arrow IPC or CSV file as a table, CSV or JSON.
 ///
 /// Only the selected columns of the selected blocks are read and decoded. With
 /// `--output none` every selected column of every selected block is decoded into Arrow
@@ -41,7 +92,7 @@ pub enum CatOutput {
     sift cat lineitem.sift --blocks 2..4 --output json\n  \
     time sift cat lineitem.sift --output none")]
 pub struct CatArgs {
-    /// The Sift file.
+    /// The file: .sift, .parquet, .arrow/.feather/.ipc, .arrows or .csv.
     pub file: PathBuf,
     /// Columns to print, comma-separated (default: all).
     #[arg(short, long, value_delimiter = ',', value_name = "A,B,…")]
@@ -49,13 +100,16 @@ pub struct CatArgs {
     /// Print at most N rows.
     #[arg(short = 'n', long, value_name = "N")]
     pub limit: Option<u64>,
-    /// Blocks to read: START..END (END exclusive), START.., ..END or a single block N.
+    /// Blocks of a Sift file (row groups of a Parquet file) to read: START..END (END
+    /// exclusive), START.., ..END or a single block N.
     #[arg(long, value_name = "START..END", value_parser = parse_block_range)]
     pub blocks: Option<BlockRange>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = CatOutput::Table)]
+    /// Output format, printed to stdout (a format, not a file: to write a file, use
+    /// `sift convert`, or redirect `-o csv > FILE`).
+    #[arg(short, long, value_name = "FORMAT", default_value = "table",
+        value_parser = OutputFormatParser { has_out: false })]
     pub output: CatOutput,
-    /// Skip verifying segment checksums (to measure decoding alone).
+    /// Skip verifying segment checksums (to measure decoding alone; Sift files only).
     #[arg(long)]
     pub no_checksums: bool,
 }
@@ -98,6 +152,10 @@ fn parse_block_range(s: &str) -> Result<BlockRange, String> {
 
 pub fn run(args: &CatArgs, ui: &Ui) -> Result<()> {
     let start_time = Instant::now();
+    // Any other name is opened as a Sift file (which is what it says if it is not one).
+    if Format::of(&args.file).is_ok_and(|f| f != Format::Sift) {
+        return cat_other(args, ui, start_time);
+    }
     let options = ReadOptions {
         verify_checksums: !args.no_checksums,
         ..ReadOptions::default()
@@ -112,17 +170,54 @@ pub fn run(args: &CatArgs, ui: &Ui) -> Result<()> {
         Some(p) => SchemaRef::new(file.schema().project(p)?),
         None => file.schema().clone(),
     };
-    let schema = printable_batch(RecordBatch::new_empty(schema))?.schema();
     let blocks = block_range(&file, args.blocks)?;
     let block_rows: u64 = file.footer().blocks[blocks.clone()]
         .iter()
         .map(|b| u64::from(b.rows))
         .sum();
-    let total = args.limit.map_or(block_rows, |l| l.min(block_rows));
+    let batches = file
+        .batches(projection, blocks)?
+        .map(|b| b.with_context(|| format!("cannot read {}", args.file.display())));
+    print_rows(args, ui, start_time, schema, Some(block_rows), batches)
+}
 
+/// `cat` of a Parquet, Arrow IPC or CSV file, through the readers `convert` uses;
+/// `--blocks` selects Parquet row groups.
+fn cat_other(args: &CatArgs, ui: &Ui, start_time: Instant) -> Result<()> {
+    let options = InputOptions {
+        columns: args.columns.clone(),
+        row_groups: args.blocks.map(|r| (r.start, r.end)),
+        ..InputOptions::default()
+    };
+    let input = open_input(&args.file, &options)?;
+    print_rows(
+        args,
+        ui,
+        start_time,
+        input.schema,
+        input.rows,
+        input.batches,
+    )
+}
+
+/// Prints `batches` (of `schema`, `rows` in all if known) as `args` asks.
+fn print_rows(
+    args: &CatArgs,
+    ui: &Ui,
+    start_time: Instant,
+    schema: SchemaRef,
+    rows: Option<u64>,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+) -> Result<()> {
+    let columns = schema.fields().len();
+    let schema = printable_batch(RecordBatch::new_empty(schema))?.schema();
+    let total = match (rows, args.limit) {
+        (Some(r), Some(l)) => Some(r.min(l)),
+        (r, l) => r.or(l),
+    };
     let show_progress = args.output == CatOutput::None || !std::io::stdout().is_terminal();
     let progress = if show_progress {
-        ui.progress(Some(total), "rows", "decoding")
+        ui.progress(total, "rows", "decoding")
     } else {
         indicatif::ProgressBar::hidden()
     };
@@ -131,11 +226,11 @@ pub fn run(args: &CatArgs, ui: &Ui) -> Result<()> {
     let mut remaining = args.limit.unwrap_or(u64::MAX);
     let mut rows = 0u64;
     let mut bytes = 0u64;
-    for batch in file.batches(projection, blocks)? {
+    for batch in batches {
         if remaining == 0 {
             break;
         }
-        let mut batch = batch.with_context(|| format!("cannot read {}", args.file.display()))?;
+        let mut batch = batch?;
         if (batch.num_rows() as u64) > remaining {
             batch = batch.slice(0, remaining as usize);
         }
@@ -153,23 +248,14 @@ pub fn run(args: &CatArgs, ui: &Ui) -> Result<()> {
     if args.output == CatOutput::None && ui.verbose() {
         let secs = start_time.elapsed().as_secs_f64();
         eprintln!(
-            "decoded {} rows × {} columns, {} as Arrow, in {} ({:.2} GB/s)",
+            "decoded {} rows × {columns} columns, {} as Arrow, in {} ({:.2} GB/s)",
             human_count(rows),
-            printer_columns(&file, args),
             human_bytes(bytes),
             fmt_secs(secs),
             bytes as f64 / secs.max(1e-9) / 1e9
         );
     }
     Ok(())
-}
-
-fn printer_columns(file: &SiftFile, args: &CatArgs) -> usize {
-    if args.columns.is_empty() {
-        file.schema().fields().len()
-    } else {
-        args.columns.len()
-    }
 }
 
 /// The blocks `range` selects, checked against the file.

@@ -19,7 +19,8 @@ use crate::ui::Ui;
 /// Outputs: .sift, .parquet, .arrow/.feather/.ipc, .arrows.
 ///
 /// Data is streamed batch by batch, so memory stays bounded by about one block. The output
-/// appears at OUT only once it is complete; on error nothing is left behind.
+/// appears at OUT only once it is complete; on an error, Ctrl-C (SIGINT) or SIGTERM
+/// nothing is left behind (OUT keeps what it held before).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     sift convert lineitem.parquet lineitem.sift\n  \
@@ -66,6 +67,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
     let in_options = InputOptions {
         batch_rows: out_options.block_rows,
         csv_infer_rows: args.infer_rows.max(1),
+        ..InputOptions::default()
     };
 
     let start = Instant::now();

@@ -1,44 +1,55 @@
-//! `sift inspect`: what a Sift file holds and how it is encoded, from its footer.
+//! `sift inspect`: what a Sift file holds and how it is encoded, from its footer (and the
+//! same for a Parquet file, with what Sift would choose for its columns).
+
+mod parquet;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use arrow::array::{ArrayData, make_array};
 use arrow::buffer::Buffer;
 use arrow::datatypes::DataType;
 use serde::Serialize;
+use sift_encoding::ColumnEncoding;
 use sift_format::{ChunkStats, FORMAT_VERSION, Scalar, SiftFile};
 
 use crate::display::printable_type;
-use crate::io::Stdout;
+use crate::io::{Format, Stdout};
 use crate::measure::array_bytes;
 use crate::table::{Align, Table, fmt_ratio, human_bytes, human_count, ratio};
 use crate::ui::Ui;
 
-/// Show the schema, layout, encodings and statistics of a Sift file.
+/// Show the schema, layout, encodings and statistics of a Sift or Parquet file.
 ///
 /// Per column: the encodings chosen (counted over blocks), stored bytes, the size the
 /// column has as Arrow arrays in memory, the compression ratio between the two, the null
 /// count and min/max from the zone maps. For fixed-width types the Arrow size is computed;
 /// for strings and binaries the column is decoded to measure it (skip with --no-decode).
+///
+/// For a Parquet file: its row groups and column chunks (encodings, codec, compressed and
+/// uncompressed sizes), and per column the cascade Sift's encoder chooses for the first
+/// 64Ki rows of the first row group, with its size next to Parquet's for those rows.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     sift inspect lineitem.sift\n  \
     sift inspect lineitem.sift --blocks\n  \
-    sift inspect lineitem.sift --json | jq '.columns[] | {name, ratio}'")]
+    sift inspect lineitem.sift --json | jq '.columns[] | {name, ratio}'\n  \
+    sift inspect lineitem.parquet --blocks")]
 pub struct InspectArgs {
-    /// The Sift file.
+    /// The file (.sift or .parquet).
     pub file: PathBuf,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Also list every block: per column its encoding, bytes, nulls, min and max.
+    /// Also list every block: per column its encoding, bytes, nulls, min and max (for
+    /// Parquet, every column chunk of every row group).
     #[arg(long)]
     pub blocks: bool,
-    /// Do not decode variable-length columns to measure their Arrow size.
+    /// Do not decode variable-length columns to measure their Arrow size (for Parquet, do
+    /// not decode the first row group to try Sift's encodings).
     #[arg(long)]
     pub no_decode: bool,
     /// List the encoding cascade chosen for every column and block, with its parameters
@@ -114,6 +125,23 @@ struct BlockColumnReport {
 }
 
 pub fn run(args: &InspectArgs, ui: &Ui) -> Result<()> {
+    // Any other name is opened as a Sift file (which is what it says if it is not one).
+    match Format::of(&args.file) {
+        Ok(Format::Parquet) => {
+            let mut out = Stdout::new();
+            parquet::run(args, &mut out)?;
+            out.flush()?;
+            return Ok(());
+        }
+        Ok(f @ (Format::Csv | Format::ArrowFile | Format::ArrowStream)) => bail!(
+            "{}: sift inspect reads Sift and Parquet files, not {} files (convert it first: \
+             sift convert {} OUT.sift)",
+            args.file.display(),
+            f.name(),
+            args.file.display()
+        ),
+        _ => {}
+    }
     let file = SiftFile::open(&args.file).context("cannot open the Sift file")?;
     let report = build_report(&file, args, ui)?;
     let mut out = Stdout::new();
@@ -133,7 +161,9 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<()> {
 
 fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileReport> {
     let footer = file.footer();
-    let schema = file.schema();
+    // Sizes and bounds are those of the stored values (a dictionary column's value type);
+    // the type shown is the one written.
+    let schema = file.stored_schema();
     let decode_cols: Vec<usize> = (0..schema.fields().len())
         .filter(|&c| !args.no_decode && is_variable(schema.field(c).data_type()))
         .collect();
@@ -194,7 +224,7 @@ fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileRepo
         columns.push(ColumnReport {
             index: c,
             name: field.name().clone(),
-            data_type: dt.to_string(),
+            data_type: file.schema().field(c).data_type().to_string(),
             nullable: field.is_nullable(),
             encodings,
             stored_bytes: stored,
@@ -276,14 +306,7 @@ fn print_schemes(out: &mut impl Write, file: &SiftFile) -> Result<()> {
         out,
         "\nschemes (cascade per block, with bit widths, dictionary sizes, run and exception counts)"
     )?;
-    // The values' cascade, then the validity's when the chunk has one.
-    let describe = |b: usize, c: usize| {
-        let enc = &footer.blocks[b].columns[c].encoding;
-        match enc.validity_describe() {
-            Some(v) => format!("{}  validity {v}", enc.describe()),
-            None => enc.describe(),
-        }
-    };
+    let describe = |b: usize, c: usize| scheme_text(&footer.blocks[b].columns[c].encoding);
     for (c, field) in footer.fields.iter().enumerate() {
         writeln!(out, "{}", field.name)?;
         let mut b = 0;
@@ -305,6 +328,15 @@ fn print_schemes(out: &mut impl Write, file: &SiftFile) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A chunk's cascade with its parameters: the values', then the validity's when the chunk
+/// has one.
+pub(crate) fn scheme_text(enc: &ColumnEncoding) -> String {
+    match enc.validity_describe() {
+        Some(v) => format!("{}  validity {v}", enc.describe()),
+        None => enc.describe(),
+    }
 }
 
 fn print_report(out: &mut impl Write, r: &FileReport) -> Result<()> {

@@ -11,11 +11,11 @@ use arrow::array::{RecordBatch, RecordBatchReader};
 use arrow::datatypes::SchemaRef;
 use arrow::ipc::reader::{FileReader, StreamReader};
 use arrow::ipc::writer::{FileWriter, StreamWriter};
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
-use sift_format::{SiftFile, SiftWriter, WriteOptions};
+use sift_format::{SiftFile, SiftWriter, TempFile, WriteOptions, check_unique_names};
 
 /// A file format, recognized by the file name's extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +73,22 @@ pub struct InputOptions {
     pub batch_rows: usize,
     /// Rows of a CSV file used to infer its schema.
     pub csv_infer_rows: usize,
+    /// Columns to read, in this order (all if empty).
+    pub columns: Vec<String>,
+    /// Row groups to read, `start..end` with `None` for an open end (Parquet only; all
+    /// if `None`).
+    pub row_groups: Option<(usize, Option<usize>)>,
+}
+
+impl Default for InputOptions {
+    fn default() -> Self {
+        Self {
+            batch_rows: sift_format::MAX_BLOCK_ROWS,
+            csv_infer_rows: 1000,
+            columns: Vec::new(),
+            row_groups: None,
+        }
+    }
 }
 
 /// A stream of record batches from a file, never holding more than one batch.
@@ -87,7 +103,47 @@ pub struct Input {
 
 /// Opens `path` for streaming, choosing the reader by extension.
 pub fn open_input(path: &Path, options: &InputOptions) -> Result<Input> {
+    let input = open_all_columns(path, options)?;
+    if options.columns.is_empty() {
+        return Ok(input);
+    }
+    let indices = options
+        .columns
+        .iter()
+        .map(|name| {
+            input.schema.index_of(name).map_err(|_| {
+                let known: Vec<&str> = input
+                    .schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect();
+                anyhow::anyhow!(
+                    "{}: no column '{name}' (columns: {})",
+                    path.display(),
+                    known.join(", ")
+                )
+            })
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    let schema = SchemaRef::new(input.schema.project(&indices)?);
+    let batches = input.batches.map(move |b| Ok(b?.project(&indices)?));
+    Ok(Input {
+        schema,
+        rows: input.rows,
+        batches: Box::new(batches),
+    })
+}
+
+fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
     let format = Format::of(path)?;
+    if options.row_groups.is_some() && format != Format::Parquet {
+        bail!(
+            "{}: {} files have no row groups or blocks to select (Sift and Parquet files do)",
+            path.display(),
+            format.name()
+        );
+    }
     let owned = path.to_path_buf();
     let ctx = move || format!("cannot read {}", owned.display());
     match format {
@@ -105,8 +161,41 @@ pub fn open_input(path: &Path, options: &InputOptions) -> Result<Input> {
             let file = open_file(path)?;
             let builder = ParquetRecordBatchReaderBuilder::try_new(file)
                 .with_context(|| format!("cannot open {} as Parquet", path.display()))?;
-            let rows = u64::try_from(builder.metadata().file_metadata().num_rows()).ok();
+            let groups = builder.metadata().row_groups();
+            let selected = match options.row_groups {
+                None => 0..groups.len(),
+                Some((start, end)) => start..end.unwrap_or(groups.len()),
+            };
+            let Some(selected_groups) = groups.get(selected.clone()) else {
+                let end = options.row_groups.and_then(|(_, e)| e);
+                bail!(
+                    "{}: row groups {}..{} are out of range (the file has {} row group{})",
+                    path.display(),
+                    selected.start,
+                    end.map_or(String::new(), |e| e.to_string()),
+                    groups.len(),
+                    if groups.len() == 1 { "" } else { "s" }
+                );
+            };
+            let rows = selected_groups
+                .iter()
+                .map(|g| u64::try_from(g.num_rows()).ok())
+                .sum();
+            // Decode only the wanted columns; `open_input` puts them in the asked order (and
+            // names an unknown one, so all are kept then).
+            let schema = builder.schema().clone();
+            let all = options.columns.is_empty()
+                || options
+                    .columns
+                    .iter()
+                    .any(|c| schema.field_with_name(c).is_err());
+            let roots: Vec<usize> = (0..schema.fields().len())
+                .filter(|&i| all || options.columns.contains(schema.field(i).name()))
+                .collect();
+            let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
             let reader = builder
+                .with_projection(mask)
+                .with_row_groups(selected.collect())
                 .with_batch_size(options.batch_rows)
                 .build()
                 .with_context(|| format!("cannot read {}", path.display()))?;
@@ -238,9 +327,9 @@ pub struct Output {
 
 enum Sink {
     Sift(SiftWriter),
-    Parquet(ArrowWriter<File>, AtomicFile),
-    ArrowFile(FileWriter<BufWriter<File>>, AtomicFile),
-    ArrowStream(StreamWriter<BufWriter<File>>, AtomicFile),
+    Parquet(ArrowWriter<File>, TempFile),
+    ArrowFile(FileWriter<BufWriter<File>>, TempFile),
+    ArrowStream(StreamWriter<BufWriter<File>>, TempFile),
 }
 
 impl Output {
@@ -248,6 +337,8 @@ impl Output {
     pub fn create(path: &Path, schema: &SchemaRef, options: &OutputOptions) -> Result<Self> {
         let format = Format::of(path)?;
         let ctx = || format!("cannot write {}", path.display());
+        // Every format, not just Sift: a later filter by name would bind to the first.
+        check_unique_names(schema).with_context(ctx)?;
         let sink = match format {
             Format::Sift => {
                 let options = WriteOptions {
@@ -256,7 +347,7 @@ impl Output {
                 Sink::Sift(SiftWriter::create(path, schema.clone(), options).with_context(ctx)?)
             }
             Format::Parquet => {
-                let (tmp, file) = AtomicFile::create(path)?;
+                let (tmp, file) = TempFile::create(path).with_context(ctx)?;
                 let props = WriterProperties::builder()
                     .set_compression(options.compression.codec())
                     .build();
@@ -265,13 +356,13 @@ impl Output {
                 Sink::Parquet(writer, tmp)
             }
             Format::ArrowFile => {
-                let (tmp, file) = AtomicFile::create(path)?;
+                let (tmp, file) = TempFile::create(path).with_context(ctx)?;
                 let writer = FileWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema)
                     .with_context(ctx)?;
                 Sink::ArrowFile(writer, tmp)
             }
             Format::ArrowStream => {
-                let (tmp, file) = AtomicFile::create(path)?;
+                let (tmp, file) = TempFile::create(path).with_context(ctx)?;
                 let writer = StreamWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema)
                     .with_context(ctx)?;
                 Sink::ArrowStream(writer, tmp)
@@ -306,7 +397,7 @@ impl Output {
             Sink::Sift(w) => Ok(w.finish().with_context(ctx)?.bytes),
             Sink::Parquet(w, tmp) => {
                 let file = w.into_inner().with_context(ctx)?;
-                tmp.commit(file)
+                Ok(tmp.commit(file).with_context(ctx)?)
             }
             Sink::ArrowFile(mut w, tmp) => {
                 w.finish().with_context(ctx)?;
@@ -316,7 +407,7 @@ impl Output {
                     .into_inner()
                     .map_err(|e| e.into_error())
                     .with_context(ctx)?;
-                tmp.commit(file)
+                Ok(tmp.commit(file).with_context(ctx)?)
             }
             Sink::ArrowStream(mut w, tmp) => {
                 w.finish().with_context(ctx)?;
@@ -326,60 +417,32 @@ impl Output {
                     .into_inner()
                     .map_err(|e| e.into_error())
                     .with_context(ctx)?;
-                tmp.commit(file)
+                Ok(tmp.commit(file).with_context(ctx)?)
             }
         }
     }
 }
 
-/// A file written under a temporary name next to its target and renamed into place on
-/// [`AtomicFile::commit`]; removed if dropped before that.
-pub struct AtomicFile {
-    target: PathBuf,
-    tmp: PathBuf,
-    committed: bool,
-}
-
-impl AtomicFile {
-    /// Creates the temporary file for `target`.
-    pub fn create(target: &Path) -> Result<(Self, File)> {
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "out".into());
-        let tmp = target.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let file = File::create(&tmp).with_context(|| {
-            format!("cannot create {} (for {})", tmp.display(), target.display())
-        })?;
-        Ok((
-            Self {
-                target: target.to_path_buf(),
-                tmp,
-                committed: false,
-            },
-            file,
-        ))
-    }
-
-    /// Syncs `file` (which must be the one `create` returned) and renames it into place;
-    /// returns its size.
-    pub fn commit(mut self, file: File) -> Result<u64> {
-        let ctx = || format!("cannot write {}", self.target.display());
-        file.sync_all().with_context(ctx)?;
-        let len = file.metadata().with_context(ctx)?.len();
-        drop(file);
-        std::fs::rename(&self.tmp, &self.target).with_context(ctx)?;
-        self.committed = true;
-        Ok(len)
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
+/// On SIGINT or SIGTERM, removes the temporary files of unfinished outputs, then dies by
+/// the same signal (the shell reports 130 or 143, and a script running `sift` stops as it
+/// would without the handler). A signal thread does this, so a process blocked in a long
+/// write or encode exits at once.
+pub fn remove_temp_files_on_signal() -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("cannot install the signal handler")?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                sift_format::remove_temp_files();
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                // Only reached if the default action could not be restored.
+                std::process::exit(128 + signal);
+            }
+        })
+        .context("cannot start the signal thread")?;
+    Ok(())
 }
 
 // ----------------------------------------------------------------------------- stdout

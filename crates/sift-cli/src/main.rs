@@ -35,8 +35,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     version,
     about,
     long_about = "Sift: a columnar file format that filters data while it is still compressed.\n\n\
-        Convert between Sift, Parquet, Arrow IPC (and from CSV), look inside Sift files, print their \
-        rows, or run an end-to-end demo on generated TPC-H data.",
+        Convert between Sift, Parquet, Arrow IPC (and from CSV), look inside Sift and Parquet \
+        files, print their rows, scan them with a filter, or run an end-to-end demo on generated \
+        TPC-H data.",
     after_help = "Examples:\n  \
         sift demo --scale 0.1\n  \
         sift convert lineitem.parquet lineitem.sift\n  \
@@ -67,6 +68,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let ui = Ui::new(cli.quiet);
+    // Ctrl-C or `kill` must not leave an output's temporary file behind.
+    if let Err(e) = io::remove_temp_files_on_signal() {
+        eprintln!("sift: warning: {}", error_message(&e));
+    }
     let result = match cli.command {
         Command::Convert(args) => convert::run(&args, &ui),
         Command::Inspect(args) => inspect::run(&args, &ui),

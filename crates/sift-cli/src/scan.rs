@@ -10,10 +10,11 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
+use sift_format::TempFile;
 
-use crate::cat::{CatOutput, Printer};
+use crate::cat::{CatOutput, OutputFormatParser, Printer};
 use crate::display::printable_batch;
-use crate::io::{AtomicFile, Format, Output, OutputOptions, Stdout};
+use crate::io::{Format, Output, OutputOptions, Stdout};
 use crate::table::{fmt_secs, human_bytes, human_count};
 use crate::ui::Ui;
 
@@ -56,11 +57,13 @@ pub struct ScanArgs {
     /// Rows per batch handed from the engine to the output (default: one per block).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub batch_size: Option<u64>,
-    /// How rows are printed.
-    #[arg(short, long, value_enum, default_value_t = CatOutput::Table)]
+    /// How rows are printed on stdout: a format, not a file (to write a file, use --out).
+    #[arg(short, long, value_name = "FORMAT", default_value = "table",
+        value_parser = OutputFormatParser { has_out: true })]
     pub output: CatOutput,
-    /// Write the rows to this file instead of printing them; the format follows the
-    /// extension: .sift, .parquet, .csv, .arrow/.feather/.ipc or .arrows.
+    /// Write the rows to the file PATH instead of printing them (a path, not a format:
+    /// for the printed format, use -o); the file's format follows the extension: .sift,
+    /// .parquet, .csv, .arrow/.feather/.ipc or .arrows.
     #[arg(long, value_name = "PATH", conflicts_with = "output")]
     pub out: Option<PathBuf>,
     /// Print what the scan did (blocks pruned, rows matched, values decoded, bytes read)
@@ -200,6 +203,13 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
 /// Refuses an output path that is the input (writing would destroy what is read) or has
 /// an extension no writer handles, before any work is done.
 fn check_out_path(input: &Path, out: &Path) -> Result<()> {
+    let name = out.to_string_lossy();
+    if <CatOutput as clap::ValueEnum>::from_str(&name, true).is_ok() {
+        bail!(
+            "--out takes a file path, not a format; to print the rows as {name} use -o {name}, \
+             to write them to a file use --out FILE.{name}"
+        );
+    }
     Format::of(out)?;
     if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(out))
         && a == b
@@ -240,7 +250,7 @@ enum FileSink {
     Output(Output),
     Csv {
         writer: arrow::csv::Writer<BufWriter<File>>,
-        tmp: AtomicFile,
+        tmp: TempFile,
         path: PathBuf,
     },
 }
@@ -254,7 +264,8 @@ impl FileSink {
                 &OutputOptions::default(),
             )?));
         }
-        let (tmp, file) = AtomicFile::create(path)?;
+        let (tmp, file) =
+            TempFile::create(path).with_context(|| format!("cannot write {}", path.display()))?;
         let mut writer = arrow::csv::WriterBuilder::new()
             .with_header(true)
             .build(BufWriter::with_capacity(1 << 20, file));
@@ -289,6 +300,7 @@ impl FileSink {
                     .map_err(|e| e.into_error())
                     .with_context(|| format!("cannot write {}", path.display()))?;
                 tmp.commit(file)
+                    .with_context(|| format!("cannot write {}", path.display()))
             }
         }
     }

@@ -1103,3 +1103,469 @@ fn scan_errors_are_clean() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// A CSV file of `rows` rows large enough that converting it takes a while.
+fn write_big_csv(path: &Path, rows: usize) {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::new(File::create(path).unwrap());
+    writeln!(w, "id,name,price").unwrap();
+    for i in 0..rows {
+        writeln!(
+            w,
+            "{i},customer#{:09},{}.{:02}",
+            i * 7919 % 100_003,
+            i % 9973,
+            i % 100
+        )
+        .unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// Starts `sift` with `args`, waits until a temporary output file exists in `dir`, sends
+/// `signal`, and returns how the process ended.
+fn interrupt_when_writing(dir: &Path, args: &[&OsStr], signal: &str) -> std::process::ExitStatus {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("sift ended ({status:?}) before it was interrupted; make the input larger");
+        }
+        let writing = dir_names(dir)
+            .iter()
+            .any(|n| n.starts_with('.') && n.contains(".tmp-"));
+        if writing {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 60, "no temporary file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Let it write for a moment, so the signal lands mid-write.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = Command::new("kill")
+        .args([format!("-{signal}"), child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "sift did not exit promptly after SIG{signal}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn interrupted_writes_leave_nothing_behind() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = d.join("big.csv");
+    write_big_csv(&csv, 2_000_000);
+    let before = dir_names(d);
+    let sift_out = d.join("big.sift");
+    let parquet_out = d.join("big.parquet");
+    let scan_out = d.join("scanned.parquet");
+    let runs: [(Vec<&OsStr>, &str, i32); 3] = [
+        (
+            vec![OsStr::new("convert"), csv.as_os_str(), sift_out.as_os_str()],
+            "INT",
+            2,
+        ),
+        (
+            vec![
+                OsStr::new("convert"),
+                csv.as_os_str(),
+                parquet_out.as_os_str(),
+            ],
+            "TERM",
+            15,
+        ),
+        (vec![], "INT", 2),
+    ];
+    for (i, (args, signal, number)) in runs.into_iter().enumerate() {
+        let args = if i == 2 {
+            // `scan --out` needs a Sift or Parquet input: make one first.
+            ok(sift([
+                OsStr::new("convert"),
+                csv.as_os_str(),
+                sift_out.as_os_str(),
+            ]));
+            vec![
+                OsStr::new("scan"),
+                sift_out.as_os_str(),
+                OsStr::new("--out"),
+                scan_out.as_os_str(),
+            ]
+        } else {
+            args
+        };
+        let expected = dir_names(d);
+        let status = interrupt_when_writing(d, &args, signal);
+        // Killed by the signal, as the shell expects (it reports 128 + the signal).
+        assert_eq!(status.signal(), Some(number), "{args:?}: {status:?}");
+        assert_eq!(dir_names(d), expected, "{args:?} left files behind");
+    }
+    assert_eq!(
+        dir_names(d),
+        [before, vec!["big.sift".to_string()]].concat()
+    );
+}
+
+#[test]
+fn duplicate_column_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = d.join("dup.csv");
+    std::fs::write(&csv, "a,b,a\n1,x,2\n3,y,4\n").unwrap();
+    for out in ["dup.sift", "dup.parquet", "dup.arrow"] {
+        let out = d.join(out);
+        let o = sift([OsStr::new("convert"), csv.as_os_str(), out.as_os_str()]);
+        let err = clean_failure(&o);
+        assert!(err.contains("duplicate column names"), "{err}");
+        assert!(err.contains("'a' (columns 0 and 2)"), "{err}");
+        assert!(!err.contains("'b'"), "{err}");
+        assert_eq!(dir_names(d), ["dup.csv"]);
+    }
+}
+
+#[test]
+fn output_format_and_out_path_are_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = sample_sift(dir.path(), 100, 50);
+    let f = file.as_os_str();
+    // A file name given to -o: the error says -o takes a format and where files go.
+    let o = sift([
+        OsStr::new("scan"),
+        f,
+        OsStr::new("-o"),
+        OsStr::new("out.parquet"),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("-o/--output takes a format (table, csv, json, none)"),
+        "{err}"
+    );
+    assert!(err.contains("use --out out.parquet"), "{err}");
+    let o = sift([
+        OsStr::new("cat"),
+        f,
+        OsStr::new("--output"),
+        OsStr::new("rows.csv"),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("-o/--output takes a format"), "{err}");
+    assert!(err.contains("sift convert FILE rows.csv"), "{err}");
+    // A format given to --out: the error points at -o.
+    let o = sift([
+        OsStr::new("scan"),
+        f,
+        OsStr::new("--out"),
+        OsStr::new("csv"),
+    ]);
+    let err = clean_failure(&o);
+    assert!(err.contains("--out takes a file path"), "{err}");
+    assert!(err.contains("use -o csv"), "{err}");
+    // A mistyped format still gets clap's suggestion.
+    let o = sift([OsStr::new("scan"), f, OsStr::new("-o"), OsStr::new("jsn")]);
+    assert!(stderr(&o).contains("'json'"), "{}", stderr(&o));
+    // --help says which is which.
+    for cmd in ["scan", "cat"] {
+        let help = stdout(&ok(sift([cmd, "--help"])));
+        assert!(help.contains("a format, not a file"), "{cmd}: {help}");
+    }
+    let help = stdout(&ok(sift(["scan", "--help"])));
+    assert!(help.contains("a path, not a format"), "{help}");
+}
+
+#[test]
+fn dictionary_columns_convert_and_read_back_as_dictionaries() {
+    use arrow::array::DictionaryArray;
+    use arrow::datatypes::Int8Type;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rows = 5000;
+    let cities = ["oslo", "rome", "lima", "bern", "kyiv"];
+    let city: DictionaryArray<Int32Type> = (0..rows)
+        .map(|i| (i % 11 != 4).then(|| cities[i * 7 % cities.len()]))
+        .collect();
+    let tag: DictionaryArray<Int8Type> = (0..rows)
+        .map(|i| Some(["a", "b", "c"][i / 1000 % 3]))
+        .collect();
+    let id = Int64Array::from_iter_values(0..rows as i64);
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("city", city.data_type().clone(), true),
+        Field::new("tag", tag.data_type().clone(), false),
+    ]);
+    let batch = RecordBatch::try_new(
+        Arc::new(schema),
+        vec![Arc::new(id), Arc::new(city), Arc::new(tag)],
+    )
+    .unwrap();
+    let arrow_in = d.join("in.arrow");
+    let mut w =
+        arrow::ipc::writer::FileWriter::try_new(File::create(&arrow_in).unwrap(), &batch.schema())
+            .unwrap();
+    for offset in (0..rows).step_by(1500) {
+        w.write(&batch.slice(offset, 1500.min(rows - offset)))
+            .unwrap();
+    }
+    w.finish().unwrap();
+    let parquet_in = d.join("in.parquet");
+    write_parquet(&parquet_in, &batch);
+
+    for input in [&arrow_in, &parquet_in] {
+        let sift_path = d.join("dict.sift");
+        // An Arrow IPC stream: each block has its own dictionary, which IPC files (one
+        // dictionary per field) cannot hold.
+        let back = d.join("back.arrows");
+        ok(sift([
+            OsStr::new("convert"),
+            input.as_os_str(),
+            sift_path.as_os_str(),
+            OsStr::new("--block-rows"),
+            OsStr::new("2048"),
+        ]));
+        ok(sift([
+            OsStr::new("convert"),
+            sift_path.as_os_str(),
+            back.as_os_str(),
+        ]));
+        let reader =
+            arrow::ipc::reader::StreamReader::try_new(File::open(&back).unwrap(), None).unwrap();
+        let schema = reader.schema();
+        assert_eq!(schema.as_ref(), batch.schema().as_ref(), "{input:?}");
+        let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+        let got = arrow::compute::concat_batches(&schema, &batches).unwrap();
+        assert_same_data(&batch, &got);
+        // `cat` prints the values.
+        let o = ok(sift([
+            OsStr::new("cat"),
+            sift_path.as_os_str(),
+            OsStr::new("-o"),
+            OsStr::new("csv"),
+            OsStr::new("-n"),
+            OsStr::new("5"),
+        ]));
+        assert_eq!(
+            stdout(&o),
+            pretty_csv(&batch.slice(0, 5), &["id", "city", "tag"])
+        );
+        // `scan` filters on the values.
+        let oslo = (0..rows)
+            .filter(|&i| i % 11 != 4 && cities[i * 7 % cities.len()] == "oslo")
+            .count();
+        let o = ok(scan(
+            &sift_path,
+            &["-f", "city = 'oslo'", "-c", "city", "-o", "csv"],
+        ));
+        assert_eq!(stdout(&o), format!("city\n{}", "oslo\n".repeat(oslo)));
+        // `inspect` shows the type as written.
+        let o = ok(sift([OsStr::new("inspect"), sift_path.as_os_str()]));
+        assert!(
+            stdout(&o).contains("Dictionary(Int8, Utf8)"),
+            "{}",
+            stdout(&o)
+        );
+    }
+}
+
+#[test]
+fn cat_reads_parquet_and_arrow_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let batch = sample_batch(2500);
+    // Three row groups of 1000, 1000 and 500 rows.
+    let pq = d.join("groups.parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1000))
+        .build();
+    let mut w =
+        ArrowWriter::try_new(File::create(&pq).unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let arrow_file = d.join("sample.arrow");
+    ok(sift([
+        OsStr::new("convert"),
+        pq.as_os_str(),
+        arrow_file.as_os_str(),
+    ]));
+    let columns = ["utf8", "i32", "date"];
+    for file in [&pq, &arrow_file] {
+        let o = ok(sift([
+            OsStr::new("cat"),
+            file.as_os_str(),
+            OsStr::new("-c"),
+            OsStr::new("utf8,i32,date"),
+            OsStr::new("-n"),
+            OsStr::new("7"),
+            OsStr::new("-o"),
+            OsStr::new("csv"),
+        ]));
+        assert_eq!(
+            stdout(&o),
+            pretty_csv(&batch.slice(0, 7), &columns),
+            "{file:?}"
+        );
+    }
+    // --blocks selects row groups.
+    let o = ok(sift([
+        OsStr::new("cat"),
+        pq.as_os_str(),
+        OsStr::new("--blocks"),
+        OsStr::new("1.."),
+        OsStr::new("-c"),
+        OsStr::new("utf8,i32,date"),
+        OsStr::new("-o"),
+        OsStr::new("csv"),
+    ]));
+    assert_eq!(stdout(&o), pretty_csv(&batch.slice(1000, 1500), &columns));
+    let o = sift([
+        OsStr::new("cat"),
+        pq.as_os_str(),
+        OsStr::new("--blocks"),
+        OsStr::new("2..4"),
+    ]);
+    let err = clean_failure(&o);
+    assert!(err.contains("the file has 3 row groups"), "{err}");
+    let o = sift([
+        OsStr::new("cat"),
+        pq.as_os_str(),
+        OsStr::new("-c"),
+        OsStr::new("nope"),
+    ]);
+    let err = clean_failure(&o);
+    assert!(err.contains("no column 'nope'"), "{err}");
+    assert!(err.contains("i8, i16, i32"), "{err}");
+}
+
+#[test]
+fn inspect_shows_parquet_layout_and_sifts_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let batch = sample_batch(2500);
+    // Three row groups of 1000, 1000 and 500 rows, plus a column Sift cannot store.
+    let list = ListArray::from_iter_primitive::<Int32Type, _, _>(
+        (0..2500).map(|i| Some(vec![Some(i), None])),
+    );
+    let mut fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new("tags", list.data_type().clone(), true));
+    let mut columns = batch.columns().to_vec();
+    columns.push(Arc::new(list));
+    let with_list = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+    let write_groups = |path: &Path, batch: &RecordBatch| {
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(1000))
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        let mut w =
+            ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(batch).unwrap();
+        w.close().unwrap();
+    };
+    let pq = d.join("groups.parquet");
+    write_groups(&pq, &with_list);
+    let plain = d.join("plain.parquet");
+    write_groups(&plain, &batch);
+
+    let o = ok(sift([
+        OsStr::new("inspect"),
+        pq.as_os_str(),
+        OsStr::new("--json"),
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["format"], "parquet");
+    assert_eq!(v["num_rows"], 2500);
+    assert_eq!(v["num_row_groups"], 3);
+    let groups = v["row_groups"].as_array().unwrap();
+    assert_eq!(groups[2]["first_row"], 2000);
+    assert_eq!(groups[2]["rows"], 500);
+    let chunk = &groups[0]["columns"][0];
+    assert_eq!(chunk["codec"], "SNAPPY");
+    assert!(chunk["compressed_bytes"].as_u64().unwrap() > 0);
+    assert!(!chunk["encodings"].as_array().unwrap().is_empty());
+    let cols = v["columns"].as_array().unwrap();
+    let tags = cols
+        .iter()
+        .find(|c| c["name"].as_str().unwrap().starts_with("tags."))
+        .unwrap();
+    assert!(tags["sift"]["bytes"].is_null(), "{tags}");
+    let why = tags["sift"]["scheme"].as_str().unwrap();
+    assert!(why.starts_with("not stored by Sift (List("), "{why}");
+
+    // Sift's choice is what the writer stores for the same rows: compare with the first
+    // block of the file `convert` writes with blocks the size of the row groups.
+    let sift_path = d.join("groups.sift");
+    ok(sift([
+        OsStr::new("convert"),
+        plain.as_os_str(),
+        sift_path.as_os_str(),
+        OsStr::new("--block-rows"),
+        OsStr::new("1000"),
+    ]));
+    let o = ok(sift([
+        OsStr::new("inspect"),
+        sift_path.as_os_str(),
+        OsStr::new("--json"),
+        OsStr::new("--blocks"),
+    ]));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for name in ["utf8", "f64", "large_utf8", "date"] {
+        let trial = &cols.iter().find(|c| c["name"] == name).unwrap()["sift"];
+        let block = s["blocks"][0]["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap();
+        assert_eq!(trial["rows"], 1000, "{name}");
+        assert_eq!(trial["bytes"], block["stored_bytes"], "{name}");
+        let scheme = trial["scheme"].as_str().unwrap();
+        assert!(
+            scheme.starts_with(block["encoding"].as_str().unwrap()),
+            "{name}: {scheme} vs {block}"
+        );
+    }
+
+    // The text form: row groups, codecs, and the scheme as `inspect --schemes` prints it.
+    let o = ok(sift([
+        OsStr::new("inspect"),
+        pq.as_os_str(),
+        OsStr::new("--blocks"),
+    ]));
+    let out = stdout(&o);
+    assert!(out.contains("2,500 in 3 row groups"), "{out}");
+    assert!(out.contains("SNAPPY"), "{out}");
+    assert!(out.contains("not stored by Sift"), "{out}");
+    let o = ok(sift([
+        OsStr::new("inspect"),
+        sift_path.as_os_str(),
+        OsStr::new("--schemes"),
+    ]));
+    let schemes = stdout(&o);
+    let utf8 = cols.iter().find(|c| c["name"] == "utf8").unwrap();
+    let utf8_scheme = utf8["sift"]["scheme"].as_str().unwrap();
+    assert!(
+        schemes.contains(&format!("  {utf8_scheme}\n")),
+        "{utf8_scheme:?} not in\n{schemes}"
+    );
+    assert!(out.contains(utf8_scheme), "{utf8_scheme:?} not in\n{out}");
+}

@@ -25,6 +25,9 @@ mod writer;
 pub use error::{Error, Result};
 pub use footer::{BlockMeta, ChunkMeta, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN};
 pub use reader::{BlockBatches, ChunkRef, ReadOptions, SiftFile};
-pub use schema::{ColumnType, StoredField, Unit, check_schema};
+pub use schema::{ColumnType, DICTIONARY_KEY, StoredField, Unit, check_schema, check_unique_names};
 pub use sift_encoding::{ChunkStats, Scalar};
-pub use writer::{MAX_BLOCK_ROWS, SEGMENT_ALIGN, SiftWriter, WriteOptions, WriteSummary};
+pub use writer::{
+    MAX_BLOCK_ROWS, SEGMENT_ALIGN, SiftWriter, TempFile, WriteOptions, WriteSummary,
+    remove_temp_files,
+};

@@ -12,7 +12,7 @@ use sift_encoding::{decode_array, decode_lookup, lookup_source};
 
 use crate::error::{Error, Result, corrupt, io_err};
 use crate::footer::{ChunkMeta, Footer, MAGIC, TRAILER_LEN};
-use crate::schema::{ColumnType, to_arrow_schema};
+use crate::schema::{ColumnType, to_arrow_schemas};
 
 /// How much of the tail the first read fetches; footers up to this size need one read.
 const TAIL_GUESS: u64 = 64 * 1024;
@@ -50,7 +50,7 @@ pub struct ChunkRef<'a> {
     pub meta: &'a ChunkMeta,
     /// Rows in the block.
     pub rows: usize,
-    /// The Arrow type of the column.
+    /// The Arrow type the chunk decodes to (a dictionary column's value type).
     pub data_type: &'a arrow_schema::DataType,
     bytes: ChunkBytes<'a>,
     start: u64,
@@ -82,6 +82,8 @@ pub struct SiftFile {
     len: u64,
     footer: Footer,
     schema: SchemaRef,
+    /// `schema` with dictionary columns as their value type: what chunks decode to.
+    stored: SchemaRef,
     options: ReadOptions,
     /// Per block × column: the chunk's checksums were verified.
     verified: Vec<AtomicBool>,
@@ -142,8 +144,8 @@ impl SiftFile {
             ));
         }
         let footer = Footer::from_bytes(&path, &footer_bytes, crc, footer_offset)?;
-        let schema =
-            to_arrow_schema(&footer.fields, &footer.metadata).map_err(|e| corrupt(&path, e))?;
+        let (schema, stored) =
+            to_arrow_schemas(&footer.fields, &footer.metadata).map_err(|e| corrupt(&path, e))?;
         let map = if options.mmap {
             // SAFETY: the mapping is read-only and private to this process. Sift files are
             // immutable once written (the writer renames a finished file into place), so
@@ -165,6 +167,7 @@ impl SiftFile {
             len,
             footer,
             schema,
+            stored,
             options,
             verified: (0..chunks).map(|_| AtomicBool::new(false)).collect(),
         })
@@ -185,9 +188,16 @@ impl SiftFile {
         &self.footer
     }
 
-    /// The Arrow schema of the file.
+    /// The Arrow schema of the file, as written: the schema of the batches read.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
+    }
+
+    /// The schema the column chunks decode to ([`ChunkRef::data_type`]): as
+    /// [`SiftFile::schema`], except that a column written as an Arrow dictionary has its
+    /// value type (it is stored and filtered as its values).
+    pub fn stored_schema(&self) -> &SchemaRef {
+        &self.stored
     }
 
     /// Total rows.
@@ -251,6 +261,12 @@ impl SiftFile {
                 ),
             ));
         }
+        // A dictionary column: back to the dictionary type it was written with.
+        let written = self.schema.field(column).data_type();
+        if array.data_type() != written {
+            return arrow_cast::cast(&array, written)
+                .map_err(|e| self.chunk_error(block, column, e));
+        }
         Ok(array)
     }
 
@@ -305,7 +321,7 @@ impl SiftFile {
         let out = ChunkRef {
             meta: chunk,
             rows: meta.rows as usize,
-            data_type: self.schema.field(column).data_type(),
+            data_type: self.stored.field(column).data_type(),
             bytes,
             start,
         };

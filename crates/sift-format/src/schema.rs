@@ -183,22 +183,54 @@ pub struct StoredField {
     pub metadata: Vec<(String, String)>,
 }
 
-/// Checks that every column of `schema` can be stored, naming the first that cannot.
+/// Field metadata key marking a column written from an Arrow dictionary: its value is the
+/// key type (`Int8` … `UInt64`). The column is stored as its value type, with Sift's own
+/// encoding choice, and read back as the dictionary type. Kept as metadata so the footer
+/// layout does not change (a reader that does not know the key reads the values).
+pub const DICTIONARY_KEY: &str = "sift.dictionary_key";
+
+/// The dictionary key types, by the names [`DICTIONARY_KEY`] stores.
+const KEY_TYPES: [(&str, DataType); 8] = [
+    ("Int8", DataType::Int8),
+    ("Int16", DataType::Int16),
+    ("Int32", DataType::Int32),
+    ("Int64", DataType::Int64),
+    ("UInt8", DataType::UInt8),
+    ("UInt16", DataType::UInt16),
+    ("UInt32", DataType::UInt32),
+    ("UInt64", DataType::UInt64),
+];
+
+/// Checks that every column of `schema` can be stored, naming the first that cannot, and
+/// that column names are distinct.
 pub fn check_schema(schema: &Schema) -> Result<Vec<StoredField>> {
+    check_unique_names(schema)?;
     schema
         .fields()
         .iter()
         .map(|f| {
-            let ty =
-                ColumnType::from_arrow(f.data_type()).ok_or_else(|| Error::UnsupportedType {
-                    column: f.name().clone(),
-                    data_type: f.data_type().to_string(),
-                })?;
+            let unsupported = || Error::UnsupportedType {
+                column: f.name().clone(),
+                data_type: f.data_type().to_string(),
+            };
             let mut metadata: Vec<(String, String)> = f
                 .metadata()
                 .iter()
+                .filter(|(k, _)| k.as_str() != DICTIONARY_KEY)
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
+            let ty = match f.data_type() {
+                DataType::Dictionary(key, values) => {
+                    let (name, _) = KEY_TYPES
+                        .iter()
+                        .find(|(_, k)| k == key.as_ref())
+                        .ok_or_else(unsupported)?;
+                    metadata.push((DICTIONARY_KEY.into(), (*name).into()));
+                    ColumnType::from_arrow(values)
+                }
+                other => ColumnType::from_arrow(other),
+            }
+            .ok_or_else(unsupported)?;
             metadata.sort();
             Ok(StoredField {
                 name: f.name().clone(),
@@ -210,21 +242,80 @@ pub fn check_schema(schema: &Schema) -> Result<Vec<StoredField>> {
         .collect()
 }
 
-/// Rebuilds the Arrow schema from stored fields and schema metadata.
-pub(crate) fn to_arrow_schema(
+/// Refuses a schema in which two columns have the same name (a filter or projection by
+/// name could only ever reach the first), naming every repeated name.
+pub fn check_unique_names(schema: &Schema) -> Result<()> {
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    let mut repeated: Vec<String> = Vec::new();
+    for (i, f) in schema.fields().iter().enumerate() {
+        match first.get(f.name().as_str()) {
+            Some(&j) => repeated.push(format!("'{}' (columns {j} and {i})", f.name())),
+            None => {
+                first.insert(f.name(), i);
+            }
+        }
+    }
+    if repeated.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Invalid(format!(
+        "duplicate column names: {}; every column needs its own name",
+        repeated.join(", ")
+    )))
+}
+
+/// Rebuilds the Arrow schemas from stored fields and schema metadata: the schema as
+/// written, and the stored one (what chunks decode to: a dictionary column's value type).
+pub(crate) fn to_arrow_schemas(
     fields: &[StoredField],
     metadata: &[(String, String)],
-) -> std::result::Result<SchemaRef, String> {
-    let fields = fields
-        .iter()
-        .map(|f| {
-            let dt =
-                f.ty.to_arrow()
-                    .map_err(|e| format!("column '{}': {e}", f.name))?;
-            let md: HashMap<String, String> = f.metadata.iter().cloned().collect();
-            Ok(Field::new(&f.name, dt, f.nullable).with_metadata(md))
-        })
-        .collect::<std::result::Result<Vec<_>, String>>()?;
+) -> std::result::Result<(SchemaRef, SchemaRef), String> {
+    let mut written = Vec::with_capacity(fields.len());
+    let mut stored = Vec::with_capacity(fields.len());
+    for f in fields {
+        let dt =
+            f.ty.to_arrow()
+                .map_err(|e| format!("column '{}': {e}", f.name))?;
+        let mut md: HashMap<String, String> = f.metadata.iter().cloned().collect();
+        let written_dt = match md.remove(DICTIONARY_KEY) {
+            None => dt.clone(),
+            Some(name) => {
+                let (_, key) = KEY_TYPES.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+                    format!("column '{}': unknown dictionary key type {name:?}", f.name)
+                })?;
+                DataType::Dictionary(Box::new(key.clone()), Box::new(dt.clone()))
+            }
+        };
+        written.push(Field::new(&f.name, written_dt, f.nullable).with_metadata(md.clone()));
+        stored.push(Field::new(&f.name, dt, f.nullable).with_metadata(md));
+    }
     let md: HashMap<String, String> = metadata.iter().cloned().collect();
-    Ok(Arc::new(Schema::new_with_metadata(fields, md)))
+    Ok((
+        Arc::new(Schema::new_with_metadata(written, md.clone())),
+        Arc::new(Schema::new_with_metadata(stored, md)),
+    ))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicate_names_are_refused_by_name() {
+        let schema = Schema::new(vec![
+            Field::new("a", DataType::Int32, true),
+            Field::new("b", DataType::Utf8, true),
+            Field::new("a", DataType::Int64, true),
+            Field::new("b", DataType::Utf8, true),
+        ]);
+        let err = check_schema(&schema).unwrap_err().to_string();
+        assert!(err.contains("'a' (columns 0 and 2)"), "{err}");
+        assert!(err.contains("'b' (columns 1 and 3)"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("dup.sift");
+        let writer = crate::SiftWriter::create(&target, Arc::new(schema), Default::default());
+        assert!(writer.is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 }

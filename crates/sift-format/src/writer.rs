@@ -3,6 +3,8 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, SchemaRef};
@@ -10,7 +12,7 @@ use sift_encoding::{encode_array, encode_lookups};
 
 use crate::error::{Error, Result, io_err};
 use crate::footer::{BlockMeta, ChunkMeta, Footer, MAGIC, Segment};
-use crate::schema::{StoredField, check_schema};
+use crate::schema::{StoredField, check_schema, to_arrow_schemas};
 
 /// The largest (and default) number of rows in a block: 64Ki.
 pub const MAX_BLOCK_ROWS: usize = 1 << 16;
@@ -51,10 +53,13 @@ pub struct WriteSummary {
 /// the target directory and renamed into place by [`SiftWriter::finish`]; if the writer is
 /// dropped without finishing, the temporary file is removed and the target is untouched.
 pub struct SiftWriter {
-    path: PathBuf,
-    tmp_path: PathBuf,
+    // Declared before `tmp`, so that an unfinished writer closes its file before
+    // `TempFile`'s drop removes it.
     out: Option<BufWriter<File>>,
+    tmp: TempFile,
     schema: SchemaRef,
+    /// `schema` with dictionary columns as their value type: what is encoded.
+    stored: SchemaRef,
     fields: Vec<StoredField>,
     options: WriteOptions,
     pending: Vec<RecordBatch>,
@@ -73,22 +78,22 @@ impl SiftWriter {
         schema: SchemaRef,
         options: WriteOptions,
     ) -> Result<Self> {
-        let path = path.as_ref().to_path_buf();
         let fields = check_schema(&schema)?;
         if options.block_rows == 0 || options.block_rows > MAX_BLOCK_ROWS {
             return Err(Error::Invalid(format!(
                 "block_rows must be in 1..={MAX_BLOCK_ROWS}"
             )));
         }
-        let tmp_path = temp_path(&path);
-        let file = File::create(&tmp_path).map_err(io_err(&tmp_path))?;
+        let (_, stored) =
+            to_arrow_schemas(&fields, &sorted_metadata(&schema)).map_err(Error::Invalid)?;
+        let (tmp, file) = TempFile::create(path)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
-        out.write_all(&MAGIC).map_err(io_err(&tmp_path))?;
+        out.write_all(&MAGIC).map_err(io_err(tmp.path()))?;
         Ok(Self {
-            path,
-            tmp_path,
             out: Some(out),
+            tmp,
             schema,
+            stored,
             fields,
             options,
             pending: Vec::new(),
@@ -139,14 +144,20 @@ impl SiftWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        // Dictionaries are stored as their values, encoded like any other column.
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(self.stored.fields())
+            .map(|(col, field)| match col.data_type() {
+                DataType::Dictionary(..) => arrow_cast::cast(col, field.data_type()),
+                _ => Ok(col.clone()),
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         // Re-wrap with the writer's schema so field names and metadata are the file's.
         // The row count is explicit so that a schema without columns keeps its rows.
         let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-        let batch = RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            batch.columns().to_vec(),
-            &options,
-        )?;
+        let batch = RecordBatch::try_new_with_options(self.stored.clone(), columns, &options)?;
         self.pending_rows += batch.num_rows();
         self.pending.push(batch);
         while self.pending_rows >= self.options.block_rows {
@@ -178,10 +189,22 @@ impl SiftWriter {
         self.pending_rows -= rows;
         let block = match take.as_slice() {
             [one] => one.clone(),
-            _ => arrow_select::concat::concat_batches(&self.schema, &take)?,
+            _ => arrow_select::concat::concat_batches(&self.stored, &take)?,
         };
         let mut encoded_columns = Vec::with_capacity(block.num_columns());
         for (c, array) in block.columns().iter().enumerate() {
+            // A block joins batches with different dictionaries: make sure its values still
+            // fit the key type, or reading it back would fail.
+            if let written @ DataType::Dictionary(key, _) = self.schema.field(c).data_type()
+                && arrow_cast::cast(array, written).is_err()
+            {
+                return Err(Error::Invalid(format!(
+                    "column '{}', block {}: more distinct values than {key} dictionary keys \
+                     can index; write smaller blocks or use a wider key type",
+                    self.fields[c].name,
+                    self.blocks.len()
+                )));
+            }
             encoded_columns.push(encode_array(array.as_ref()).map_err(|e| {
                 Error::Invalid(format!(
                     "column '{}', block {}: {e}",
@@ -225,9 +248,9 @@ impl SiftWriter {
         // place instead of copying them out.
         let pad = self.offset.next_multiple_of(SEGMENT_ALIGN) - self.offset;
         out.write_all(&[0u8; SEGMENT_ALIGN as usize][..pad as usize])
-            .map_err(io_err(&self.tmp_path))?;
+            .map_err(io_err(self.tmp.path()))?;
         self.offset += pad;
-        out.write_all(bytes).map_err(io_err(&self.tmp_path))?;
+        out.write_all(bytes).map_err(io_err(self.tmp.path()))?;
         let seg = Segment {
             offset: self.offset,
             len: bytes.len() as u64,
@@ -255,29 +278,18 @@ impl SiftWriter {
         let Some(mut out) = self.out.take() else {
             return Err(Error::Invalid("writer already finished".into()));
         };
-        out.write_all(&bytes).map_err(io_err(&self.tmp_path))?;
+        out.write_all(&bytes).map_err(io_err(self.tmp.path()))?;
         let file = out.into_inner().map_err(|e| Error::Io {
-            path: self.tmp_path.clone(),
+            path: self.tmp.path().to_path_buf(),
             error: e.into_error(),
         })?;
-        file.sync_all().map_err(io_err(&self.tmp_path))?;
-        drop(file);
-        std::fs::rename(&self.tmp_path, &self.path).map_err(io_err(&self.path))?;
+        // On failure here the temporary file is removed when `self.tmp` drops.
+        let len = self.tmp.commit(file)?;
         Ok(WriteSummary {
             rows: footer.num_rows,
             blocks: footer.blocks.len(),
-            bytes: self.offset + bytes.len() as u64,
+            bytes: len,
         })
-    }
-}
-
-impl Drop for SiftWriter {
-    fn drop(&mut self) {
-        // Not finished, or `finish` failed after taking the output (e.g. disk full while
-        // writing the footer): never leave a partial file behind. After a successful finish
-        // the temporary name no longer exists and this does nothing.
-        drop(self.out.take());
-        let _ = std::fs::remove_file(&self.tmp_path);
     }
 }
 
@@ -291,15 +303,178 @@ fn sorted_metadata(schema: &SchemaRef) -> Vec<(String, String)> {
     md
 }
 
-/// A temporary name next to the target, so the final rename stays on one file system.
-pub(crate) fn temp_path(path: &Path) -> PathBuf {
+/// The temporary files of unfinished writes in this process. Creating, renaming and
+/// removing them holds the lock, so [`remove_temp_files`] sees each one either not yet
+/// created or fully registered, and once it took the lock no new one appears.
+static LIVE_TEMP_FILES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn live_temp_files() -> MutexGuard<'static, Vec<PathBuf>> {
+    // A panic elsewhere while holding the lock leaves a valid list: keep using it.
+    LIVE_TEMP_FILES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes the temporary files of every unfinished write in the process and keeps any
+/// new one from being created, so that the process can exit at once without leaving
+/// partial files behind. For signal handlers (Ctrl-C, `kill`): call it, then exit;
+/// writes still running in other threads fail or are cut off with the process.
+pub fn remove_temp_files() {
+    let mut live = live_temp_files();
+    for path in live.drain(..) {
+        let _ = std::fs::remove_file(&path);
+    }
+    // Hold the lock until the process exits: a writer that tries to create or commit a
+    // temporary file now waits instead.
+    std::mem::forget(live);
+}
+
+/// A file written under a temporary name next to its target and renamed into place by
+/// [`TempFile::commit`]. It is removed if dropped before that, and by
+/// [`remove_temp_files`] when the process is interrupted. [`SiftWriter`] writes through
+/// one; other writers can use it for the same guarantees.
+#[derive(Debug)]
+pub struct TempFile {
+    target: PathBuf,
+    path: PathBuf,
+    committed: bool,
+}
+
+impl TempFile {
+    /// Creates the temporary file for `target` (in the same directory, so the final
+    /// rename stays on one file system).
+    pub fn create(target: impl AsRef<Path>) -> Result<(Self, File)> {
+        let target = target.as_ref().to_path_buf();
+        let path = temp_path(&target);
+        let mut live = live_temp_files();
+        let file = File::create(&path).map_err(io_err(&path))?;
+        live.push(path.clone());
+        drop(live);
+        Ok((
+            Self {
+                target,
+                path,
+                committed: false,
+            },
+            file,
+        ))
+    }
+
+    /// The temporary file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Syncs `file` (the one [`TempFile::create`] returned) and renames it into place;
+    /// returns its size in bytes.
+    pub fn commit(mut self, file: File) -> Result<u64> {
+        file.sync_all().map_err(io_err(&self.path))?;
+        let len = file.metadata().map_err(io_err(&self.path))?.len();
+        drop(file);
+        let mut live = live_temp_files();
+        std::fs::rename(&self.path, &self.target).map_err(io_err(&self.target))?;
+        live.retain(|p| p != &self.path);
+        self.committed = true;
+        Ok(len)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let mut live = live_temp_files();
+            let _ = std::fs::remove_file(&self.path);
+            live.retain(|p| p != &self.path);
+        }
+    }
+}
+
+/// A temporary name next to the target, unique within the process.
+fn temp_path(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out".into());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    path.with_file_name(format!(".{name}.tmp-{}-{nanos}", std::process::id()))
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::types::{Int8Type, Int32Type};
+    use arrow_array::{ArrayRef, DictionaryArray, Int64Array};
+    use arrow_schema::{Field, Schema};
+
+    use super::*;
+    use crate::SiftFile;
+
+    fn dictionary_batch(schema: &SchemaRef, words: &[Option<&str>], offset: i64) -> RecordBatch {
+        let utf8: DictionaryArray<Int32Type> = words.iter().copied().collect();
+        let small: DictionaryArray<Int8Type> = words.iter().rev().copied().collect();
+        let ids = Int64Array::from_iter_values((0..words.len() as i64).map(|i| i + offset));
+        let columns: Vec<ArrayRef> = vec![Arc::new(ids), Arc::new(utf8), Arc::new(small)];
+        RecordBatch::try_new(schema.clone(), columns).unwrap()
+    }
+
+    #[test]
+    fn dictionary_columns_read_back_as_written() {
+        let dict = |k: DataType| DataType::Dictionary(Box::new(k), Box::new(DataType::Utf8));
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("city", dict(DataType::Int32), true),
+            Field::new("tag", dict(DataType::Int8), true),
+        ]));
+        // Two batches with different dictionaries that end up in one block.
+        let batches = [
+            dictionary_batch(
+                &schema,
+                &[Some("oslo"), None, Some("rome"), Some("oslo")],
+                0,
+            ),
+            dictionary_batch(
+                &schema,
+                &[Some("lima"), Some("rome"), Some("bern"), None],
+                4,
+            ),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dict.sift");
+        let mut w =
+            SiftWriter::create(&path, schema.clone(), WriteOptions { block_rows: 6 }).unwrap();
+        for b in &batches {
+            w.write(b).unwrap();
+        }
+        w.finish().unwrap();
+
+        let f = SiftFile::open(&path).unwrap();
+        assert_eq!(f.schema(), &schema);
+        assert_eq!(f.stored_schema().field(1).data_type(), &DataType::Utf8);
+        assert!(f.schema().field(1).metadata().is_empty());
+        let got =
+            arrow_select::concat::concat_batches(&schema, &f.read_all(None).unwrap()).unwrap();
+        let want = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_block_too_varied_for_its_dictionary_keys_is_refused() {
+        let dict = DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8));
+        let schema = Arc::new(Schema::new(vec![Field::new("k", dict, false)]));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.sift");
+        let mut w = SiftWriter::create(&path, schema.clone(), WriteOptions::default()).unwrap();
+        // Each batch fits Int8 keys; the 200 distinct values of the block do not.
+        for part in 0..2 {
+            let words: Vec<String> = (0..100).map(|i| format!("w{part}-{i}")).collect();
+            let array: DictionaryArray<Int8Type> = words.iter().map(String::as_str).collect();
+            let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(array)]).unwrap();
+            w.write(&batch).unwrap();
+        }
+        let err = w.finish().unwrap_err().to_string();
+        assert!(err.contains("column 'k', block 0"), "{err}");
+        assert!(err.contains("Int8"), "{err}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 }

@@ -473,7 +473,8 @@ fn nested_types_are_refused_naming_the_column() {
     let dir = tempfile::tempdir().unwrap();
     let list = DataType::List(Arc::new(Field::new("item", DataType::Int32, true)));
     let strukt = DataType::Struct(vec![Field::new("x", DataType::Int32, true)].into());
-    let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+    // Dictionaries are stored as their values: refused when the values are.
+    let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(list.clone()));
     for (name, dt) in [("my_list", list), ("my_struct", strukt), ("my_dict", dict)] {
         let schema = Arc::new(Schema::new(vec![
             Field::new("ok", DataType::Int32, true),

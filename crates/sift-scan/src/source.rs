@@ -76,7 +76,9 @@ impl Source {
 
     pub(crate) fn schema(&self) -> SchemaRef {
         match self {
-            Source::Sift(f) => f.schema().clone(),
+            // Chunks decode to the stored types: a column written as a dictionary is
+            // filtered and returned as its values (`read_dictionary` asks for a dictionary).
+            Source::Sift(f) => f.stored_schema().clone(),
             Source::Parquet(p) => p.meta.schema().clone(),
         }
     }
