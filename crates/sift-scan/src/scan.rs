@@ -243,7 +243,11 @@ impl ScanBuilder {
 /// Parquet row group of a nested column (a map of long strings) can take gigabytes to
 /// decode, only for the type to be refused afterwards.
 fn check_types(path: &Path, schema: &Schema, needed: &[usize]) -> Result<()> {
-    let fields: Vec<Field> = needed
+    // A column both filtered on and projected is listed twice; it is one column.
+    let mut columns = needed.to_vec();
+    columns.sort_unstable();
+    columns.dedup();
+    let fields: Vec<Field> = columns
         .iter()
         .map(|&c| {
             let f = schema.field(c);
