@@ -68,8 +68,13 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let ui = Ui::new(cli.quiet);
-    // Ctrl-C or `kill` must not leave an output's temporary file behind.
-    if let Err(e) = io::remove_temp_files_on_signal() {
+    // Ctrl-C or `kill` must not leave an output's temporary file behind. Only commands
+    // that write files start the signal thread; the others exit as they always would.
+    let writes = matches!(
+        cli.command,
+        Command::Convert(_) | Command::Scan(_) | Command::Demo(_)
+    );
+    if writes && let Err(e) = io::remove_temp_files_on_signal() {
         eprintln!("sift: warning: {}", error_message(&e));
     }
     let result = match cli.command {
