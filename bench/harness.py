@@ -289,6 +289,18 @@ def warm_page_cache(path: Path) -> None:
                 pass
 
 
+def condition_memory(nbytes: int) -> None:
+    """Touch `nbytes` of memory in a throwaway process, so that the first read of every
+    format starts from the same state. On the virtual machines these benchmarks run on, the
+    first use of memory the host has not handed to the guest recently costs up to ~2 s per
+    GB: without this step a first read measured how long ago memory was last used, and the
+    engine that happened to come after a pause paid it."""
+    code = ("import numpy as np, sys; a = np.ones(int(sys.argv[1]) // 8); "
+            "print(int(a[::512].sum()))")
+    subprocess.run([sys.executable, "-c", code, str(nbytes)], check=True,
+                   capture_output=True, timeout=600)
+
+
 def schema_file(ctx: Context) -> Path:
     """The reference schema, serialized, for the first-read subprocesses."""
     p = ctx.workdir / f"{ctx.table}.schema.arrow"
@@ -337,6 +349,7 @@ def measure_decode(fmt: Format, path: Path, ctx: Context, args) -> dict:
     then --runs runs in one process after a first read there; each run opens the file anew
     and materialises the whole table (--stream: decodes it batch by batch, dropping each)."""
     res: dict = {"mode": "stream" if args.stream else "materialize"}
+    condition_memory(2 * ctx.ref.nbytes)
     warm_page_cache(path)
     if fmt.key == "sift":
         out = fmt.bench_read(path, args.runs + 1, args.stream)
@@ -647,7 +660,9 @@ def method_lines(args) -> list[str]:
         "Each run opens the file anew (no reader, footer or metadata kept from an earlier "
         "run) and Sift verifies every segment checksum in every run. *first read ms* = the "
         "first read of the file in a fresh process (page cache warm: the file is read "
-        "once beforehand); Sift: the first run of `sift bench read`, the others: a fresh "
+        "once beforehand; a throwaway process first touches twice the table's Arrow size "
+        "of memory, because on a virtual machine the first use of memory the host has not "
+        "backed recently costs up to ~2 s per GB, whichever engine comes next); Sift: the first run of `sift bench read`, the others: a fresh "
         "`python bench/formats.py first-read` process, both timing only the read (process "
         f"start-up and imports excluded). *best ms* / *median ms* = best and median of "
         f"{args.runs} runs in one process that follow a first read there (Sift: runs 2…"
