@@ -209,6 +209,11 @@ pub(crate) fn filter_values(
         || crate::EncodingError::Unsupported(format!("predicate {pred:?} on a {kind:?} column"));
     match (kind, pred) {
         (K::Int(it), P::IntRange { lo, hi, negate }) => {
+            // Bit-packed codes over a base compare in the code domain whatever the type's
+            // width (decimal128 and u64 columns too), without decoding a value.
+            if let &Node::For { base, bits, buffer } = ctx.enc.node(0)? {
+                return for_range(ctx, (base, bits, buffer), count, *lo, *hi, *negate);
+            }
             let range = IntRange::new(*lo, *hi, *negate);
             if let Some(values) = native_root(ctx, it, count)? {
                 return Ok(eval_all(&values, |v| (*lo <= v && v <= *hi) != *negate));
@@ -321,39 +326,56 @@ fn filter_ints(
         return Ok(uniform(count, p.negate));
     }
     match ctx.node(id, depth)? {
-        &Node::For { base, bits, buffer } => {
-            if bits > 64 {
-                return Err(corrupt(format!("bit width {bits} > 64")));
-            }
-            // The range in the code domain, clipped to the codes' span.
-            let max = if bits == 64 {
-                u64::MAX
-            } else {
-                (1u64 << bits) - 1
-            };
-            let lo = (i128::from(p.lo) - base).max(0);
-            let hi = (i128::from(p.hi) - base).min(i128::from(max));
-            if lo > hi {
-                return Ok(uniform(count, p.negate));
-            }
-            let words = for_words(&ctx.bufs, bits, buffer, count)?;
-            let mut out = Bitmap::default();
-            sift_bits::packed_cmp::compare_into(
-                sift_bits::Level::active(),
-                &words,
-                u32::from(bits),
-                count,
-                Predicate::Between(lo as u64, hi as u64),
-                &mut out,
-            )
-            .map_err(|e| corrupt(format!("packed codes: {e}")))?;
-            if p.negate {
-                out.not_assign();
-            }
-            Ok(out)
-        }
+        &Node::For { base, bits, buffer } => for_range(
+            ctx,
+            (base, bits, buffer),
+            count,
+            i128::from(p.lo),
+            i128::from(p.hi),
+            p.negate,
+        ),
         _ => filter_generic(ctx, id, count, depth, &p),
     }
+}
+
+/// `lo <= v <= hi` (or its negation) on a `For` node's values `base + code`, evaluated on
+/// the packed codes: the range is moved into the code domain and clipped to the codes' span.
+fn for_range(
+    ctx: &Ctx<'_>,
+    (base, bits, buffer): (i128, u8, u32),
+    count: usize,
+    lo: i128,
+    hi: i128,
+    negate: bool,
+) -> Result<Bitmap> {
+    if bits > 64 {
+        return Err(corrupt(format!("bit width {bits} > 64")));
+    }
+    let max = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let lo = lo.saturating_sub(base).max(0);
+    let hi = hi.saturating_sub(base).min(i128::from(max));
+    if lo > hi {
+        return Ok(uniform(count, negate));
+    }
+    let words = for_words(&ctx.bufs, bits, buffer, count)?;
+    let mut out = Bitmap::default();
+    sift_bits::packed_cmp::compare_into(
+        sift_bits::Level::active(),
+        &words,
+        u32::from(bits),
+        count,
+        Predicate::Between(lo as u64, hi as u64),
+        &mut out,
+    )
+    .map_err(|e| corrupt(format!("packed codes: {e}")))?;
+    if negate {
+        out.not_assign();
+    }
+    Ok(out)
 }
 
 /// Doubles (by bit pattern).
