@@ -4,17 +4,14 @@
 //! checked, dropped) is the caller's and is not timed. Sift and Parquet are read through
 //! the same function so that the two are timed alike.
 
-use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use arrow::array::RecordBatch;
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use sift_format::{MAX_BLOCK_ROWS, SiftFile};
 
-use crate::io::Format;
+use crate::io::{Format, InputOptions, open_input};
 use crate::measure::batch_bytes;
 
 /// What one timed read of a whole file saw.
@@ -59,28 +56,15 @@ pub fn read_with(
             // Closing the file (unmapping it) counts too.
             drop(file);
         }
+        // The reader `convert` and `cat` use, with the columns pushed into it.
         Format::Parquet => {
-            let ctx = || format!("cannot read {}", path.display());
-            let file = File::open(path).with_context(ctx)?;
-            let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)
-                .with_context(ctx)?
-                .with_batch_size(MAX_BLOCK_ROWS);
-            if let Some(columns) = columns {
-                let schema = builder.schema().clone();
-                let indices = columns
-                    .iter()
-                    .map(|c| {
-                        schema
-                            .index_of(c)
-                            .with_context(|| format!("{}: no column '{c}'", path.display()))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
-                builder = builder.with_projection(mask);
-            }
-            let reader = builder.build().with_context(ctx)?;
-            for batch in reader {
-                take(batch.with_context(ctx)?, &mut read)?;
+            let options = InputOptions {
+                batch_rows: MAX_BLOCK_ROWS,
+                columns: columns.map(<[String]>::to_vec).unwrap_or_default(),
+                ..InputOptions::default()
+            };
+            for batch in open_input(path, &options)?.batches {
+                take(batch?, &mut read)?;
             }
         }
         other => bail!(
