@@ -638,7 +638,6 @@ fn decode_rows(
         )));
     }
     if matches!(dt, DataType::Utf8View | DataType::BinaryView)
-        && enc.validity != Validity::AllNull
         && let Some(views) = gather_views(enc, dt, len, buffers, selection)?
     {
         return Ok(views);

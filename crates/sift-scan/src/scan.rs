@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{Field, Schema, SchemaRef};
 use sift_encoding::{Bitmap, PhysicalKind};
 
 use crate::bind::{Bound, bind, column_index};
@@ -238,28 +238,16 @@ impl ScanBuilder {
 
 /// Refuses, naming the column and its type, a scan that reads a column whose type the
 /// engine cannot evaluate or return: any type Sift cannot store (the check `sift convert`
-/// applies, [`sift_format::check_schema`]), except that a Parquet column written from
-/// dictionary arrays is judged by its values' type. Checked before any block is read: a
-/// Parquet row group of a nested column (a map of long strings) can take gigabytes to
-/// decode, only for the type to be refused afterwards.
+/// applies, [`sift_format::check_schema`], which judges a dictionary column by its values'
+/// type). Checked before any block is read: a Parquet row group of a nested column (a map
+/// of long strings) can take gigabytes to decode, only for the type to be refused
+/// afterwards.
 fn check_types(path: &Path, schema: &Schema, needed: &[usize]) -> Result<()> {
     // A column both filtered on and projected is listed twice; it is one column.
     let mut columns = needed.to_vec();
     columns.sort_unstable();
     columns.dedup();
-    let fields: Vec<Field> = columns
-        .iter()
-        .map(|&c| {
-            let f = schema.field(c);
-            match f.data_type() {
-                DataType::Dictionary(_, values) => {
-                    f.clone().with_data_type(values.as_ref().clone())
-                }
-                _ => f.clone(),
-            }
-        })
-        .collect();
-    sift_format::check_schema(&Schema::new(fields))
+    sift_format::check_schema(&schema.project(&columns)?)
         .map(|_| ())
         .map_err(|e| Error::Type(format!("{}: {e}", path.display())))
 }
