@@ -131,7 +131,7 @@ fn stored(c: &EncodedColumn) -> usize {
         .nodes
         .iter()
         .map(|n| match n {
-            Node::Constant { value } => value.len(),
+            Node::Constant(c) => c.value.len(),
             _ => 0,
         })
         .sum();
@@ -204,7 +204,7 @@ fn measure_alp(chunks: &[Float64Array]) -> Res<(Measured, usize, String)> {
     let exceptions = encoded
         .iter()
         .map(|e| match e.encoding.nodes.as_slice() {
-            [Node::Patch { exceptions, .. }, Node::Alp { .. }, ..] => *exceptions as usize,
+            [Node::Patch(p), Node::Alp(_), ..] => p.exceptions as usize,
             _ => 0,
         })
         .sum();

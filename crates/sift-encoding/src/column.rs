@@ -10,14 +10,15 @@ use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
-use crate::bytes::{ByteValues, decode_budget, decode_bytes, encode_bytes};
-use crate::cascade::{Ctx, FloatBits, MAX_CASCADE, Value};
+use crate::byte_values::{ByteValues, MAX_CHUNK_BYTES, decode_budget};
+use crate::chooser::MAX_CASCADE;
+use crate::domain::{FloatBits, Strings, Value, compact};
+use crate::encodings::frame::{NativeInt, encode_ints};
+use crate::encodings::plain;
 use crate::error::{EncodingError, Result, corrupt};
-use crate::filter::{ValuePredicate, filter_values};
-use crate::int::{NativeInt, decode_ints, encode_ints};
-use crate::node::{BufferSink, Buffers, ColumnEncoding, Node, Validity};
-use crate::selected::{Selectable, select_bytes};
+use crate::predicate::{ValuePredicate, filter_values};
 use crate::stats::{ChunkStats, Scalar, bytes_bounds, float_bounds, int_bounds};
+use crate::tree::{BufferSink, Buffers, ColumnEncoding, Ctx, Validity};
 use sift_bits::Bitmap;
 
 /// Integer storage types.
@@ -144,7 +145,7 @@ const MAX_FIXED_CHUNK_BYTES: usize = i32::MAX as usize;
 /// Refuses a chunk whose values decode to `decoded` bytes, more than a reader accepts for
 /// its encoded size ([`decode_budget`]), so that what the writer writes stays readable.
 fn check_readable(dt: &DataType, decoded: usize, col: &EncodedColumn) -> Result<()> {
-    let encoded = crate::node::encoded_bytes(&col.encoding.nodes, col.buffers.iter().map(Vec::len));
+    let encoded = crate::tree::encoded_bytes(&col.encoding.nodes, col.buffers.iter().map(Vec::len));
     let budget = decode_budget(encoded);
     if decoded > budget {
         return Err(EncodingError::Unsupported(format!(
@@ -206,7 +207,7 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
     match kind {
         PhysicalKind::Null => {
             // Every value of the Null type is null, so `len == 0` is the only way here.
-            encode_ints::<u8>(&[], &mut sink);
+            encode_ints::<u8>(&[], &mut sink, 1);
         }
         PhysicalKind::Bool => {
             let Some(bools) = array.as_any().downcast_ref::<BooleanArray>() else {
@@ -258,7 +259,7 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
                 FloatBits::encode(&values, &mut sink, MAX_CASCADE);
             } else {
                 let buffer = sink.buffer(bytes);
-                sink.push_node(Node::Plain {
+                sink.push_node(plain::Plain {
                     width: w as u32,
                     buffer,
                 });
@@ -267,11 +268,11 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
         PhysicalKind::Bytes | PhysicalKind::FixedBytes(_) => {
             let values = byte_values(array, nulls.as_ref())?;
             let total: usize = values.iter().map(|v| v.len()).sum();
-            if total > crate::bytes::MAX_CHUNK_BYTES {
+            if total > MAX_CHUNK_BYTES {
                 return Err(EncodingError::Unsupported(format!(
                     "{total} bytes of {} in one block exceed {} (use smaller blocks)",
                     array.data_type(),
-                    crate::bytes::MAX_CHUNK_BYTES
+                    MAX_CHUNK_BYTES
                 )));
             }
             let fixed = match kind {
@@ -282,7 +283,7 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
                 }
             };
             (stats.min, stats.max) = bytes_bounds(&values);
-            encode_bytes(&values, fixed, &mut sink, MAX_CASCADE);
+            Strings::encode(&values, fixed, &mut sink, MAX_CASCADE);
         }
     }
     // The validity's nodes follow the values' tree, whose root must be node 0.
@@ -545,12 +546,7 @@ fn dictionary_chunk(
     buffers: &[&[u8]],
     selection: Option<&Bitmap>,
 ) -> Result<Option<DictionaryChunk>> {
-    let Some(&Node::Dict {
-        values,
-        len: dict_len,
-        codes,
-    }) = enc.nodes.first()
-    else {
+    let Some(root) = enc.nodes.first().and_then(|n| n.as_dict()) else {
         return Ok(None);
     };
     let bufs = Buffers(buffers);
@@ -558,24 +554,14 @@ fn dictionary_chunk(
         return Ok(None);
     };
     let ctx = Ctx::new(enc, buffers);
-    let dict_len = crate::dict::checked_len(dict_len, plan.stored)?;
+    let dict_len = root.checked_len(&ctx, plan.stored)?;
     // Block dictionaries hold at most a block's rows, far below i32::MAX.
     if i32::try_from(dict_len).is_err() {
         return Err(corrupt(format!("dictionary of {dict_len} entries")));
     }
-    let dict = decode_bytes(&ctx, ctx.child(0, values)?, dict_len, 1)?;
+    let dict = root.byte_entries(&ctx, 0, dict_len, 0)?;
     let dict = bytes_array(dict, dt, dict_len, None)?;
-    let codes = ctx.child(0, codes)?;
-    let codes = match &plan.sel {
-        None => crate::cascade::decode_indices(
-            &ctx,
-            codes,
-            plan.stored,
-            dict_len.saturating_sub(1) as u64,
-            1,
-        )?,
-        Some(s) => crate::selected::select_indices(&ctx, codes, plan.stored, dict_len, 1, s)?,
-    };
+    let codes = root.codes(&ctx, 0, plan.stored, dict_len, 0, plan.sel.as_ref())?;
     Ok(Some(DictionaryChunk {
         dict,
         codes,
@@ -698,13 +684,13 @@ fn decode_rows(
         }
         PhysicalKind::Float(w) => {
             let w = w as usize;
-            let Node::Plain { width, buffer } = enc.node(0)? else {
+            let Some((width, buffer)) = enc.node(0)?.as_plain() else {
                 return Err(corrupt("floats need a plain node"));
             };
-            if *width as usize != w {
+            if width as usize != w {
                 return Err(corrupt(format!("plain width {width} for a {w}-byte float")));
             }
-            let all = &bufs.get(*buffer, all_count * w)?[..all_count * w];
+            let all = &bufs.get(buffer, all_count * w)?[..all_count * w];
             let picked: Vec<u8>;
             let bytes = match &sel {
                 None => all,
@@ -732,8 +718,8 @@ fn decode_rows(
         }
         PhysicalKind::Bytes | PhysicalKind::FixedBytes(_) => {
             let values = match &sel {
-                None => decode_bytes(&ctx, 0, count, 0)?,
-                Some(s) => select_bytes(&ctx, 0, all_count, 0, s)?,
+                None => Strings::decode(&ctx, 0, count, 0)?,
+                Some(s) => Strings::select(&ctx, 0, all_count, 0, s)?,
             };
             return bytes_array(values, dt, len, nulls);
         }
@@ -742,14 +728,10 @@ fn decode_rows(
 }
 
 /// All values of the root (`sel` = None) or the selected ones.
-fn values_of<V: Selectable>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -> Result<Vec<V>> {
+fn values_of<V: Value>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -> Result<Vec<V>> {
     match sel {
         None => V::decode(ctx, 0, count, 0),
-        Some(s) => {
-            let out = V::select(ctx, 0, count, 0, s)?;
-            crate::cascade::exact_count(ctx, 0, out.len(), s.count_ones())?;
-            Ok(out)
-        }
+        Some(s) => V::select(ctx, 0, count, 0, s),
     }
 }
 
@@ -760,20 +742,8 @@ fn int_values<T: NativeInt>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -
     };
     // Roots outside the i64 cascade (plain, or bit-packed over a range beyond i64 such as
     // large u64 values) decode in their own type, then compact.
-    let own_type = match ctx.enc.node(0)? {
-        Node::Plain { width, .. } => *width as usize == T::BYTES,
-        Node::For { base, bits, .. } => {
-            i64::try_from(*base).is_err()
-                || *bits >= 64
-                || base.saturating_add((1i128 << *bits) - 1) > i128::from(i64::MAX)
-        }
-        _ => false,
-    };
-    if T::BYTES > 8 || own_type {
-        return Ok(crate::selected::compact(
-            &decode_int_column::<T>(ctx, count)?,
-            s,
-        ));
+    if T::BYTES > 8 || ctx.enc.node(0)?.beyond_i64(T::BYTES) {
+        return Ok(compact(&decode_int_column::<T>(ctx, count)?, s));
     }
     let wide = i64::select(ctx, 0, count, 0, s)?;
     narrow(wide)
@@ -791,7 +761,7 @@ fn encode_int_column<T: NativeInt>(values: &[T], sink: &mut BufferSink) {
             i64::encode(&v, sink, MAX_CASCADE);
         }
         None => {
-            encode_ints(values, sink);
+            encode_ints(values, sink, 1);
         }
     }
 }
@@ -801,14 +771,10 @@ fn encode_int_column<T: NativeInt>(values: &[T], sink: &mut BufferSink) {
 fn decode_int_column<T: NativeInt>(ctx: &Ctx<'_>, count: usize) -> Result<Vec<T>> {
     // Roots in the column's own type; a plain root of another width holds the i64
     // cascade's values (e.g. decimals that fit i64), widened below.
-    match ctx.enc.node(0)? {
-        Node::For { .. } => return decode_ints::<T>(ctx.enc, 0, count, &ctx.bufs),
-        Node::Plain { width, .. } if *width as usize == T::BYTES => {
-            return decode_ints::<T>(ctx.enc, 0, count, &ctx.bufs);
-        }
-        _ => {}
+    match ctx.enc.node(0)?.decode_native::<T>(ctx, 0, count)? {
+        Some(values) => Ok(values),
+        None => narrow(i64::decode(ctx, 0, count, 0)?),
     }
-    narrow(i64::decode(ctx, 0, count, 0)?)
 }
 
 /// An integer array of type `dt` (no nulls) from `i64` values, range-checked.

@@ -5,38 +5,47 @@
 //! checksummed segments. Values are stored *compacted*: only non-null values are encoded, and
 //! a separate [`Validity`] says where they go.
 //!
-//! The v1 pool is deliberately small (plain, frame of reference + bit-packing, sorted
-//! dictionary, bitmaps); the cascading pool chosen by sampling builds on the same tree.
+//! The modules follow the data path:
+//!
+//! - `column.rs`: Arrow arrays to value domains and back (type mapping, nulls, the rows a
+//!   read selects), and the public entry points;
+//! - `domain.rs`: the value domains (integers, doubles, booleans, byte strings) whose
+//!   values the nodes hold;
+//! - `chooser.rs`: the writer's choice of a scheme by sampling;
+//! - `encoding.rs`: the [`Encoding`](encoding::Encoding) trait, what every encoding answers;
+//! - `encodings/`: one module per encoding;
+//! - `registry.rs`: the list of encodings and the dispatch through it;
+//! - `predicate.rs`: what a predicate means, and its entry into the encoded evaluation;
+//! - `tree.rs`: the encoding tree of a chunk and the context that walks it;
+//! - `validity.rs`, `stats.rs`: where the nulls are, and the zone map.
 
-mod alp;
-mod boolean;
-mod bytes;
-mod cascade;
+mod byte_values;
+mod chooser;
 #[cfg(test)]
-mod cascade_tests;
+mod chooser_tests;
 mod column;
-mod dict;
+mod domain;
+mod encoding;
+pub mod encodings;
 mod error;
-mod filter;
-mod fsst;
-mod int;
-mod lookup;
-mod node;
-mod patch;
-mod rle;
+mod predicate;
+mod registry;
 mod sample;
-mod selected;
 mod stats;
+mod tree;
 mod validity;
 
-pub use bytes::{DECODE_EXPANSION, DECODE_FLOOR, decode_budget};
+pub use byte_values::{DECODE_EXPANSION, DECODE_FLOOR, decode_budget};
 pub use column::{
     EncodedColumn, PhysicalKind, chunk_validity, decode_array, decode_dictionary, decode_selected,
     dictionary_type, encode_array, filter_chunk, physical_kind,
 };
+pub use domain::Domain;
+pub use encoding::DECODE_ROW_COST;
+pub use encodings::lookup::{decode_lookup, encode_lookups, lookup_source};
 pub use error::{EncodingError, Result};
-pub use filter::{BytesMatcher, BytesShape, ValuePredicate, float_from_key, float_key};
-pub use lookup::{decode_lookup, encode_lookups, lookup_source};
-pub use node::{ColumnEncoding, MAX_DEPTH, Node, NodeId, Validity};
+pub use predicate::{BytesMatcher, BytesShape, ValuePredicate, float_from_key, float_key};
+pub use registry::ENCODINGS;
 pub use sift_bits::Bitmap;
 pub use stats::{ChunkStats, MAX_STAT_BYTES, Scalar};
+pub use tree::{ColumnEncoding, MAX_DEPTH, Node, NodeId, Validity};

@@ -31,7 +31,7 @@ pub struct ChunkStats {
     pub has_nan: bool,
 }
 
-pub(crate) fn int_bounds<T: crate::int::NativeInt>(
+pub(crate) fn int_bounds<T: crate::encodings::frame::NativeInt>(
     values: &[T],
 ) -> (Option<Scalar>, Option<Scalar>) {
     let min = values.iter().min().map(|v| Scalar::Int(v.to_i128()));

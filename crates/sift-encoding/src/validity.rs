@@ -6,11 +6,11 @@
 use arrow_buffer::BooleanBuffer;
 use sift_bits::Bitmap;
 
-use crate::cascade::{Ctx, MAX_CASCADE, Value, constant};
+use crate::chooser::MAX_CASCADE;
+use crate::domain::Value;
 use crate::error::{Result, corrupt};
-use crate::filter::set_range;
-use crate::node::{BufferSink, Node, Validity};
-use crate::rle;
+use crate::predicate::BoolEq;
+use crate::tree::{BufferSink, Ctx, Validity};
 
 /// Encodes the validity of a chunk that has some nulls and some values. Its nodes follow
 /// the values' tree, which must already be in `sink` (its root is node 0).
@@ -20,64 +20,17 @@ pub(crate) fn encode(valid: &BooleanBuffer, sink: &mut BufferSink) -> Validity {
     Validity::Encoded { root }
 }
 
-/// The validity of a chunk of `len` rows: `None` when every row is valid.
+/// The validity of a chunk of `len` rows: `None` when every row is valid. Decoded as the
+/// rows where the boolean tree is `true`, so each encoding answers with words and ranges
+/// (a bitmap as is, runs as bit ranges), never a value at a time.
 pub(crate) fn decode(ctx: &Ctx<'_>, len: usize) -> Result<Option<Bitmap>> {
     match ctx.enc.validity {
         Validity::AllValid => Ok(None),
         Validity::AllNull => Ok(Some(Bitmap::zeros(len))),
-        Validity::Encoded { root } => decode_node(ctx, root, len).map(Some),
+        Validity::Encoded { root } => bool::filter(ctx, root, len, 0, &BoolEq(true))
+            .map(Some)
+            .map_err(|e| in_validity(&e)),
     }
-}
-
-/// Decodes the boolean tree at `root` as a bitmap of `len` bits, word by word rather than
-/// through a `Vec<bool>` (validity is decoded for every nullable chunk read).
-fn decode_node(ctx: &Ctx<'_>, root: u32, len: usize) -> Result<Bitmap> {
-    let node = ctx.node(root, 0).map_err(|e| in_validity(&e))?;
-    match node {
-        Node::Bitmap { buffer } => {
-            let words = len.div_ceil(64);
-            let bytes = ctx.bufs.get(*buffer, words * 8)?;
-            Bitmap::from_words(le_words(&bytes[..words * 8]), len)
-                .ok_or_else(|| corrupt("validity bitmap too short"))
-        }
-        Node::Constant { value } => Ok(if constant::<bool>(value)? {
-            Bitmap::ones(len)
-        } else {
-            Bitmap::zeros(len)
-        }),
-        Node::Rle {
-            values,
-            runs,
-            lengths,
-        } => {
-            let (vals, lens) = rle::runs::<bool>(ctx, root, (*values, *runs, *lengths), len, 0)?;
-            let mut words = vec![0u64; len.div_ceil(64)];
-            let mut start = 0usize;
-            for (v, n) in vals.into_iter().zip(lens) {
-                // `runs` checked that the lengths add up to `len`.
-                let end = start + n as usize;
-                if v {
-                    set_range(&mut words, start, end);
-                }
-                start = end;
-            }
-            Bitmap::from_words(words, len).ok_or_else(|| corrupt("validity bitmap too short"))
-        }
-        node => Err(corrupt(format!(
-            "validity node {root} ({}) cannot hold booleans",
-            node.label()
-        ))),
-    }
-}
-
-/// Little-endian bytes as words (a copy; a short tail is zero-padded).
-fn le_words(bytes: &[u8]) -> Vec<u64> {
-    let mut words = vec![0u64; bytes.len().div_ceil(8)];
-    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
-    if cfg!(target_endian = "big") {
-        words.iter_mut().for_each(|w| *w = u64::from_le(*w));
-    }
-    words
 }
 
 fn in_validity(e: &crate::EncodingError) -> crate::EncodingError {
@@ -87,7 +40,8 @@ fn in_validity(e: &crate::EncodingError) -> crate::EncodingError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::ColumnEncoding;
+    use crate::Node;
+    use crate::tree::ColumnEncoding;
     use proptest::prelude::*;
 
     /// Encodes `bits` as the validity of a chunk whose values' tree is one plain node, and
@@ -95,7 +49,7 @@ mod tests {
     fn round_trip(bits: &[bool]) -> std::result::Result<(Bitmap, String), String> {
         let mut sink = BufferSink::default();
         let buffer = sink.buffer(vec![]);
-        sink.push_node(Node::Plain { width: 1, buffer });
+        sink.push_node(Node::Plain(crate::encodings::Plain { width: 1, buffer }));
         let validity = encode(&BooleanBuffer::from(bits.to_vec()), &mut sink);
         let enc = ColumnEncoding {
             validity,
@@ -153,15 +107,18 @@ mod tests {
                 "{err:?} does not contain {want:?}"
             );
         };
-        let plain = Node::Plain {
+        let plain = Node::Plain(crate::encodings::Plain {
             width: 1,
             buffer: 0,
-        };
+        });
         check(vec![plain.clone()], 5, "node 5 does not exist");
         check(vec![plain.clone()], 0, "cannot hold booleans");
         // A bitmap buffer shorter than the chunk.
         check(
-            vec![plain.clone(), Node::Bitmap { buffer: 0 }],
+            vec![
+                plain.clone(),
+                Node::Bitmap(crate::encodings::Bitmap { buffer: 0 }),
+            ],
             1,
             "holds 8 bytes",
         );
@@ -169,15 +126,15 @@ mod tests {
         check(
             vec![
                 plain.clone(),
-                Node::Rle {
+                Node::Rle(crate::encodings::Rle {
                     values: 2,
                     runs: 2,
                     lengths: 3,
-                },
-                Node::Constant { value: vec![1] },
-                Node::Constant {
+                }),
+                Node::Constant(crate::encodings::Constant { value: vec![1] }),
+                Node::Constant(crate::encodings::Constant {
                     value: 7i64.to_le_bytes().to_vec(),
-                },
+                }),
             ],
             1,
             "runs hold 14 values, 100 expected",

@@ -148,7 +148,7 @@ fn tour<C>(
         let c = run(&case).unwrap_or_else(|e| panic!("{e}"));
         seen.all.extend(schemes(&c));
         if let Some(root) = c.col.encoding.nodes.first() {
-            seen.roots.insert(root.scheme().to_string());
+            seen.roots.insert(root.name().to_string());
         }
         seen.shapes.insert(c.col.encoding.shape());
         seen.widths.extend(for_widths(&c));

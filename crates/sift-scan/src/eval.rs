@@ -11,7 +11,7 @@ use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, BooleanArray};
 use arrow_buffer::{BooleanBuffer, Buffer};
 use arrow_schema::DataType;
-use sift_encoding::{Bitmap, Node, ValuePredicate, float_key};
+use sift_encoding::{Bitmap, ValuePredicate, float_key};
 
 use crate::bind::{Bound, Leaf, LeafOp};
 use crate::error::{Error, Result};
@@ -330,13 +330,8 @@ fn native_filter(dt: &DataType) -> bool {
 /// Bytes of a chunk a selective decode touches: bit-packed roots (`for`, `alp(for)`) are
 /// read only in mini-blocks with a selected row; any other encoding is read whole.
 fn payload_bytes(c: &sift_format::ChunkRef<'_>, sel: &Bitmap) -> u64 {
-    let nodes = &c.meta.encoding.nodes;
-    let packed = matches!(
-        (nodes.first(), nodes.get(1), nodes.len()),
-        (Some(Node::For { .. }), _, 1) | (Some(Node::Alp { .. }), Some(Node::For { .. }), 2)
-    );
     let total = c.meta.stored_bytes();
-    if !packed || c.rows == 0 {
+    if !c.meta.encoding.row_addressable() || c.rows == 0 {
         return total;
     }
     let minis = c.rows.div_ceil(MINI_BLOCK);

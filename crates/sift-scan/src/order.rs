@@ -3,7 +3,7 @@
 //! still selected; optimal in O(n²) by trying every first filter and sorting the rest by
 //! selectivity).
 
-use sift_encoding::{Bitmap, Node};
+use sift_encoding::{Bitmap, DECODE_ROW_COST};
 
 use crate::bind::{Bound, LeafOp};
 use crate::eval::BlockEval;
@@ -12,7 +12,6 @@ use crate::source::BlockData;
 /// Cycles per selected row of the select-then-evaluate path (see `eval.rs`).
 const SELECTED_ROW_COST: f64 = 8.0;
 /// Cycles per row of a predicate that must decode its column.
-const DECODE_ROW_COST: f64 = 5.0;
 
 /// Observed selectivities, per leaf.
 #[derive(Debug, Default, Clone)]
@@ -98,27 +97,11 @@ fn scan_cost(b: &Bound, data: &BlockData<'_>) -> f64 {
             let BlockData::Sift { file, block } = data else {
                 return 1.0;
             };
-            let nodes = file
-                .footer()
+            file.footer()
                 .blocks
                 .get(*block)
                 .and_then(|m| m.columns.get(l.column))
-                .map(|c| c.encoding.nodes.as_slice())
-                .unwrap_or(&[]);
-            let packed = |i: usize| match nodes.get(i) {
-                Some(Node::For { bits, .. }) => Some(0.1 + f64::from(*bits) / 16.0),
-                _ => None,
-            };
-            match nodes.first() {
-                None | Some(Node::Constant { .. }) => 0.0,
-                Some(Node::For { .. }) => packed(0).unwrap_or(1.0),
-                Some(Node::Alp { .. }) => packed(1).unwrap_or(DECODE_ROW_COST),
-                Some(Node::Dict { codes, .. }) => {
-                    0.3 + packed(*codes as usize).unwrap_or(DECODE_ROW_COST / 2.0)
-                }
-                Some(Node::Rle { .. }) => 0.2,
-                _ => DECODE_ROW_COST,
-            }
+                .map_or(0.0, |c| c.encoding.scan_cost())
         }
     }
 }

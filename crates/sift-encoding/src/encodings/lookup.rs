@@ -13,11 +13,55 @@ use arrow_array::ArrayRef;
 use arrow_schema::DataType;
 use sift_bits::Bitmap;
 
-use crate::cascade::{Ctx, MAX_CASCADE, Value, decode_indices};
+use serde::{Deserialize, Serialize};
+
+use crate::chooser::MAX_CASCADE;
 use crate::column::{EncodedColumn, PhysicalKind, check_selection, int_array, physical_kind};
-use crate::dict::checked_len;
+use crate::domain::{Domain, Value};
+use crate::encoding::Encoding;
 use crate::error::{Result, corrupt};
-use crate::node::{BufferSink, ColumnEncoding, Node, Validity};
+use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId, Validity};
+
+/// Integers that are a function of column `column` of the same block: value `i` =
+/// `table[k_i]`, where `k_i` is row `i`'s dictionary code in that column's chunk (which has
+/// no nulls and a dictionary of `len` entries at its root; never a lookup itself). `table`
+/// holds `len` integers. Only at the root of a chunk without nulls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lookup {
+    /// The source column.
+    pub column: u32,
+    /// The entries of the source's dictionary, and of the table.
+    pub len: u32,
+    /// The table.
+    pub table: NodeId,
+}
+
+impl Encoding for Lookup {
+    const ID: u8 = 12;
+    const NAME: &'static str = "lookup";
+    const DOMAINS: &'static [Domain] = &[Domain::Int];
+
+    fn label(&self) -> String {
+        format!("lookup[#{}:{}]", self.column, self.len)
+    }
+
+    fn children(&self) -> Vec<NodeId> {
+        vec![self.table]
+    }
+
+    fn decode<V: Value>(
+        &self,
+        _ctx: &Ctx<'_>,
+        id: NodeId,
+        _count: usize,
+        _depth: usize,
+    ) -> Result<Option<Vec<V>>> {
+        Err(corrupt(format!(
+            "node {id} is a lookup into column {}, decoded only with that column's codes",
+            self.column
+        )))
+    }
+}
 
 /// A lookup replaces a chunk's own encoding only if it takes at most this fraction of its
 /// bytes: reading the column then also reads the source's codes, which must be paid for.
@@ -28,10 +72,10 @@ const MAX_TABLE: u32 = 1 << 16;
 
 /// The column whose codes the chunk `enc` is a table over, if it is a lookup.
 pub fn lookup_source(enc: &ColumnEncoding) -> Option<usize> {
-    match enc.nodes.first() {
-        Some(Node::Lookup { column, .. }) => Some(*column as usize),
-        _ => None,
-    }
+    enc.nodes
+        .first()
+        .and_then(|n| n.as_lookup())
+        .map(|l| l.column as usize)
 }
 
 /// Replaces the encoding of integer chunks of one block (`columns`, all of the same rows)
@@ -89,7 +133,10 @@ pub fn encode_lookups(columns: &mut [EncodedColumn], types: &[DataType], rows: u
 /// The dictionary size of a chunk without nulls whose root is a dictionary.
 fn dictionary_root(enc: &ColumnEncoding) -> Option<u32> {
     match (enc.validity, enc.nodes.first()) {
-        (Validity::AllValid, Some(Node::Dict { len, .. })) if *len <= MAX_TABLE => Some(*len),
+        (Validity::AllValid, Some(root)) => root
+            .as_dict()
+            .map(|d| d.len)
+            .filter(|&len| len <= MAX_TABLE),
         _ => None,
     }
 }
@@ -125,22 +172,17 @@ fn source_codes(c: &EncodedColumn, rows: usize) -> Option<Vec<u64>> {
 /// The dictionary codes of the `rows` rows of a chunk without nulls whose root is a
 /// dictionary, and the dictionary's size.
 fn codes_of(ctx: &Ctx<'_>, rows: usize) -> Result<(Vec<u64>, u32)> {
-    let (Validity::AllValid, Some(&Node::Dict { len, codes, .. })) =
-        (ctx.enc.validity, ctx.enc.nodes.first())
-    else {
+    let (Validity::AllValid, Some(dict)) = (
+        ctx.enc.validity,
+        ctx.enc.nodes.first().and_then(|n| n.as_dict()),
+    ) else {
         return Err(corrupt(
             "the source of a lookup must have no nulls and a dictionary at its root",
         ));
     };
-    let n = checked_len(len, rows)?;
-    let codes = decode_indices(
-        ctx,
-        ctx.child(0, codes)?,
-        rows,
-        n.saturating_sub(1) as u64,
-        1,
-    )?;
-    Ok((codes, len))
+    let n = dict.checked_len(ctx, rows)?;
+    let codes = dict.codes(ctx, 0, rows, n, 0, None)?;
+    Ok((codes, dict.len))
 }
 
 /// One value per code if `values` is a function of `codes`, else `None` (stops at the
@@ -171,7 +213,7 @@ fn encode_table(source: usize, table: &[i64]) -> BufferSink {
     let values = i64::encode(table, &mut sink, MAX_CASCADE - 1);
     sink.set_node(
         id,
-        Node::Lookup {
+        Lookup {
             column: source as u32,
             len: table.len() as u32,
             table: values,
@@ -181,7 +223,7 @@ fn encode_table(source: usize, table: &[i64]) -> BufferSink {
 }
 
 fn stored_size(c: &EncodedColumn) -> usize {
-    crate::node::stored_size(&c.encoding.nodes, &c.buffers)
+    crate::tree::stored_size(&c.encoding.nodes, &c.buffers)
 }
 
 /// Decodes a lookup chunk of `len` rows of type `dt` (all rows, or those set in
@@ -194,8 +236,8 @@ pub fn decode_lookup(
     (source, source_buffers): (&ColumnEncoding, &[&[u8]]),
     selection: Option<&Bitmap>,
 ) -> Result<ArrayRef> {
-    let (Validity::AllValid, Some(&Node::Lookup { table, len: n, .. })) =
-        (enc.validity, enc.nodes.first())
+    let (Validity::AllValid, Some(&Lookup { table, len: n, .. })) =
+        (enc.validity, enc.nodes.first().and_then(|n| n.as_lookup()))
     else {
         return Err(corrupt("not a lookup chunk without nulls"));
     };
@@ -225,6 +267,7 @@ pub fn decode_lookup(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::Node;
     use crate::column::{decode_array, encode_array};
     use arrow_array::{Array, Int16Array, Int64Array, StringArray};
     use proptest::prelude::*;
@@ -390,7 +433,7 @@ mod tests {
         assert!(try_with(&hour.encoding, &cols[2], 5_000).contains("is a lookup itself"));
         // A table length that is not the dictionary's.
         let mut wrong = hour.encoding.clone();
-        if let Node::Lookup { len, .. } = &mut wrong.nodes[0] {
+        if let Node::Lookup(crate::encodings::Lookup { len, .. }) = &mut wrong.nodes[0] {
             *len += 1;
         }
         assert!(try_with(&wrong, &cols[0], 5_000).contains("lookup table of"));

@@ -3,25 +3,15 @@
 
 use proptest::prelude::*;
 
-use crate::cascade::{FloatBits, FloatScheme, IntScheme, MAX_CASCADE, Scheme, Value};
-use crate::node::{BufferSink, NodeId};
+use crate::chooser::MAX_CASCADE;
+use crate::domain::{FloatBits, Value};
+use crate::registry::SchemeList;
+use crate::tree::{BufferSink, NodeId};
 
-const INT_SCHEMES: [IntScheme; 6] = [
-    IntScheme::BitPack,
-    IntScheme::Pfor,
-    IntScheme::Rle,
-    IntScheme::Dict,
-    IntScheme::Frequency,
-    IntScheme::Delta,
-];
-const FLOAT_SCHEMES: [FloatScheme; 6] = [
-    FloatScheme::Plain,
-    FloatScheme::Rle,
-    FloatScheme::Dict,
-    FloatScheme::Frequency,
-    FloatScheme::Alp,
-    FloatScheme::AlpRd,
-];
+/// Every scheme of a domain, by name.
+fn schemes<V: SchemeList>() -> impl Iterator<Item = (&'static str, crate::chooser::Encoder<V>)> {
+    V::SCHEMES.iter().map(|s| (s.name, s.encode))
+}
 
 fn decode_all<V: Value>(sink: BufferSink, root: NodeId, n: usize) -> Result<Vec<V>, TestCaseError> {
     prop_assert_eq!(root, 0, "the root must be node 0");
@@ -90,11 +80,11 @@ proptest! {
 
     #[test]
     fn every_int_scheme_round_trips(values in ints()) {
-        for scheme in INT_SCHEMES {
+        for (scheme, encode) in schemes::<i64>() {
             for depth in 1..=MAX_CASCADE {
                 let mut sink = BufferSink::default();
-                let root = scheme.encode(&values, &mut sink, depth);
-                prop_assert_eq!(decode_all::<i64>(sink, root, values.len())?, values.clone(), "{:?} depth {}", scheme, depth);
+                let root = encode(&values, &mut sink, depth);
+                prop_assert_eq!(decode_all::<i64>(sink, root, values.len())?, values.clone(), "{} depth {}", scheme, depth);
             }
         }
         let mut sink = BufferSink::default();
@@ -104,12 +94,12 @@ proptest! {
 
     #[test]
     fn every_float_scheme_round_trips(values in floats()) {
-        for scheme in FLOAT_SCHEMES {
+        for (scheme, encode) in schemes::<FloatBits>() {
             for depth in 1..=MAX_CASCADE {
                 let mut sink = BufferSink::default();
-                let root = scheme.encode(&values, &mut sink, depth);
+                let root = encode(&values, &mut sink, depth);
                 let out = decode_all::<FloatBits>(sink, root, values.len())?;
-                prop_assert!(out == values, "{:?} depth {}", scheme, depth);
+                prop_assert!(out == values, "{} depth {}", scheme, depth);
             }
         }
         let mut sink = BufferSink::default();
@@ -118,10 +108,10 @@ proptest! {
     }
 }
 
-fn size_with(scheme: Option<IntScheme>, values: &[i64]) -> usize {
+fn size_with(scheme: Option<crate::chooser::Encoder<i64>>, values: &[i64]) -> usize {
     let mut sink = BufferSink::default();
     match scheme {
-        Some(s) => s.encode(values, &mut sink, MAX_CASCADE),
+        Some(encode) => encode(values, &mut sink, MAX_CASCADE),
         None => i64::encode(values, &mut sink, MAX_CASCADE),
     };
     sink.stored_size()
@@ -223,9 +213,8 @@ fn sampled_choice_is_within_ten_percent_of_the_best() {
     let cases = distributions();
     for (name, values) in &cases {
         let chosen = size_with(None, values);
-        let best = INT_SCHEMES
-            .iter()
-            .map(|&s| size_with(Some(s), values))
+        let best = schemes::<i64>()
+            .map(|(_, encode)| size_with(Some(encode), values))
             .min()
             .unwrap_or(usize::MAX);
         assert!(
@@ -241,8 +230,8 @@ fn sampled_choice_is_within_ten_percent_of_the_best() {
 fn out_of_range_indices_are_errors() {
     let decode = |values: &[i64], max: u64| {
         let mut sink = BufferSink::default();
-        crate::int::encode_ints(values, &mut sink);
-        sink.decode_with(|ctx| crate::cascade::decode_indices(ctx, 0, values.len(), max, 0))
+        crate::encodings::frame::encode_ints(values, &mut sink, 1);
+        sink.decode_with(|ctx| crate::domain::decode_indices(ctx, 0, values.len(), max, 0))
             .map_err(|e| e.to_string())
     };
     assert_eq!(decode(&[0, 3, 1], 3), Ok(vec![0, 3, 1]));

@@ -3,7 +3,7 @@
 //! Training and compression come from the `fsst-rs` crate; decompression is our own loop
 //! (see [`decompress`] for why).
 //!
-//! A `Node::Fsst { symbols, lengths, data }` stores:
+//! An `Fsst { symbols, lengths, data }` node stores:
 //! - `symbols`: the symbol table, one buffer laid out as
 //!   `n: u8`, then `n` symbols as `u64` little-endian (symbol byte `j` is byte `j` of the
 //!   word; bytes past the symbol's length are zero), then `n` lengths as `u8`, each `1..=8`.
@@ -15,12 +15,27 @@
 
 use ::fsst::{Compressor, ESCAPE_CODE};
 
-use crate::bytes::{ByteValues, MAX_CHUNK_BYTES, decode_offsets};
-use crate::cascade::{Ctx, Value};
-use crate::error::{Result, corrupt};
-use crate::filter::{BytesMatcher, BytesShape};
-use crate::node::{BufferSink, Node, NodeId};
+use serde::{Deserialize, Serialize};
 use sift_bits::Bitmap;
+
+use crate::byte_values::{ByteValues, MAX_CHUNK_BYTES, decode_offsets};
+use crate::domain::{Domain, Value};
+use crate::encoding::Encoding;
+use crate::error::{Result, corrupt};
+use crate::predicate::{BytesMatcher, BytesShape};
+use crate::tree::{BufferSink, Ctx, NodeId};
+
+/// FSST-compressed strings: a symbol table (buffer `symbols`), compressed lengths (child
+/// `lengths`) and the compressed bytes (buffer `data`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fsst {
+    /// The buffer holding the symbol table.
+    pub symbols: u32,
+    /// The compressed length of every string.
+    pub lengths: NodeId,
+    /// The buffer holding the compressed strings.
+    pub data: u32,
+}
 
 /// Most symbols a table holds (code 255 is the escape).
 const MAX_SYMBOLS: usize = 255;
@@ -58,7 +73,7 @@ pub(crate) fn encode(values: &[&[u8]], sink: &mut BufferSink, depth: u8) -> Node
     let data = sink.buffer(data);
     sink.set_node(
         id,
-        Node::Fsst {
+        Fsst {
             symbols,
             lengths,
             data,
@@ -127,78 +142,95 @@ impl SymbolTable {
     }
 }
 
-/// The symbol table, compressed bytes and per-string code offsets of `Fsst` node `id`.
-fn parts<'a>(
-    ctx: &Ctx<'a>,
-    id: NodeId,
-    count: usize,
-    depth: usize,
-) -> Result<(SymbolTable, &'a [u8], Vec<u32>)> {
-    let Node::Fsst {
-        symbols,
-        lengths,
-        data,
-    } = ctx.node(id, depth)?
-    else {
-        return Err(corrupt(format!("node {id} is not an FSST node")));
-    };
-    let table = SymbolTable::parse(ctx.bufs.get(*symbols, 0)?)
-        .map_err(|e| corrupt(format!("node {id}: FSST {e}")))?;
-    let data = ctx.bufs.get(*data, 0)?;
-    let offsets = decode_offsets(ctx, id, *lengths, count, data.len(), depth)?;
-    Ok((table, data, offsets))
-}
-
-/// Decodes `count` strings of `Fsst` node `id`.
-pub(crate) fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<ByteValues> {
-    let (table, data, offsets) = parts(ctx, id, count, depth)?;
-    decompress(&table, data, &offsets, ctx.budget)
-        .map_err(|e| corrupt(format!("node {id}: FSST {e}")))
-}
-
-/// The strings of `Fsst` node `id` that `m` accepts, deciding those outside `shape` from
-/// their codes alone: for [`BytesShape::OneOf`] by the decoded length (a sum of symbol
-/// lengths; nothing is written), for [`BytesShape::Prefix`] by decompressing only the
-/// symbols that cover the prefix. Only strings inside the shape are decompressed whole
-/// and passed to the matcher.
-pub(crate) fn filter(
-    ctx: &Ctx<'_>,
-    id: NodeId,
-    count: usize,
-    depth: usize,
-    m: &BytesMatcher,
-    shape: &BytesShape,
-) -> Result<Bitmap> {
-    let (table, data, offsets) = parts(ctx, id, count, depth)?;
-    let err = |e: String| corrupt(format!("node {id}: FSST {e}"));
-    let mut words = vec![0u64; count.div_ceil(64)];
-    let mut text = Vec::new();
-    for (i, w) in offsets.windows(2).enumerate() {
-        let codes = data
-            .get(w[0] as usize..w[1] as usize)
-            .ok_or_else(|| err("string boundaries out of order".into()))?;
-        let (inside, outside) = match shape {
-            BytesShape::OneOf { values, outside } => {
-                let n = decoded_len(&table, codes).map_err(err)?;
-                (values.iter().any(|v| v.len() == n), *outside)
-            }
-            BytesShape::Prefix { prefix, outside } => {
-                (starts_with(&table, codes, prefix).map_err(err)?, *outside)
-            }
-            BytesShape::Any => (true, false),
-        };
-        let verdict = if inside {
-            text.clear();
-            decode_until(&table, codes, 0, usize::MAX, &mut text).map_err(err)?;
-            m(&text)
-        } else {
-            outside
-        };
-        if verdict {
-            words[i / 64] |= 1 << (i % 64);
-        }
+impl Fsst {
+    /// The symbol table, compressed bytes and per-string code offsets.
+    fn parts<'a>(
+        &self,
+        ctx: &Ctx<'a>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+    ) -> Result<(SymbolTable, &'a [u8], Vec<u32>)> {
+        let table = SymbolTable::parse(ctx.bufs.get(self.symbols, 0)?)
+            .map_err(|e| corrupt(format!("node {id}: FSST {e}")))?;
+        let data = ctx.bufs.get(self.data, 0)?;
+        let offsets = decode_offsets(ctx, id, self.lengths, count, data.len(), depth)?;
+        Ok((table, data, offsets))
     }
-    Bitmap::from_words(words, count).ok_or_else(|| corrupt("string bitmap"))
+}
+
+impl Encoding for Fsst {
+    const ID: u8 = 11;
+    const NAME: &'static str = "fsst";
+    const DOMAINS: &'static [Domain] = &[Domain::Bytes];
+
+    fn children(&self) -> Vec<NodeId> {
+        vec![self.lengths]
+    }
+
+    fn decode_bytes(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+    ) -> Result<Option<ByteValues>> {
+        let (table, data, offsets) = self.parts(ctx, id, count, depth)?;
+        decompress(&table, data, &offsets, ctx.budget)
+            .map(Some)
+            .map_err(|e| corrupt(format!("node {id}: FSST {e}")))
+    }
+
+    /// The strings that `m` accepts, deciding those outside `shape` from their codes
+    /// alone: for [`BytesShape::OneOf`] by the decoded length (a sum of symbol lengths;
+    /// nothing is written), for [`BytesShape::Prefix`] by decompressing only the symbols
+    /// that cover the prefix. Only strings inside the shape are decompressed whole and
+    /// passed to the matcher.
+    fn filter_bytes(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        m: &BytesMatcher,
+        shape: &BytesShape,
+    ) -> Result<Option<Bitmap>> {
+        if matches!(shape, BytesShape::Any) {
+            return Ok(None);
+        }
+        let (table, data, offsets) = self.parts(ctx, id, count, depth)?;
+        let err = |e: String| corrupt(format!("node {id}: FSST {e}"));
+        let mut words = vec![0u64; count.div_ceil(64)];
+        let mut text = Vec::new();
+        for (i, w) in offsets.windows(2).enumerate() {
+            let codes = data
+                .get(w[0] as usize..w[1] as usize)
+                .ok_or_else(|| err("string boundaries out of order".into()))?;
+            let (inside, outside) = match shape {
+                BytesShape::OneOf { values, outside } => {
+                    let n = decoded_len(&table, codes).map_err(err)?;
+                    (values.iter().any(|v| v.len() == n), *outside)
+                }
+                BytesShape::Prefix { prefix, outside } => {
+                    (starts_with(&table, codes, prefix).map_err(err)?, *outside)
+                }
+                BytesShape::Any => (true, false),
+            };
+            let verdict = if inside {
+                text.clear();
+                decode_until(&table, codes, 0, usize::MAX, &mut text).map_err(err)?;
+                m(&text)
+            } else {
+                outside
+            };
+            if verdict {
+                words[i / 64] |= 1 << (i % 64);
+            }
+        }
+        Bitmap::from_words(words, count)
+            .ok_or_else(|| corrupt("string bitmap"))
+            .map(Some)
+    }
 }
 
 /// The decoded length of one string's codes, without decoding them.
@@ -434,7 +466,9 @@ const BLOCK_SLACK: usize = SYMBOL_BYTES;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bytes::{decode_bytes, encode_bytes};
+    use crate::Node;
+    use crate::domain::Strings;
+    use crate::tree::BufferSink;
     use proptest::prelude::*;
 
     fn ctx_decode(
@@ -444,11 +478,10 @@ mod tests {
         fsst_only: bool,
     ) -> Result<ByteValues> {
         sink.decode_with(|ctx| {
-            if fsst_only {
-                decode(ctx, root, n, 0)
-            } else {
-                decode_bytes(ctx, root, n, 0)
+            if fsst_only && !matches!(ctx.node(root, 0)?, Node::Fsst(_)) {
+                return Err(corrupt(format!("node {root} is not an FSST node")));
             }
+            Strings::decode(ctx, root, n, 0)
         })
     }
 
@@ -464,7 +497,7 @@ mod tests {
     fn via_bytes(values: &[Vec<u8>]) -> std::result::Result<BufferSink, TestCaseError> {
         let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
         let mut sink = BufferSink::default();
-        let root = encode_bytes(&refs, None, &mut sink, 3);
+        let root = Strings::encode(&refs, None, &mut sink, 3);
         prop_assert_eq!(root, 0);
         let out = ctx_decode(&sink, 0, values.len(), false)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -479,7 +512,7 @@ mod tests {
         let root = encode(&refs, &mut sink, 3);
         prop_assert_eq!(root, 0);
         prop_assert!(
-            matches!(sink.nodes[0], Node::Fsst { .. }),
+            matches!(sink.nodes[0], Node::Fsst(crate::encodings::Fsst { .. })),
             "root is not fsst"
         );
         let out = ctx_decode(&sink, 0, values.len(), true)
@@ -567,8 +600,8 @@ mod tests {
             let values = comments(&seeds);
             let sink = via_bytes(&values)?;
             let fsst_chosen = match &sink.nodes[0] {
-                Node::Fsst { .. } => true,
-                Node::Dict { values, .. } => matches!(sink.nodes[*values as usize], Node::Fsst { .. }),
+                Node::Fsst(crate::encodings::Fsst { .. }) => true,
+                Node::Dict(crate::encodings::Dict { values, .. }) => matches!(sink.nodes[*values as usize], Node::Fsst(crate::encodings::Fsst { .. })),
                 _ => false,
             };
             prop_assert!(fsst_chosen, "root {:?}", sink.nodes[0]);
@@ -627,15 +660,15 @@ mod tests {
         let mut sink = BufferSink::default();
         let id = sink.reserve_node();
         let symbols = sink.buffer(table);
-        let lengths = crate::int::encode_ints(lens, &mut sink);
+        let lengths = crate::encodings::frame::encode_ints(lens, &mut sink, 1);
         let data = sink.buffer(data);
         sink.set_node(
             id,
-            Node::Fsst {
+            Node::Fsst(crate::encodings::Fsst {
                 symbols,
                 lengths,
                 data,
-            },
+            }),
         );
         ctx_decode(&sink, 0, lens.len(), false)
     }
@@ -697,25 +730,25 @@ mod tests {
         let mut sink = BufferSink::default();
         let id = sink.reserve_node();
         let symbols = sink.buffer(good_table());
-        let lengths = crate::int::encode_ints(&[1], &mut sink);
+        let lengths = crate::encodings::frame::encode_ints(&[1], &mut sink, 1);
         sink.set_node(
             id,
-            Node::Fsst {
+            Node::Fsst(crate::encodings::Fsst {
                 symbols,
                 lengths,
                 data: 7,
-            },
+            }),
         );
         assert!(ctx_decode(&sink, 0, 1, false).is_err());
         // Lengths node pointing back at the root.
         let mut sink = BufferSink::default();
         let symbols = sink.buffer(good_table());
         let data = sink.buffer(vec![0]);
-        sink.push_node(Node::Fsst {
+        sink.push_node(Node::Fsst(crate::encodings::Fsst {
             symbols,
             lengths: 0,
             data,
-        });
+        }));
         assert!(ctx_decode(&sink, 0, 1, false).is_err());
     }
 

@@ -1,13 +1,36 @@
-//! Integers: frame of reference plus bit-packing, with plain as the fallback.
+//! Frame of reference plus bit-packing: value = `base` + code, codes `bits` wide, packed
+//! little-endian contiguously. The integer domain's terminal scheme, with plain as the
+//! fallback when the range does not fit narrower codes.
 //!
 //! One generic implementation serves every integer width and signedness (and decimals as
 //! scaled `i128`): codes are `value - min` computed in `i128`, so signed and unsigned types
-//! share the same code domain and decode is a wrapping add of the base.
+//! share the same code domain and decode is a wrapping add of the base. Range predicates
+//! are moved into the code domain and compared on the packed codes; selections unpack only
+//! the selected codes (BMI2 PEXT or a gather, `sift_bits::select`).
 
+use serde::{Deserialize, Serialize};
+use sift_bits::Bitmap;
 use sift_bits::pack;
+use sift_bits::predicate::Predicate;
 
+use crate::domain::{Domain, Value, uniform};
+use crate::encoding::Encoding;
+use crate::encodings::plain;
 use crate::error::{Result, corrupt};
-use crate::node::{BufferSink, Buffers, ColumnEncoding, Node, NodeId};
+use crate::predicate::DomainPred;
+use crate::tree::{BufferSink, Buffers, ColumnEncoding, Ctx, NodeId};
+
+/// Frame of reference plus bit-packing: value = `base` + code, codes `bits` wide, packed
+/// little-endian contiguously in buffer `buffer`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct For {
+    /// The smallest value.
+    pub base: i128,
+    /// Bits per code (0–64).
+    pub bits: u8,
+    /// The buffer holding the packed codes.
+    pub buffer: u32,
+}
 
 /// A fixed-width integer stored by Sift.
 pub trait NativeInt: Copy + Ord + Default + Send + Sync + 'static {
@@ -80,10 +103,10 @@ impl NativeInt for i128 {
 }
 
 /// Encodes integers, choosing frame of reference + bit-packing when it is smaller than plain.
-pub(crate) fn encode_ints<T: NativeInt>(values: &[T], sink: &mut BufferSink) -> NodeId {
+pub(crate) fn encode_ints<T: NativeInt>(values: &[T], sink: &mut BufferSink, _depth: u8) -> NodeId {
     let (Some(&min), Some(&max)) = (values.iter().min(), values.iter().max()) else {
         let buffer = sink.buffer(Vec::new());
-        return sink.push_node(Node::For {
+        return sink.push_node(For {
             base: 0,
             bits: 0,
             buffer,
@@ -100,7 +123,7 @@ pub(crate) fn encode_ints<T: NativeInt>(values: &[T], sink: &mut BufferSink) -> 
             let codes: Vec<u64> = values.iter().map(|v| (v.to_i128() - base) as u64).collect();
             encode_for(base, &codes, sink)
         }
-        _ => encode_plain(values, sink),
+        _ => plain::encode_native(values, sink),
     }
 }
 
@@ -116,21 +139,9 @@ pub(crate) fn encode_for(base: i128, codes: &[u64], sink: &mut BufferSink) -> No
     let mut bytes = Vec::with_capacity(words.len() * 8);
     pack::extend_le_bytes(&mut bytes, &words);
     let buffer = sink.buffer(bytes);
-    sink.push_node(Node::For {
+    sink.push_node(For {
         base,
         bits: bits as u8,
-        buffer,
-    })
-}
-
-fn encode_plain<T: NativeInt>(values: &[T], sink: &mut BufferSink) -> NodeId {
-    let mut bytes = Vec::with_capacity(values.len() * T::BYTES);
-    for v in values {
-        v.put_le(&mut bytes);
-    }
-    let buffer = sink.buffer(bytes);
-    sink.push_node(Node::Plain {
-        width: T::BYTES as u32,
         buffer,
     })
 }
@@ -163,118 +174,153 @@ pub(crate) fn for_words<'a>(
     Ok(packed_words(&bytes[..words_needed * 8]))
 }
 
-/// Decodes `count` integers from node `id`.
-pub(crate) fn decode_ints<T: NativeInt>(
-    enc: &ColumnEncoding,
-    id: NodeId,
-    count: usize,
-    bufs: &Buffers<'_>,
-) -> Result<Vec<T>> {
-    match enc.node(id)? {
-        Node::For { base, bits, buffer } => {
-            let base = T::from_i128(*base)
-                .ok_or_else(|| corrupt(format!("frame-of-reference base {base} out of range")))?;
-            let words = for_words(bufs, *bits, *buffer, count)?;
-            let mut out = vec![T::default(); count];
-            pack::unpack_map(&words, u32::from(*bits), &mut out, |c| base.add_code(c))
-                .map_err(|e| corrupt(format!("packed buffer too short: {e:?}")))?;
-            Ok(out)
+impl For {
+    /// The packed codes of `count` values.
+    fn words<'a>(&self, ctx: &Ctx<'a>, count: usize) -> Result<std::borrow::Cow<'a, [u64]>> {
+        for_words(&ctx.bufs, self.bits, self.buffer, count)
+    }
+
+    /// `lo <= v <= hi` (or its negation) on the values `base + code`, evaluated on the
+    /// packed codes: the range is moved into the code domain and clipped to the codes' span.
+    pub(crate) fn range(
+        &self,
+        ctx: &Ctx<'_>,
+        count: usize,
+        lo: i128,
+        hi: i128,
+        negate: bool,
+    ) -> Result<Bitmap> {
+        let (base, bits) = (self.base, self.bits);
+        if bits > 64 {
+            return Err(corrupt(format!("bit width {bits} > 64")));
         }
-        Node::Plain { width, buffer } => {
-            if *width as usize != T::BYTES {
-                return Err(corrupt(format!(
-                    "plain width {width} for a {}-byte integer",
-                    T::BYTES
-                )));
-            }
-            let bytes = bufs.get(*buffer, count.saturating_mul(T::BYTES))?;
-            Ok(bytes[..count * T::BYTES]
-                .chunks_exact(T::BYTES)
-                .map(T::get_le)
-                .collect())
+        let max = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        let lo = lo.saturating_sub(base).max(0);
+        let hi = hi.saturating_sub(base).min(i128::from(max));
+        if lo > hi {
+            return Ok(uniform(count, negate));
         }
-        other => Err(corrupt(format!(
-            "node {id} ({other:?}) cannot hold integers"
-        ))),
+        let words = self.words(ctx, count)?;
+        let mut out = Bitmap::default();
+        sift_bits::packed_cmp::compare_into(
+            sift_bits::Level::active(),
+            &words,
+            u32::from(bits),
+            count,
+            Predicate::Between(lo as u64, hi as u64),
+            &mut out,
+        )
+        .map_err(|e| corrupt(format!("packed codes: {e}")))?;
+        if negate {
+            out.not_assign();
+        }
+        Ok(out)
     }
 }
 
-/// Patched frame of reference (PFOR): bit-pack at the width that minimizes the total
-/// size, storing the values that do not fit as exceptions in a patch node.
-pub(crate) fn encode_pfor(values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
-    let Some(&min) = values.iter().min() else {
-        return encode_ints(values, sink);
-    };
-    let width_of = |v: i64| pack::bit_width(v.wrapping_sub(min) as u64) as usize;
-    let mut histogram = [0usize; 65];
-    for &v in values {
-        histogram[width_of(v)] += 1;
+impl Encoding for For {
+    const ID: u8 = 1;
+    const NAME: &'static str = "for";
+    const DOMAINS: &'static [Domain] = &[Domain::Int];
+
+    fn label(&self) -> String {
+        format!("for{}", self.bits)
     }
-    // Exceptions cost a position and a value; 48 bits is a fair guess for both once
-    // cascaded (positions are sorted, so they delta-encode well).
-    const EXCEPTION_BITS: usize = 48;
-    let n = values.len();
-    let mut above = n;
-    let (mut best_bits, mut best_cost) = (64usize, usize::MAX);
-    for (bits, &count) in histogram.iter().enumerate() {
-        above -= count;
-        let cost = n * bits + above * EXCEPTION_BITS;
-        if cost < best_cost {
-            (best_bits, best_cost) = (bits, cost);
+
+    fn decode<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        _depth: usize,
+    ) -> Result<Option<Vec<V>>> {
+        if V::DOMAIN != Domain::Int {
+            return Ok(None);
         }
+        Ok(self
+            .decode_native::<i64>(ctx, id, count)?
+            .and_then(V::from_ints))
     }
-    let exceptions = values.iter().filter(|&&v| width_of(v) > best_bits).count();
-    if exceptions == 0 {
-        return encode_ints(values, sink);
-    }
-    let id = sink.reserve_node();
-    let mut positions = Vec::with_capacity(exceptions);
-    let mut patched = Vec::with_capacity(exceptions);
-    let codes: Vec<u64> = values
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            if width_of(v) > best_bits {
-                positions.push(i as i64);
-                patched.push(v);
-                0
-            } else {
-                v.wrapping_sub(min) as u64
-            }
-        })
-        .collect();
-    let inner = encode_for(i128::from(min), &codes, sink);
-    crate::patch::finish(id, inner, &positions, &patched, sink, depth);
-    id
-}
 
-/// Delta encoding: differences to the previous value, cascaded (for sorted data such as
-/// keys and dates the differences are small).
-pub(crate) fn encode_delta(values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
-    let id = sink.reserve_node();
-    let first = values.first().copied().unwrap_or(0);
-    let mut prev = first;
-    let deltas: Vec<i64> = values
-        .iter()
-        .map(|&v| {
-            let d = v.wrapping_sub(prev);
-            prev = v;
-            d
-        })
-        .collect();
-    let deltas = <i64 as crate::cascade::Value>::encode(&deltas, sink, depth.saturating_sub(1));
-    sink.set_node(id, Node::Delta { first, deltas });
-    id
-}
-
-/// Inverts [`encode_delta`]: a wrapping prefix sum starting at `first`.
-pub(crate) fn undelta(first: i64, mut deltas: Vec<i64>) -> Vec<i64> {
-    let mut acc = first;
-    for d in deltas.iter_mut() {
-        acc = acc.wrapping_add(*d);
-        *d = acc;
+    fn select<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        _id: NodeId,
+        count: usize,
+        _depth: usize,
+        sel: &Bitmap,
+    ) -> Result<Option<Vec<V>>> {
+        if V::DOMAIN != Domain::Int {
+            return Ok(None);
+        }
+        let base = i64::try_from(self.base).map_err(|_| {
+            corrupt(format!(
+                "frame-of-reference base {} out of range",
+                self.base
+            ))
+        })?;
+        let words = self.words(ctx, count)?;
+        let out = sift_bits::select::unpack_selected_for::<u64>(
+            &words,
+            u32::from(self.bits),
+            base as u64,
+            sel,
+        )
+        .map_err(|e| corrupt(format!("packed codes: {e}")))?;
+        // Same layout; the collect reuses the allocation.
+        Ok(V::from_ints(out.into_iter().map(|v| v as i64).collect()))
     }
-    deltas
+
+    fn filter<V: Value, P: DomainPred<V>>(
+        &self,
+        ctx: &Ctx<'_>,
+        _id: NodeId,
+        count: usize,
+        _depth: usize,
+        p: &P,
+    ) -> Result<Option<Bitmap>> {
+        let Some((lo, hi, negate)) = p.int_range() else {
+            return Ok(None);
+        };
+        self.range(ctx, count, lo, hi, negate).map(Some)
+    }
+
+    fn decode_native<T: NativeInt>(
+        &self,
+        ctx: &Ctx<'_>,
+        _id: NodeId,
+        count: usize,
+    ) -> Result<Option<Vec<T>>> {
+        let base = T::from_i128(self.base).ok_or_else(|| {
+            corrupt(format!(
+                "frame-of-reference base {} out of range",
+                self.base
+            ))
+        })?;
+        let words = self.words(ctx, count)?;
+        let mut out = vec![T::default(); count];
+        pack::unpack_map(&words, u32::from(self.bits), &mut out, |c| base.add_code(c))
+            .map_err(|e| corrupt(format!("packed buffer too short: {e:?}")))?;
+        Ok(Some(out))
+    }
+
+    fn beyond_i64(&self, _bytes: usize) -> bool {
+        i64::try_from(self.base).is_err()
+            || self.bits >= 64
+            || self.base.saturating_add((1i128 << self.bits) - 1) > i128::from(i64::MAX)
+    }
+
+    fn scan_cost(&self, _enc: &ColumnEncoding) -> Option<f64> {
+        Some(0.1 + f64::from(self.bits) / 16.0)
+    }
+
+    fn row_addressable(&self, _enc: &ColumnEncoding) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -286,13 +332,13 @@ mod tests {
         values: Vec<T>,
     ) -> std::result::Result<(), TestCaseError> {
         let mut sink = BufferSink::default();
-        let root = encode_ints(&values, &mut sink);
-        let enc = ColumnEncoding {
-            validity: crate::Validity::AllValid,
-            nodes: sink.nodes,
-        };
-        let bufs: Vec<&[u8]> = sink.buffers.iter().map(Vec::as_slice).collect();
-        let out = decode_ints::<T>(&enc, root, values.len(), &Buffers(&bufs))
+        let root = encode_ints(&values, &mut sink, 1);
+        let out = sink
+            .decode_with(|ctx| {
+                let node = ctx.node(root, 0)?;
+                node.decode_native::<T>(ctx, root, values.len())?
+                    .ok_or_else(|| corrupt("not a native root"))
+            })
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(out, values);
         Ok(())

@@ -1,4 +1,5 @@
-//! ALP and ALP_RD float encodings (Afroozeh, Kuffó, Boncz, SIGMOD 2024).
+//! ALP float encoding (Afroozeh, Kuffó, Boncz, SIGMOD 2024); ALP_RD, for real doubles, is
+//! its sibling in `alp_rd.rs`.
 //!
 //! ALP stores a decimal-like double `v` as the integer `d = round(v × 10^e × 10^-f)` with one
 //! exponent `e` and factor `f` per chunk, chosen on a sample; `d` cascades through the integer
@@ -6,18 +7,29 @@
 //! back its exact bits, so the encoder runs the decoder's own arithmetic ([`alp_decode_one`])
 //! as its check; everything else (NaN, ±inf, -0.0, too many digits) becomes an exception in
 //! a patch node over the ALP node.
-//!
-//! ALP_RD serves real doubles, whose decimal form is long: the high bits of the bit pattern
-//! repeat (sign, exponent, leading mantissa bits), the low bits do not. It splits every
-//! pattern at `right_bits`; the high part cascades (typically into a tiny dictionary), the
-//! low part is bit-packed.
 
-use crate::cascade::{Ctx, FloatBits, Value};
+use serde::{Deserialize, Serialize};
+use sift_bits::Bitmap;
+
+use crate::domain::{Domain, FloatBits, Value, uniform};
+use crate::encoding::{DECODE_ROW_COST, Encoding};
+use crate::encodings::{patch, plain};
 use crate::error::{Result, corrupt};
-use crate::node::{BufferSink, Node, NodeId};
-use crate::patch;
+use crate::predicate::{DomainPred, IntRange, float_key};
 use crate::sample::sample;
+use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
 use sift_bits::pack::bit_width;
+
+/// Float = `ints[i]` × 10^`factor` × 10^-`exponent`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Alp {
+    /// The exponent (at most 18).
+    pub exponent: u8,
+    /// The factor (at most the exponent).
+    pub factor: u8,
+    /// The integers.
+    pub ints: NodeId,
+}
 
 /// Largest exponent (and factor), the paper's bound for doubles: beyond 18 fraction digits
 /// no double round-trips through an integer below 2^51 anyway.
@@ -54,9 +66,6 @@ const CHECK_SAMPLE: usize = 4096;
 
 /// Estimated cost of one exception: the double plus a 16-bit position (the paper's figure).
 const EXCEPTION_BITS: usize = 64 + 16;
-
-/// Cut positions ALP_RD tries: the high part keeps 1 to 16 bits (the paper's range).
-const RD_RIGHT_BITS: std::ops::RangeInclusive<u8> = 48..=63;
 
 /// The ALP decoding of one integer; `factor_mul` = `F10[f]`, `exp_mul` = `IF10[e]`.
 /// Encoder and decoder both call this (or its vectorized form
@@ -140,9 +149,14 @@ fn search_sample(values: &[FloatBits]) -> Vec<FloatBits> {
     s.iter().step_by(stride).copied().collect()
 }
 
-/// ALP: decimals stored as integers with a shared exponent and factor; `None` if the
+/// ALP: decimals stored as integers with a shared exponent and factor; plain when the
 /// values are not decimal-like (more than half of the sample would be exceptions).
-pub(crate) fn encode_alp(values: &[FloatBits], sink: &mut BufferSink, depth: u8) -> Option<NodeId> {
+pub(crate) fn encode(values: &[FloatBits], sink: &mut BufferSink, depth: u8) -> NodeId {
+    encode_alp(values, sink, depth).unwrap_or_else(|| plain::encode_floats(values, sink, depth))
+}
+
+/// ALP, or `None` if the values are not decimal-like.
+fn encode_alp(values: &[FloatBits], sink: &mut BufferSink, depth: u8) -> Option<NodeId> {
     let (e, f, sample_exceptions, checked) = choose_exponent_factor(values)?;
     if sample_exceptions * 2 > checked {
         return None;
@@ -178,7 +192,7 @@ pub(crate) fn encode_alp(values: &[FloatBits], sink: &mut BufferSink, depth: u8)
     let ints = <i64 as Value>::encode(&ints, sink, child_depth);
     sink.set_node(
         alp_id,
-        Node::Alp {
+        Alp {
             exponent: e,
             factor: f,
             ints,
@@ -191,108 +205,6 @@ pub(crate) fn encode_alp(values: &[FloatBits], sink: &mut BufferSink, depth: u8)
         }
         None => alp_id,
     })
-}
-
-/// The cut that minimizes the estimated size of `sample` split into a cascaded high part
-/// (the better of frame of reference and a dictionary) and a bit-packed low part.
-fn best_right_bits(sample: &[FloatBits]) -> u8 {
-    let n = sample.len();
-    let mut best = (usize::MAX, *RD_RIGHT_BITS.end());
-    let mut left: Vec<u64> = Vec::with_capacity(n);
-    // From the narrowest high part up, so that ties keep the smaller dictionary.
-    for r in RD_RIGHT_BITS.rev() {
-        let mask = (1u64 << r) - 1;
-        left.clear();
-        left.extend(sample.iter().map(|v| v.0 >> r));
-        left.sort_unstable();
-        let (lo, hi) = (
-            left.first().copied().unwrap_or(0),
-            left.last().copied().unwrap_or(0),
-        );
-        left.dedup();
-        let distinct = left.len();
-        let left_range_bits = bit_width(hi - lo) as usize;
-        let for_bits = n * left_range_bits;
-        let dict_bits =
-            n * bit_width(distinct.saturating_sub(1) as u64) as usize + distinct * left_range_bits;
-        let (rmin, rmax) = sample
-            .iter()
-            .map(|v| v.0 & mask)
-            .fold((u64::MAX, 0u64), |(a, b), x| (a.min(x), b.max(x)));
-        let right_bits = n * bit_width(rmax.saturating_sub(rmin)) as usize;
-        let size = for_bits.min(dict_bits) + right_bits;
-        if size < best.0 {
-            best = (size, r);
-        }
-    }
-    best.1
-}
-
-/// ALP_RD: real doubles split into a high part (usually a tiny dictionary) and raw low bits.
-pub(crate) fn encode_alp_rd(values: &[FloatBits], sink: &mut BufferSink, depth: u8) -> NodeId {
-    let right_bits = best_right_bits(&sample(values));
-    let mask = (1u64 << right_bits) - 1;
-    let id = sink.reserve_node();
-    // right_bits ≥ 1, so both halves are below 2^63 and fit in i64 without changing sign.
-    let left: Vec<i64> = values.iter().map(|v| (v.0 >> right_bits) as i64).collect();
-    let right: Vec<i64> = values.iter().map(|v| (v.0 & mask) as i64).collect();
-    let child_depth = depth.saturating_sub(1);
-    let left = <i64 as Value>::encode(&left, sink, child_depth);
-    let right = <i64 as Value>::encode(&right, sink, child_depth);
-    sink.set_node(
-        id,
-        Node::AlpRd {
-            right_bits,
-            left,
-            right,
-        },
-    );
-    id
-}
-
-/// Decodes an `Alp` or `AlpRd` node.
-pub(crate) fn decode(
-    ctx: &Ctx<'_>,
-    id: NodeId,
-    count: usize,
-    depth: usize,
-) -> Result<Vec<FloatBits>> {
-    match ctx.node(id, depth)? {
-        &Node::Alp {
-            exponent,
-            factor,
-            ints,
-        } => {
-            let ints = i64::decode(ctx, ctx.child(id, ints)?, count, depth + 1)?;
-            decode_ints_checked(id, exponent, factor, ints)
-        }
-        &Node::AlpRd {
-            right_bits,
-            left,
-            right,
-        } => {
-            if !(1..=63).contains(&right_bits) {
-                return Err(corrupt(format!(
-                    "node {id}: ALP_RD cut at bit {right_bits}, 1..=63 expected"
-                )));
-            }
-            let left = i64::decode(ctx, ctx.child(id, left)?, count, depth + 1)?;
-            let right = i64::decode(ctx, ctx.child(id, right)?, count, depth + 1)?;
-            let shift = u32::from(right_bits);
-            let mask = (1u64 << shift) - 1;
-            // High bits shifted out and stray low bits are dropped: a hostile file gets
-            // garbage values, never a panic.
-            Ok(left
-                .into_iter()
-                .zip(&right)
-                .map(|(l, &r)| FloatBits(((l as u64) << shift) | (r as u64 & mask)))
-                .collect())
-        }
-        other => Err(corrupt(format!(
-            "node {id} ({}) is not an ALP node",
-            other.label()
-        ))),
-    }
 }
 
 /// Decodes the ALP integers of node `id`, checked to lie within ±2^51.
@@ -320,12 +232,11 @@ pub(crate) fn decode_ints_checked(
 }
 
 /// The ALP integers whose decoded doubles lie in the total-order key range `lo..=hi`
-/// (see [`crate::filter::float_key`]), or `None` if none do. Decoding is monotone in the
+/// (see [`float_key`]), or `None` if none do. Decoding is monotone in the
 /// integer (an exact conversion times positive constants, each rounded to nearest), so
 /// the matching integers form one range, found by binary search on the decoder itself:
 /// exact, whatever the rounding of the constants.
 pub(crate) fn int_range(exponent: u8, factor: u8, lo: u64, hi: u64) -> Result<Option<(i64, i64)>> {
-    use crate::filter::float_key;
     if exponent > MAX_EXPONENT || factor > exponent {
         return Err(corrupt(format!(
             "ALP exponent {exponent} / factor {factor} out of range (factor ≤ exponent ≤ {MAX_EXPONENT})"
@@ -352,12 +263,100 @@ pub(crate) fn int_range(exponent: u8, factor: u8, lo: u64, hi: u64) -> Result<Op
     Ok((from <= to).then_some((from, to)))
 }
 
+impl Encoding for Alp {
+    const ID: u8 = 9;
+    const NAME: &'static str = "alp";
+    const DOMAINS: &'static [Domain] = &[Domain::Float];
+
+    fn label(&self) -> String {
+        format!("alp[e{},f{}]", self.exponent, self.factor)
+    }
+
+    fn children(&self) -> Vec<NodeId> {
+        vec![self.ints]
+    }
+
+    fn decode<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+    ) -> Result<Option<Vec<V>>> {
+        if V::DOMAIN != Domain::Float {
+            return Ok(None);
+        }
+        let ints = i64::decode(ctx, ctx.child(id, self.ints)?, count, depth + 1)?;
+        Ok(V::from_floats(decode_ints_checked(
+            id,
+            self.exponent,
+            self.factor,
+            ints,
+        )?))
+    }
+
+    /// The selected integers, then the float conversion.
+    fn select<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        sel: &Bitmap,
+    ) -> Result<Option<Vec<V>>> {
+        if V::DOMAIN != Domain::Float {
+            return Ok(None);
+        }
+        let ints = i64::select(ctx, ctx.child(id, self.ints)?, count, depth + 1, sel)?;
+        Ok(V::from_floats(decode_ints_checked(
+            id,
+            self.exponent,
+            self.factor,
+            ints,
+        )?))
+    }
+
+    /// A float range becomes an exact integer range, evaluated on the integers.
+    fn filter<V: Value, P: DomainPred<V>>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        p: &P,
+    ) -> Result<Option<Bitmap>> {
+        let Some((lo, hi, negate)) = p.key_range() else {
+            return Ok(None);
+        };
+        let ints = ctx.child(id, self.ints)?;
+        Ok(Some(match int_range(self.exponent, self.factor, lo, hi)? {
+            Some((lo, hi)) => i64::filter(
+                ctx,
+                ints,
+                count,
+                depth + 1,
+                &IntRange::new(i128::from(lo), i128::from(hi), negate),
+            )?,
+            None => uniform(count, negate),
+        }))
+    }
+
+    fn scan_cost(&self, enc: &ColumnEncoding) -> Option<f64> {
+        let ints = enc.node(self.ints).ok().and_then(|n| n.scan_cost(enc));
+        Some(ints.unwrap_or(DECODE_ROW_COST))
+    }
+
+    fn row_addressable(&self, enc: &ColumnEncoding) -> bool {
+        enc.node(self.ints).is_ok_and(|n| n.row_addressable(enc))
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Node;
     use crate::Validity;
-    use crate::cascade::MAX_CASCADE;
-    use crate::node::ColumnEncoding;
+    use crate::chooser::MAX_CASCADE;
+    use crate::tree::ColumnEncoding;
     use proptest::prelude::*;
 
     /// A small deterministic generator (splitmix64), so the size checks are reproducible.
@@ -410,7 +409,7 @@ mod tests {
                 return Ok(());
             }
         } else {
-            encode_alp_rd(&input, &mut sink, MAX_CASCADE);
+            crate::encodings::alp_rd::encode(&input, &mut sink, MAX_CASCADE);
         }
         let (enc, out) = decode_sink(sink, values.len());
         let out = out.map_err(|e| TestCaseError::fail(format!("{e} in {}", enc.describe())))?;
@@ -513,12 +512,15 @@ mod tests {
         let enc = round_trip(&v)?;
         // Still ALP, with the specials patched in.
         prop_assert!(
-            matches!(enc.nodes[0], Node::Patch { exceptions: 11, .. }),
+            matches!(
+                enc.nodes[0],
+                Node::Patch(crate::encodings::Patch { exceptions: 11, .. })
+            ),
             "{}",
             enc.describe()
         );
         prop_assert!(
-            matches!(enc.nodes[1], Node::Alp { exponent, factor, .. } if exponent == factor + 1),
+            matches!(enc.nodes[1], Node::Alp(crate::encodings::Alp { exponent, factor, .. }) if exponent == factor + 1),
             "{}",
             enc.describe()
         );
@@ -544,17 +546,17 @@ mod tests {
             .collect();
         let enc = round_trip(&v)?;
         let (alp, exceptions) = match &enc.nodes[0] {
-            Node::Patch {
+            Node::Patch(crate::encodings::Patch {
                 inner, exceptions, ..
-            } => (*inner as usize, *exceptions as usize),
+            }) => (*inner as usize, *exceptions as usize),
             _ => (0, 0),
         };
         prop_assert!(exceptions * 100 < v.len(), "{exceptions} exceptions");
-        let Node::Alp {
+        let Node::Alp(crate::encodings::Alp {
             exponent,
             factor,
             ints,
-        } = &enc.nodes[alp]
+        }) = &enc.nodes[alp]
         else {
             return Err(TestCaseError::fail(format!("not ALP: {}", enc.describe())));
         };
@@ -562,7 +564,7 @@ mod tests {
         // decoding exact: d × 10^12 is exact and × 10^-14 rounds once, whereas d × 10^-2
         // alone misses the nearest double for one price in eight.
         prop_assert_eq!(exponent - factor, 2);
-        let Node::For { bits, .. } = &enc.nodes[*ints as usize] else {
+        let Node::For(crate::encodings::For { bits, .. }) = &enc.nodes[*ints as usize] else {
             return Err(TestCaseError::fail(format!(
                 "ints not bit-packed: {}",
                 enc.describe()
@@ -599,7 +601,7 @@ mod tests {
                 "{name}"
             );
             let exceptions = match &sink.nodes[0] {
-                Node::Patch { exceptions, .. } => *exceptions as usize,
+                Node::Patch(crate::encodings::Patch { exceptions, .. }) => *exceptions as usize,
                 _ => 0,
             };
             prop_assert!(
@@ -630,7 +632,7 @@ mod tests {
         let size = sink.stored_size();
         let enc = round_trip(&v)?;
         prop_assert!(
-            matches!(enc.nodes[0], Node::AlpRd { .. }),
+            matches!(enc.nodes[0], Node::AlpRd(crate::encodings::AlpRd { .. })),
             "{}",
             enc.describe()
         );
@@ -639,7 +641,7 @@ mod tests {
         let v: Vec<f64> = (0..65536).map(|_| rng.unit()).collect();
         let enc = round_trip(&v)?;
         prop_assert!(
-            matches!(enc.nodes[0], Node::AlpRd { .. }),
+            matches!(enc.nodes[0], Node::AlpRd(crate::encodings::AlpRd { .. })),
             "{}",
             enc.describe()
         );
@@ -658,17 +660,19 @@ mod tests {
 
     #[test]
     fn hostile_nodes_are_errors() {
-        let ints = |v: i64| Node::Constant {
-            value: v.to_le_bytes().to_vec(),
+        let ints = |v: i64| {
+            Node::Constant(crate::encodings::Constant {
+                value: v.to_le_bytes().to_vec(),
+            })
         };
         // Exponent and factor out of range.
         for (e, f) in [(19, 0), (255, 3), (3, 4)] {
             let nodes = vec![
-                Node::Alp {
+                Node::Alp(crate::encodings::Alp {
                     exponent: e,
                     factor: f,
                     ints: 1,
-                },
+                }),
                 ints(5),
             ];
             assert!(hostile(nodes, &[], 4).is_err());
@@ -676,22 +680,22 @@ mod tests {
         // Integers beyond ±2^51.
         for d in [i64::MIN, i64::MAX, INT_LIMIT + 1, -INT_LIMIT - 1] {
             let nodes = vec![
-                Node::Alp {
+                Node::Alp(crate::encodings::Alp {
                     exponent: 2,
                     factor: 0,
                     ints: 1,
-                },
+                }),
                 ints(d),
             ];
             assert!(hostile(nodes, &[], 4).is_err());
         }
         // The boundary itself is fine.
         let nodes = vec![
-            Node::Alp {
+            Node::Alp(crate::encodings::Alp {
                 exponent: 0,
                 factor: 0,
                 ints: 1,
-            },
+            }),
             ints(-INT_LIMIT),
         ];
         assert!(
@@ -700,11 +704,11 @@ mod tests {
         // Self-reference and missing children.
         assert!(
             hostile(
-                vec![Node::Alp {
+                vec![Node::Alp(crate::encodings::Alp {
                     exponent: 0,
                     factor: 0,
                     ints: 0
-                }],
+                })],
                 &[],
                 4
             )
@@ -712,11 +716,11 @@ mod tests {
         );
         assert!(
             hostile(
-                vec![Node::Alp {
+                vec![Node::Alp(crate::encodings::Alp {
                     exponent: 0,
                     factor: 0,
                     ints: 7
-                }],
+                })],
                 &[],
                 4
             )
@@ -725,11 +729,11 @@ mod tests {
         // Cuts out of range.
         for r in [0, 64, 200] {
             let nodes = vec![
-                Node::AlpRd {
+                Node::AlpRd(crate::encodings::AlpRd {
                     right_bits: r,
                     left: 1,
                     right: 2,
-                },
+                }),
                 ints(1),
                 ints(1),
             ];
@@ -739,11 +743,11 @@ mod tests {
         for (l, r) in [(i64::MIN, -1), (-1, i64::MAX), (i64::MAX, i64::MIN)] {
             for cut in [1, 32, 63] {
                 let nodes = vec![
-                    Node::AlpRd {
+                    Node::AlpRd(crate::encodings::AlpRd {
                         right_bits: cut,
                         left: 1,
                         right: 2,
-                    },
+                    }),
                     ints(l),
                     ints(r),
                 ];
@@ -752,23 +756,16 @@ mod tests {
         }
         // A child with too few values in its buffer.
         let nodes = vec![
-            Node::Alp {
+            Node::Alp(crate::encodings::Alp {
                 exponent: 1,
                 factor: 0,
                 ints: 1,
-            },
-            Node::Plain {
+            }),
+            Node::Plain(crate::encodings::Plain {
                 width: 8,
                 buffer: 0,
-            },
+            }),
         ];
         assert!(hostile(nodes, &[vec![0; 16]], 4).is_err());
-        // Not an ALP node at all.
-        let ctx_enc = ColumnEncoding {
-            validity: Validity::AllValid,
-            nodes: vec![ints(1)],
-        };
-        let ctx = Ctx::new(&ctx_enc, &[]);
-        assert!(decode(&ctx, 0, 1, 0).is_err());
     }
 }

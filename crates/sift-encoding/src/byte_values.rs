@@ -1,11 +1,9 @@
-//! Byte strings (utf8, binary, fixed-size binary): constant, plain, sorted dictionary or
-//! FSST, chosen by sampling like the other domains.
+//! Decoded byte strings (utf8, binary, fixed-size binary) and the limits on what a chunk
+//! may decode to.
 
-use crate::cascade::{Ctx, Value, decode_indices};
+use crate::domain::decode_indices;
 use crate::error::{Result, corrupt};
-use crate::fsst;
-use crate::node::{BufferSink, Node, NodeId};
-use crate::sample::sample;
+use crate::tree::{Ctx, NodeId};
 
 /// The most bytes one chunk may decode to in any case: offsets are `u32`.
 pub(crate) const MAX_CHUNK_BYTES: usize = u32::MAX as usize;
@@ -48,6 +46,11 @@ pub(crate) struct ByteValues {
 }
 
 impl ByteValues {
+    /// The number of strings.
+    pub(crate) fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
     pub(crate) fn value(&self, i: usize) -> &[u8] {
         &self.data[self.offsets[i] as usize..self.offsets[i + 1] as usize]
     }
@@ -67,170 +70,6 @@ impl ByteValues {
         // Callers bound the total by the chunk's decode budget (at most MAX_CHUNK_BYTES),
         // so it fits.
         self.offsets.push(self.data.len() as u32);
-    }
-}
-
-/// Byte-string schemes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BytesScheme {
-    Plain,
-    Dict,
-    Fsst,
-}
-
-/// Encodes byte strings; `fixed` is the width of fixed-size binary values.
-pub(crate) fn encode_bytes(
-    values: &[&[u8]],
-    fixed: Option<u32>,
-    sink: &mut BufferSink,
-    depth: u8,
-) -> NodeId {
-    if let Some(first) = values.first()
-        && values.iter().all(|v| v == first)
-    {
-        return sink.push_node(Node::Constant {
-            value: first.to_vec(),
-        });
-    }
-    if depth <= 1 {
-        return encode_plain(values, fixed, sink, depth);
-    }
-    let s = sample(values);
-    let mut candidates = vec![BytesScheme::Plain];
-    // Repetition is counted on the whole input: a column with a few thousand distinct
-    // strings per block (tail numbers, names) looks unique in a 640-value sample, so the
-    // sample alone would never try a dictionary on it.
-    let dict_viable = at_most_distinct(values, values.len() / 2);
-    if dict_viable {
-        candidates.push(BytesScheme::Dict);
-    }
-    if fixed.is_none() {
-        candidates.push(BytesScheme::Fsst);
-    }
-    let encode = |scheme: BytesScheme, values: &[&[u8]], sink: &mut BufferSink| match scheme {
-        BytesScheme::Plain => encode_plain(values, fixed, sink, depth),
-        BytesScheme::Dict => encode_dict(values, fixed, sink, depth),
-        BytesScheme::Fsst => fsst::encode(values, sink, depth),
-    };
-    let mut best = crate::cascade::choose(&candidates, &s, values, |c, data, scratch| {
-        encode(c, data, scratch);
-    })
-    .unwrap_or(BytesScheme::Plain);
-    // For the same reason the sample underrates the dictionary: settle it on the full input.
-    if dict_viable && best != BytesScheme::Dict && s.len() < values.len() {
-        let size = |c| {
-            let mut scratch = BufferSink::default();
-            encode(c, values, &mut scratch);
-            scratch.stored_size()
-        };
-        if size(BytesScheme::Dict) < size(best) {
-            best = BytesScheme::Dict;
-        }
-    }
-    encode(best, values, sink)
-}
-
-/// True if `values` hold at most `limit` distinct values (stops counting past the limit).
-fn at_most_distinct(values: &[&[u8]], limit: usize) -> bool {
-    let mut seen: rustc_hash::FxHashSet<&[u8]> = rustc_hash::FxHashSet::default();
-    for v in values {
-        if seen.insert(v) && seen.len() > limit {
-            return false;
-        }
-    }
-    true
-}
-
-fn encode_plain(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink, depth: u8) -> NodeId {
-    let data = values.concat();
-    match fixed {
-        Some(width) => {
-            let buffer = sink.buffer(data);
-            sink.push_node(Node::Plain { width, buffer })
-        }
-        None => {
-            let id = sink.reserve_node();
-            let lens: Vec<i64> = values.iter().map(|v| v.len() as i64).collect();
-            let lengths = i64::encode(&lens, sink, depth.saturating_sub(1));
-            let data = sink.buffer(data);
-            sink.set_node(id, Node::Bytes { lengths, data });
-            id
-        }
-    }
-}
-
-fn encode_dict(values: &[&[u8]], fixed: Option<u32>, sink: &mut BufferSink, depth: u8) -> NodeId {
-    let (sorted, codes) = crate::dict::build(values);
-    let id = sink.reserve_node();
-    let child_depth = depth.saturating_sub(1);
-    let vals = encode_bytes(&sorted, fixed, sink, child_depth);
-    let codes = i64::encode(&codes, sink, child_depth);
-    sink.set_node(
-        id,
-        Node::Dict {
-            values: vals,
-            len: sorted.len() as u32,
-            codes,
-        },
-    );
-    id
-}
-
-/// Decodes `count` byte strings from node `id`, checked to be exactly `count`.
-pub(crate) fn decode_bytes(
-    ctx: &Ctx<'_>,
-    id: NodeId,
-    count: usize,
-    depth: usize,
-) -> Result<ByteValues> {
-    let out = decode_bytes_node(ctx, id, count, depth)?;
-    crate::cascade::exact_count(ctx, id, out.offsets.len().saturating_sub(1), count)?;
-    Ok(out)
-}
-
-fn decode_bytes_node(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<ByteValues> {
-    match ctx.node(id, depth)? {
-        Node::Plain { width, buffer } => {
-            let width = *width as usize;
-            ctx.check_decoded(Some(id), count, count.checked_mul(width))?;
-            let total = count * width;
-            let bytes = ctx.bufs.get(*buffer, total)?;
-            Ok(ByteValues {
-                offsets: (0..=count).map(|i| (i * width) as u32).collect(),
-                data: bytes[..total].to_vec(),
-                utf8_checked: false,
-            })
-        }
-        Node::Constant { value } => {
-            ctx.check_decoded(Some(id), count, count.checked_mul(value.len()))?;
-            let mut out = ByteValues::with_capacity(count, value.len() * count);
-            for _ in 0..count {
-                out.push(value);
-            }
-            Ok(out)
-        }
-        Node::Bytes { lengths, data } => {
-            let bytes = ctx.bufs.get(*data, 0)?;
-            let offsets = decode_offsets(ctx, id, *lengths, count, bytes.len(), depth)?;
-            let end = offsets.last().copied().unwrap_or(0) as usize;
-            Ok(ByteValues {
-                offsets,
-                data: bytes[..end].to_vec(),
-                utf8_checked: false,
-            })
-        }
-        Node::Dict { values, len, codes } => {
-            let len = crate::dict::checked_len(*len, count)?;
-            let dict = decode_bytes(ctx, ctx.child(id, *values)?, len, depth + 1)?;
-            let max = len.saturating_sub(1) as u64;
-            let codes = decode_indices(ctx, ctx.child(id, *codes)?, count, max, depth + 1)?;
-            gather(ctx, id, &dict, &codes)
-        }
-        Node::Fsst { .. } => fsst::decode(ctx, id, count, depth),
-        other => Err(corrupt(format!(
-            "node {id} ({}) cannot hold byte strings",
-            other.label()
-        ))),
     }
 }
 
@@ -381,6 +220,9 @@ pub(crate) fn decode_offsets(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Node;
+    use crate::domain::Strings;
+    use crate::tree::BufferSink;
     use proptest::prelude::*;
 
     fn round_trip(
@@ -389,10 +231,10 @@ mod tests {
     ) -> std::result::Result<(), TestCaseError> {
         let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
         let mut sink = BufferSink::default();
-        let root = encode_bytes(&refs, fixed, &mut sink, crate::cascade::MAX_CASCADE);
+        let root = Strings::encode(&refs, fixed, &mut sink, crate::chooser::MAX_CASCADE);
         prop_assert_eq!(root, 0);
         let out = sink
-            .decode_with(|ctx| decode_bytes(ctx, root, values.len(), 0))
+            .decode_with(|ctx| Strings::decode(ctx, root, values.len(), 0))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(out.offsets.len(), values.len() + 1);
         for (i, v) in values.iter().enumerate() {
@@ -407,7 +249,7 @@ mod tests {
             validity: crate::Validity::AllValid,
             nodes,
         };
-        decode_bytes(&Ctx::new(&enc, &[]), 0, count, 0)
+        Strings::decode(&Ctx::new(&enc, &[]), 0, count, 0)
     }
 
     #[allow(clippy::panic)]
@@ -423,7 +265,10 @@ mod tests {
     #[test]
     fn constant_beyond_the_budget_is_refused() {
         let value = vec![b'x'; DECODE_FLOOR / 65_536 + 1];
-        let msg = refused(decode_tree(vec![Node::Constant { value }], 65_536));
+        let msg = refused(decode_tree(
+            vec![Node::Constant(crate::encodings::Constant { value })],
+            65_536,
+        ));
         assert!(
             msg.contains("node 0: 65536 values decode to 67174400 bytes, more than the chunk's decode limit of 67108864 bytes"),
             "{msg}"
@@ -431,9 +276,12 @@ mod tests {
         // Within the budget, it decodes.
         let value = vec![b'x'; 1024];
         assert_eq!(
-            decode_tree(vec![Node::Constant { value }], 4096)
-                .map(|v| v.data.len())
-                .map_err(|e| e.to_string()),
+            decode_tree(
+                vec![Node::Constant(crate::encodings::Constant { value })],
+                4096
+            )
+            .map(|v| v.data.len())
+            .map_err(|e| e.to_string()),
             Ok(4 << 20)
         );
     }
@@ -443,17 +291,17 @@ mod tests {
     #[test]
     fn long_dictionary_entry_beyond_the_budget_is_refused() {
         let nodes = vec![
-            Node::Dict {
+            Node::Dict(crate::encodings::Dict {
                 values: 1,
                 len: 1,
                 codes: 2,
-            },
-            Node::Constant {
+            }),
+            Node::Constant(crate::encodings::Constant {
                 value: vec![b'x'; 2000],
-            },
-            Node::Constant {
+            }),
+            Node::Constant(crate::encodings::Constant {
                 value: 0i64.to_le_bytes().to_vec(),
-            },
+            }),
         ];
         let msg = refused(decode_tree(nodes, 65_536));
         assert!(
@@ -512,10 +360,10 @@ mod tests {
                 .collect();
             let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
             let mut sink = BufferSink::default();
-            encode_bytes(&refs, None, &mut sink, crate::cascade::MAX_CASCADE);
+            Strings::encode(&refs, None, &mut sink, crate::chooser::MAX_CASCADE);
             let distinct = picks.iter().map(|&(p, _)| p).collect::<std::collections::BTreeSet<_>>();
             if distinct.len() > 1 {
-                prop_assert!(matches!(sink.nodes[0], Node::Dict { .. }), "{:?}", sink.nodes[0]);
+                prop_assert!(matches!(sink.nodes[0], Node::Dict(crate::encodings::Dict { .. })), "{:?}", sink.nodes[0]);
             }
             round_trip(&values, None)?;
         }

@@ -1,0 +1,346 @@
+//! The writer's choice of a scheme by sampling (BtrBlocks §3), for every value domain.
+//!
+//! Choosing: a statistics pass on the whole input rules schemes out (and detects
+//! constants exactly); each remaining scheme encodes the sample (children cascading on the
+//! sample too), and the smallest wins. `depth` counts the levels still allowed, including
+//! the current one; at depth 1 only terminal schemes are tried, so cascades are at most
+//! [`MAX_CASCADE`] deep.
+//!
+//! The chooser knows no encoding: the registry hands it each domain's schemes, with the
+//! statistic that makes each one worth trying ([`When`]).
+
+// FxHash: encoding hashes millions of small keys; SipHash's DoS resistance buys nothing
+// here and cost most of the dictionary-building time.
+use rustc_hash::FxHashMap as HashMap;
+use std::hash::Hash;
+
+use crate::sample::sample;
+use crate::tree::{BufferSink, NodeId};
+
+/// Deepest cascade the writer builds (BtrBlocks uses 3).
+pub(crate) const MAX_CASCADE: u8 = 3;
+
+/// An encoder: encodes values into the sink, children cascading `depth - 1` more levels.
+pub(crate) type Encoder<V> = fn(&[V], &mut BufferSink, u8) -> NodeId;
+
+/// When a scheme is worth trying on an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum When {
+    /// On every input; the domain's first such scheme is its terminal (the only one at
+    /// the last cascade level, and the fallback).
+    Always,
+    /// Runs of equal values average at least two.
+    Runs,
+    /// The sample repeats values (at most half distinct), or the whole input has few
+    /// distinct values: a dictionary.
+    Repetition,
+    /// One value covers at least half of the sample.
+    Dominant,
+    /// The input is (nearly) sorted.
+    Sorted,
+}
+
+/// One scheme of a domain, as the chooser sees it.
+pub(crate) struct Scheme<V: 'static> {
+    /// Its name (tests force each scheme by name).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub name: &'static str,
+    /// When it is tried.
+    pub when: When,
+    /// Its encoder.
+    pub encode: Encoder<V>,
+}
+
+impl<V> Scheme<V> {
+    pub(crate) const fn new(name: &'static str, when: When, encode: Encoder<V>) -> Self {
+        Self { name, when, encode }
+    }
+}
+
+/// The value types the chooser handles.
+pub(crate) trait Sampled: Copy + Eq + Hash + Ord {}
+impl<T: Copy + Eq + Hash + Ord> Sampled for T {}
+
+/// Statistics that rule schemes in or out.
+struct Stats<V> {
+    n: usize,
+    constant: bool,
+    runs: usize,
+    /// Distinct values in the sample (exact for small inputs).
+    sample_distinct: usize,
+    sample_len: usize,
+    /// Whether the whole input has at most `n / FULL_DISTINCT_RATIO` distinct values;
+    /// counted only when the sample alone rules a dictionary out.
+    few_distinct: bool,
+    /// The most frequent sample value and its count.
+    top: Option<(V, usize)>,
+    /// Adjacent pairs in order (for delta).
+    ascending: usize,
+}
+
+impl<V: Sampled> Stats<V> {
+    fn of(values: &[V], sample: &[V]) -> Self {
+        let mut runs = usize::from(!values.is_empty());
+        let mut ascending = 0;
+        for w in values.windows(2) {
+            runs += usize::from(w[0] != w[1]);
+            ascending += usize::from(w[0] <= w[1]);
+        }
+        let mut counts: HashMap<V, usize> =
+            HashMap::with_capacity_and_hasher(sample.len(), Default::default());
+        for &v in sample {
+            *counts.entry(v).or_insert(0) += 1;
+        }
+        // Ties broken by value so the choice is deterministic.
+        let top = counts
+            .iter()
+            .map(|(&v, &c)| (c, v))
+            .max()
+            .map(|(c, v)| (v, c));
+        let sample_distinct = counts.len();
+        let few_distinct = sample_distinct * 2 > sample.len()
+            && values.len() > sample.len()
+            && few_distinct(values, values.len() / FULL_DISTINCT_RATIO);
+        Self {
+            n: values.len(),
+            constant: runs == 1,
+            runs,
+            sample_distinct,
+            sample_len: sample.len(),
+            few_distinct,
+            top,
+            ascending,
+        }
+    }
+
+    fn avg_run(&self) -> f64 {
+        self.n as f64 / self.runs.max(1) as f64
+    }
+    /// The sample alone makes a dictionary worth estimating (BtrBlocks' rule).
+    fn sample_dict_viable(&self) -> bool {
+        self.sample_distinct * 2 <= self.sample_len
+    }
+    fn frequency_viable(&self) -> bool {
+        self.top.is_some_and(|(_, c)| c * 2 >= self.sample_len) && !self.constant
+    }
+    fn sorted(&self) -> bool {
+        self.n > 2 && self.ascending * 10 >= (self.n - 1) * 9
+    }
+}
+
+/// A dictionary is tried when the whole input has at most one distinct value in this many.
+/// The sample's own rule (BtrBlocks: at most half the sample distinct) misses values drawn
+/// from a domain of a few thousand, e.g. clock times as HHMM: 640 sampled values look
+/// mostly distinct although the block holds only ~1,400, and a dictionary saves a bit per
+/// value over the frame of reference.
+const FULL_DISTINCT_RATIO: usize = 8;
+
+/// Whether `values` has at most `limit` distinct values; stops counting past the limit, so
+/// high-cardinality inputs cost about `limit` hash insertions.
+fn few_distinct<V: Sampled>(values: &[V], limit: usize) -> bool {
+    let mut seen: rustc_hash::FxHashSet<V> = rustc_hash::FxHashSet::with_capacity_and_hasher(
+        limit.min(values.len()),
+        Default::default(),
+    );
+    for &v in values {
+        if seen.insert(v) && seen.len() > limit {
+            return false;
+        }
+    }
+    true
+}
+
+/// Sample sizes within this factor of the best are close calls, settled on the full data.
+const CLOSE_CALL: f64 = 1.2;
+/// At most this many finalists are encoded on the full data.
+const MAX_FINALISTS: usize = 3;
+
+/// Picks the scheme with the smallest encoding: every candidate encodes the sample; when
+/// the best few are close, they encode the full input and the smallest wins. (Sampling is
+/// biased for some schemes, e.g. patched bit-packing takes its base from the minimum, which
+/// the sample often misses; the full-data check keeps such close calls from costing much.)
+pub(crate) fn choose<S: Copy, T>(
+    candidates: &[S],
+    sample: &[T],
+    values: &[T],
+    encode: impl Fn(S, &[T], &mut BufferSink),
+) -> Option<S> {
+    let size_on = |s: S, data: &[T]| {
+        let mut scratch = BufferSink::default();
+        encode(s, data, &mut scratch);
+        scratch.stored_size()
+    };
+    let mut sized: Vec<(usize, S)> = candidates
+        .iter()
+        .map(|&s| (size_on(s, sample), s))
+        .collect();
+    // Stable sort: ties keep candidate order, so the choice is deterministic.
+    sized.sort_by_key(|(size, _)| *size);
+    let (best, first) = *sized.first()?;
+    let finalists: Vec<S> = sized
+        .iter()
+        .take(MAX_FINALISTS)
+        .filter(|(size, _)| *size as f64 <= best as f64 * CLOSE_CALL)
+        .map(|(_, s)| *s)
+        .collect();
+    if finalists.len() <= 1 || sample.len() == values.len() {
+        return Some(first);
+    }
+    finalists
+        .into_iter()
+        .map(|s| (size_on(s, values), s))
+        .min_by_key(|(size, _)| *size)
+        .map(|(_, s)| s)
+}
+
+/// Encodes `values` with the scheme among `schemes` that the statistics and the sample
+/// choose; a constant input becomes `constant`.
+pub(crate) fn encode_chosen<V: Sampled + 'static>(
+    values: &[V],
+    sink: &mut BufferSink,
+    depth: u8,
+    schemes: &[Scheme<V>],
+    constant: fn(V, &mut BufferSink) -> NodeId,
+) -> NodeId {
+    let s = sample(values);
+    let stats = Stats::of(values, &s);
+    if stats.constant {
+        return constant(values[0], sink);
+    }
+    // The registry lists a terminal scheme first for every domain.
+    let Some(terminal) = schemes.iter().position(|s| s.when == When::Always) else {
+        return constant(values[0], sink);
+    };
+    let run = |i: usize, data: &[V], sink: &mut BufferSink| (schemes[i].encode)(data, sink, depth);
+    if depth <= 1 || values.len() < 2 {
+        return run(terminal, values, sink);
+    }
+    let worth = |w: When| match w {
+        When::Always => true,
+        When::Runs => stats.avg_run() >= 2.0,
+        When::Repetition => stats.sample_dict_viable(),
+        When::Dominant => stats.frequency_viable(),
+        When::Sorted => stats.sorted(),
+    };
+    let candidates: Vec<usize> = (0..schemes.len())
+        .filter(|&i| worth(schemes[i].when))
+        .collect();
+    let encode = |i: usize, data: &[V], scratch: &mut BufferSink| {
+        run(i, data, scratch);
+    };
+    let mut best = choose(&candidates, &s, values, encode).unwrap_or(terminal);
+    if stats.few_distinct
+        && let Some(dict) = schemes.iter().position(|s| s.when == When::Repetition)
+    {
+        // The sample holds most of the dictionary but few repeats of each entry, so its
+        // estimate is biased against the dictionary: settle it on the full data.
+        best = choose(&[best, dict], values, values, encode).unwrap_or(best);
+    }
+    run(best, values, sink)
+}
+
+/// Encodes booleans: a constant, runs when they are long, else a bitmap.
+pub(crate) fn encode_bools(
+    values: &[bool],
+    sink: &mut BufferSink,
+    depth: u8,
+    (constant, runs, bitmap): (
+        fn(bool, &mut BufferSink) -> NodeId,
+        Encoder<bool>,
+        Encoder<bool>,
+    ),
+) -> NodeId {
+    if let Some(&first) = values.first()
+        && values.iter().all(|&v| v == first)
+    {
+        return constant(first, sink);
+    }
+    let count = 1 + values.windows(2).filter(|w| w[0] != w[1]).count();
+    // A run costs its length (a few bits once bit-packed) against one bit per value in
+    // the bitmap; only long runs pay off.
+    if depth > 1 && count * 16 < values.len() {
+        return runs(values, sink, depth);
+    }
+    bitmap(values, sink, depth)
+}
+
+/// A byte-string encoder (`fixed`: the width of fixed-size binary values).
+pub(crate) type StringEncoder = fn(&[&[u8]], Option<u32>, &mut BufferSink, u8) -> NodeId;
+
+/// The byte-string schemes.
+pub(crate) struct StringSchemes {
+    pub constant: fn(&[u8], &mut BufferSink) -> NodeId,
+    /// The terminal scheme.
+    pub plain: StringEncoder,
+    pub dict: StringEncoder,
+    /// Not for fixed-size values.
+    pub fsst: fn(&[&[u8]], &mut BufferSink, u8) -> NodeId,
+}
+
+/// Encodes byte strings: constant, plain, sorted dictionary or FSST, chosen by sampling.
+pub(crate) fn encode_strings(
+    values: &[&[u8]],
+    fixed: Option<u32>,
+    sink: &mut BufferSink,
+    depth: u8,
+    schemes: &StringSchemes,
+) -> NodeId {
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum S {
+        Plain,
+        Dict,
+        Fsst,
+    }
+    if let Some(first) = values.first()
+        && values.iter().all(|v| v == first)
+    {
+        return (schemes.constant)(first, sink);
+    }
+    if depth <= 1 {
+        return (schemes.plain)(values, fixed, sink, depth);
+    }
+    let s = sample(values);
+    let mut candidates = vec![S::Plain];
+    // Repetition is counted on the whole input: a column with a few thousand distinct
+    // strings per block (tail numbers, names) looks unique in a 640-value sample, so the
+    // sample alone would never try a dictionary on it.
+    let dict_viable = at_most_distinct(values, values.len() / 2);
+    if dict_viable {
+        candidates.push(S::Dict);
+    }
+    if fixed.is_none() {
+        candidates.push(S::Fsst);
+    }
+    let encode = |scheme: S, values: &[&[u8]], sink: &mut BufferSink| match scheme {
+        S::Plain => (schemes.plain)(values, fixed, sink, depth),
+        S::Dict => (schemes.dict)(values, fixed, sink, depth),
+        S::Fsst => (schemes.fsst)(values, sink, depth),
+    };
+    let mut best = choose(&candidates, &s, values, |c, data, scratch| {
+        encode(c, data, scratch);
+    })
+    .unwrap_or(S::Plain);
+    // For the same reason the sample underrates the dictionary: settle it on the full input.
+    if dict_viable && best != S::Dict && s.len() < values.len() {
+        let size = |c| {
+            let mut scratch = BufferSink::default();
+            encode(c, values, &mut scratch);
+            scratch.stored_size()
+        };
+        if size(S::Dict) < size(best) {
+            best = S::Dict;
+        }
+    }
+    encode(best, values, sink)
+}
+
+/// True if `values` hold at most `limit` distinct values (stops counting past the limit).
+fn at_most_distinct(values: &[&[u8]], limit: usize) -> bool {
+    let mut seen: rustc_hash::FxHashSet<&[u8]> = rustc_hash::FxHashSet::default();
+    for v in values {
+        if seen.insert(v) && seen.len() > limit {
+            return false;
+        }
+    }
+    true
+}

@@ -1,0 +1,248 @@
+//! Value domains: what the nodes of a cascade hold. Integers as `i64` (every integer-like
+//! Arrow type whose values fit), doubles as their bit patterns ([`FloatBits`]), booleans,
+//! and byte strings ([`Strings`], decoded as `ByteValues`).
+//!
+//! A domain is where the encodings meet: an encoding's module encodes and decodes its
+//! children through these entry points (`V::encode`, `V::decode`, …) without knowing which
+//! encodings exist; the registry implements them by dispatching over the registered
+//! encodings and the chooser.
+
+use std::hash::Hash;
+
+use sift_bits::Bitmap;
+
+use crate::error::{Result, corrupt};
+use crate::predicate::DomainPred;
+use crate::tree::{BufferSink, Ctx, NodeId};
+
+/// The value domains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Domain {
+    /// Integers, as `i64` (and, at a chunk's root only, `u64` or `i128` beyond it).
+    Int,
+    /// Doubles by bit pattern.
+    Float,
+    /// Booleans.
+    Bool,
+    /// Byte strings (utf8, binary, fixed-size binary).
+    Bytes,
+}
+
+/// A fixed-width value domain with a cascading encoder and decoder.
+pub(crate) trait Value: Copy + Eq + Hash + Ord + Default + Send + Sync + 'static {
+    /// Which domain this is.
+    const DOMAIN: Domain;
+    /// Bytes of a constant of this domain (booleans store one).
+    const CONSTANT_BYTES: usize = 8;
+    /// Little-endian bytes (for constants).
+    fn le_bytes(self) -> [u8; 8];
+    /// From little-endian bytes.
+    fn from_le_bytes8(b: [u8; 8]) -> Self;
+    /// Integers as this domain's values, if it is the integer domain (`None` otherwise):
+    /// lets an integer-only encoding answer a generic decode.
+    fn from_ints(_: Vec<i64>) -> Option<Vec<Self>> {
+        None
+    }
+    /// Doubles as this domain's values, if it is the float domain.
+    fn from_floats(_: Vec<FloatBits>) -> Option<Vec<Self>> {
+        None
+    }
+
+    /// Encodes `values` with the scheme the chooser picks; children may cascade `depth - 1`
+    /// more levels.
+    fn encode(values: &[Self], sink: &mut BufferSink, depth: u8) -> NodeId;
+    /// Decodes `count` values of node `id`, checked to be exactly `count`: parents index
+    /// and expand their children's output by the count they asked for.
+    fn decode(ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<Self>>;
+    /// The values of node `id` (which holds `count`) selected by `sel`, checked to be
+    /// exactly `sel.count_ones()`.
+    fn select(
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        sel: &Bitmap,
+    ) -> Result<Vec<Self>>;
+    /// `p` evaluated on the `count` values of node `id`, on their encoded form where the
+    /// encoding can.
+    fn filter<P: DomainPred<Self>>(
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        p: &P,
+    ) -> Result<Bitmap>;
+}
+
+/// The byte-string domain. Its values are not `Copy`, so it has its own entry points,
+/// with the same meaning as [`Value`]'s (implemented by the registry).
+pub(crate) struct Strings;
+
+/// A double by its bit pattern: equality is bit equality (so encoding is lossless for
+/// NaN payloads and -0.0) and order is `f64::total_cmp`, so sorted dictionaries keep
+/// value order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) struct FloatBits(pub u64);
+
+impl FloatBits {
+    pub(crate) fn f64(self) -> f64 {
+        f64::from_bits(self.0)
+    }
+}
+
+impl Ord for FloatBits {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.f64().total_cmp(&other.f64())
+    }
+}
+
+impl PartialOrd for FloatBits {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The value of a constant, checked to have the domain's size.
+pub(crate) fn constant<V: Value>(value: &[u8]) -> Result<V> {
+    if value.len() != V::CONSTANT_BYTES {
+        return Err(corrupt(format!(
+            "constant of {} bytes, {} expected",
+            value.len(),
+            V::CONSTANT_BYTES
+        )));
+    }
+    let mut b = [0u8; 8];
+    b[..value.len()].copy_from_slice(value);
+    Ok(V::from_le_bytes8(b))
+}
+
+/// Node `id` decoded `got` values where `want` were asked for: an error naming the node.
+pub(crate) fn exact_count(ctx: &Ctx<'_>, id: NodeId, got: usize, want: usize) -> Result<()> {
+    if got == want {
+        return Ok(());
+    }
+    let label = ctx.enc.node(id).map_or_else(|_| "?".into(), |n| n.label());
+    Err(corrupt(format!(
+        "node {id} ({label}) decoded {got} values, {want} expected"
+    )))
+}
+
+/// Checks that integers lie in `0..=max` (codes, lengths, positions) and returns them as
+/// `u64`.
+fn indices(values: Vec<i64>, max: u64) -> Result<Vec<u64>> {
+    // One pass without a branch per value (it vectorizes), then a search for the message.
+    // A negative value is above `max` as u64 (`max` < 2^63: it bounds a count or a length).
+    let out_of_range = |v: i64| v as u64 > max;
+    if values.iter().fold(false, |bad, &v| bad | out_of_range(v)) {
+        let bad = values
+            .iter()
+            .copied()
+            .find(|&v| out_of_range(v))
+            .unwrap_or(-1);
+        return Err(corrupt(format!("index {bad} out of range 0..={max}")));
+    }
+    // All values are in 0..=max, so the cast is exact; the collect reuses the allocation.
+    Ok(values.into_iter().map(|v| v as u64).collect())
+}
+
+/// Decodes `count` integers in `0..=max` (codes, lengths, positions).
+pub(crate) fn decode_indices(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    count: usize,
+    max: u64,
+    depth: usize,
+) -> Result<Vec<u64>> {
+    indices(i64::decode(ctx, id, count, depth)?, max)
+}
+
+/// The selected integers of node `id`, checked to lie in `0..len` (dictionary codes).
+pub(crate) fn select_indices(
+    ctx: &Ctx<'_>,
+    id: NodeId,
+    count: usize,
+    len: usize,
+    depth: usize,
+    sel: &Bitmap,
+) -> Result<Vec<u64>> {
+    indices(
+        i64::select(ctx, id, count, depth, sel)?,
+        len.saturating_sub(1) as u64,
+    )
+}
+
+/// The selected entries of `values`.
+pub(crate) fn compact<V: Copy>(values: &[V], sel: &Bitmap) -> Vec<V> {
+    let mut out = Vec::with_capacity(sel.count_ones());
+    out.extend(sel.iter_ones().filter_map(|i| values.get(i).copied()));
+    out
+}
+
+/// A bitmap of `count` bits, all equal to `v`.
+pub(crate) fn uniform(count: usize, v: bool) -> Bitmap {
+    if v {
+        Bitmap::ones(count)
+    } else {
+        Bitmap::zeros(count)
+    }
+}
+
+/// Evaluates a predicate value by value.
+pub(crate) fn eval_all<V: Copy>(values: &[V], f: impl Fn(V) -> bool) -> Bitmap {
+    let mut words = vec![0u64; values.len().div_ceil(64)];
+    for (w, chunk) in words.iter_mut().zip(values.chunks(64)) {
+        let mut bits = 0u64;
+        for (i, &v) in chunk.iter().enumerate() {
+            bits |= u64::from(f(v)) << i;
+        }
+        *w = bits;
+    }
+    Bitmap::from_words(words, values.len()).unwrap_or_default()
+}
+
+/// Sets bits `start..end`.
+pub(crate) fn set_range(words: &mut [u64], start: usize, end: usize) {
+    if start >= end {
+        return;
+    }
+    let (sw, ew) = (start / 64, (end - 1) / 64);
+    let lo_mask = u64::MAX << (start % 64);
+    let hi_mask = u64::MAX >> (63 - (end - 1) % 64);
+    if sw == ew {
+        words[sw] |= lo_mask & hi_mask;
+        return;
+    }
+    words[sw] |= lo_mask;
+    for w in &mut words[sw + 1..ew] {
+        *w = u64::MAX;
+    }
+    words[ew] |= hi_mask;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_range_sets_exactly() {
+        for (s, e) in [
+            (0, 0),
+            (0, 1),
+            (3, 64),
+            (63, 65),
+            (0, 128),
+            (5, 190),
+            (64, 128),
+        ] {
+            let mut w = vec![0u64; 3];
+            set_range(&mut w, s, e);
+            for i in 0..192 {
+                assert_eq!(
+                    (w[i / 64] >> (i % 64)) & 1 == 1,
+                    (s..e).contains(&i),
+                    "{s} {e} {i}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Delta encoding of integers: differences to the previous value, cascaded (for sorted
+//! data such as keys and dates the differences are small).
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{Domain, Value};
+use crate::encoding::Encoding;
+use crate::error::Result;
+use crate::tree::{BufferSink, Ctx, NodeId};
+
+/// Value `i` = value `i - 1` + `deltas[i]` (wrapping), where value `-1` is `first`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delta {
+    /// The value before the first.
+    pub first: i64,
+    /// The differences.
+    pub deltas: NodeId,
+}
+
+/// Delta encoding: differences to the previous value, cascaded (for sorted data such as
+/// keys and dates the differences are small).
+pub(crate) fn encode(values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
+    let id = sink.reserve_node();
+    let first = values.first().copied().unwrap_or(0);
+    let mut prev = first;
+    let deltas: Vec<i64> = values
+        .iter()
+        .map(|&v| {
+            let d = v.wrapping_sub(prev);
+            prev = v;
+            d
+        })
+        .collect();
+    let deltas = i64::encode(&deltas, sink, depth.saturating_sub(1));
+    sink.set_node(id, Delta { first, deltas });
+    id
+}
+
+/// Inverts [`encode`]: a wrapping prefix sum starting at `first`.
+pub(crate) fn undelta(first: i64, mut deltas: Vec<i64>) -> Vec<i64> {
+    let mut acc = first;
+    for d in deltas.iter_mut() {
+        acc = acc.wrapping_add(*d);
+        *d = acc;
+    }
+    deltas
+}
+
+impl Encoding for Delta {
+    const ID: u8 = 8;
+    const NAME: &'static str = "delta";
+    const DOMAINS: &'static [Domain] = &[Domain::Int];
+
+    fn children(&self) -> Vec<NodeId> {
+        vec![self.deltas]
+    }
+
+    fn decode<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+    ) -> Result<Option<Vec<V>>> {
+        if V::DOMAIN != Domain::Int {
+            return Ok(None);
+        }
+        let deltas = i64::decode(ctx, ctx.child(id, self.deltas)?, count, depth + 1)?;
+        Ok(V::from_ints(undelta(self.first, deltas)))
+    }
+}

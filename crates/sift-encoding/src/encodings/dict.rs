@@ -1,0 +1,278 @@
+//! Sorted dictionaries, for every value domain. Because the dictionary is sorted, code
+//! order is value order and range predicates become code ranges; any predicate is
+//! evaluated once per entry, and selections decode only the selected codes.
+
+// FxHash: encoding hashes millions of small keys; SipHash's DoS resistance buys nothing
+// here and cost most of the dictionary-building time.
+use rustc_hash::FxHashMap as HashMap;
+use serde::{Deserialize, Serialize};
+use sift_bits::Bitmap;
+
+use crate::byte_values::{ByteValues, gather};
+use crate::domain::{Domain, Strings, Value, decode_indices, eval_all, select_indices};
+use crate::encoding::{DECODE_ROW_COST, Encoding};
+use crate::error::Result;
+use crate::predicate::{BytesMatcher, BytesShape, DomainPred, IntRange};
+use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
+
+/// A sorted dictionary of `len` distinct values (child `values`) and one integer code per
+/// value (child `codes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dict {
+    /// The distinct values, sorted.
+    pub values: NodeId,
+    /// The number of entries.
+    pub len: u32,
+    /// The codes.
+    pub codes: NodeId,
+}
+
+/// The sorted distinct values of `values` and the code of every value (used for byte
+/// strings too, whose keys are slices).
+pub(crate) fn build<K: Copy + Eq + std::hash::Hash + Ord>(values: &[K]) -> (Vec<K>, Vec<i64>) {
+    let mut first_codes: HashMap<K, u32> = HashMap::default();
+    let codes: Vec<u32> = values
+        .iter()
+        .map(|&v| {
+            let next = first_codes.len() as u32;
+            *first_codes.entry(v).or_insert(next)
+        })
+        .collect();
+    // Sort the distinct values and renumber codes so that code order is value order.
+    let mut distinct: Vec<(K, u32)> = first_codes.into_iter().collect();
+    distinct.sort_unstable();
+    let mut rank = vec![0i64; distinct.len()];
+    for (r, (_, first)) in distinct.iter().enumerate() {
+        rank[*first as usize] = r as i64;
+    }
+    (
+        distinct.into_iter().map(|(v, _)| v).collect(),
+        codes.into_iter().map(|c| rank[c as usize]).collect(),
+    )
+}
+
+/// Encodes `values` as a sorted dictionary plus codes.
+pub(crate) fn encode<V: Value>(values: &[V], sink: &mut BufferSink, depth: u8) -> NodeId {
+    let id = sink.reserve_node();
+    let (distinct, codes) = build(values);
+    let child_depth = depth.saturating_sub(1);
+    let vals = V::encode(&distinct, sink, child_depth);
+    let codes = i64::encode(&codes, sink, child_depth);
+    sink.set_node(
+        id,
+        Dict {
+            values: vals,
+            len: distinct.len() as u32,
+            codes,
+        },
+    );
+    id
+}
+
+/// Encodes byte strings as a sorted dictionary plus codes.
+pub(crate) fn encode_bytes(
+    values: &[&[u8]],
+    fixed: Option<u32>,
+    sink: &mut BufferSink,
+    depth: u8,
+) -> NodeId {
+    let (sorted, codes) = build(values);
+    let id = sink.reserve_node();
+    let child_depth = depth.saturating_sub(1);
+    let vals = Strings::encode(&sorted, fixed, sink, child_depth);
+    let codes = i64::encode(&codes, sink, child_depth);
+    sink.set_node(
+        id,
+        Dict {
+            values: vals,
+            len: sorted.len() as u32,
+            codes,
+        },
+    );
+    id
+}
+
+impl Dict {
+    /// The entry count, checked against the `count` values it serves.
+    pub(crate) fn checked_len(&self, ctx: &Ctx<'_>, count: usize) -> Result<usize> {
+        ctx.declared("dictionary entries", self.len, count)
+    }
+
+    /// The `len` entries of a fixed-width domain.
+    fn entries<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        len: usize,
+        depth: usize,
+    ) -> Result<Vec<V>> {
+        V::decode(ctx, ctx.child(id, self.values)?, len, depth + 1)
+    }
+
+    /// The `len` entries of a string dictionary.
+    pub(crate) fn byte_entries(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        len: usize,
+        depth: usize,
+    ) -> Result<ByteValues> {
+        Strings::decode(ctx, ctx.child(id, self.values)?, len, depth + 1)
+    }
+
+    /// The codes of all `count` values, or of those selected by `sel`.
+    pub(crate) fn codes(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        len: usize,
+        depth: usize,
+        sel: Option<&Bitmap>,
+    ) -> Result<Vec<u64>> {
+        let codes = ctx.child(id, self.codes)?;
+        match sel {
+            None => decode_indices(ctx, codes, count, len.saturating_sub(1) as u64, depth + 1),
+            Some(s) => select_indices(ctx, codes, count, len, depth + 1, s),
+        }
+    }
+
+    /// The values whose entries matched as `mask`: a contiguous set of codes (or the
+    /// complement of one) becomes a range evaluated on the codes' own encoding; any other
+    /// set is looked up code by code.
+    fn filter_codes(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        mask: &[bool],
+    ) -> Result<Bitmap> {
+        let codes = ctx.child(id, self.codes)?;
+        let depth = depth + 1;
+        let first = mask.iter().position(|&m| m);
+        let last = mask.iter().rposition(|&m| m);
+        let (Some(first), Some(last)) = (first, last) else {
+            return Ok(Bitmap::zeros(count));
+        };
+        let n = mask.len();
+        if mask[first..=last].iter().all(|&m| m) {
+            let range = IntRange::new(first as i128, last as i128, false);
+            return i64::filter(ctx, codes, count, depth, &range);
+        }
+        // The complement: trues at both ends, one run of falses inside.
+        if mask[0] && mask[n - 1] {
+            let f0 = mask.iter().position(|&m| !m).unwrap_or(n);
+            let f1 = mask.iter().rposition(|&m| !m).unwrap_or(0);
+            if f0 <= f1 && mask[f0..=f1].iter().all(|&m| !m) {
+                let range = IntRange::new(f0 as i128, f1 as i128, true);
+                return i64::filter(ctx, codes, count, depth, &range);
+            }
+        }
+        let max = n.saturating_sub(1) as u64;
+        let codes = decode_indices(ctx, codes, count, max, depth)?;
+        Ok(eval_all(&codes, |c| mask[c as usize]))
+    }
+}
+
+impl Encoding for Dict {
+    const ID: u8 = 4;
+    const NAME: &'static str = "dict";
+    const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float, Domain::Bool, Domain::Bytes];
+
+    fn label(&self) -> String {
+        format!("dict[{}]", self.len)
+    }
+
+    fn children(&self) -> Vec<NodeId> {
+        vec![self.values, self.codes]
+    }
+
+    fn decode<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+    ) -> Result<Option<Vec<V>>> {
+        let len = self.checked_len(ctx, count)?;
+        let dict = self.entries::<V>(ctx, id, len, depth)?;
+        let codes = self.codes(ctx, id, count, len, depth, None)?;
+        Ok(Some(codes.into_iter().map(|c| dict[c as usize]).collect()))
+    }
+
+    fn decode_bytes(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+    ) -> Result<Option<ByteValues>> {
+        let len = self.checked_len(ctx, count)?;
+        let dict = self.byte_entries(ctx, id, len, depth)?;
+        let codes = self.codes(ctx, id, count, len, depth, None)?;
+        gather(ctx, id, &dict, &codes).map(Some)
+    }
+
+    fn select<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        sel: &Bitmap,
+    ) -> Result<Option<Vec<V>>> {
+        let len = self.checked_len(ctx, count)?;
+        let dict = self.entries::<V>(ctx, id, len, depth)?;
+        let codes = self.codes(ctx, id, count, len, depth, Some(sel))?;
+        Ok(Some(codes.into_iter().map(|c| dict[c as usize]).collect()))
+    }
+
+    fn select_bytes(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        sel: &Bitmap,
+    ) -> Result<Option<ByteValues>> {
+        let len = self.checked_len(ctx, count)?;
+        let dict = self.byte_entries(ctx, id, len, depth)?;
+        let codes = self.codes(ctx, id, count, len, depth, Some(sel))?;
+        gather(ctx, id, &dict, &codes).map(Some)
+    }
+
+    fn filter<V: Value, P: DomainPred<V>>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        p: &P,
+    ) -> Result<Option<Bitmap>> {
+        let len = self.checked_len(ctx, count)?;
+        let dict = self.entries::<V>(ctx, id, len, depth)?;
+        let mask: Vec<bool> = dict.iter().map(|&v| p.eval(v)).collect();
+        self.filter_codes(ctx, id, count, depth, &mask).map(Some)
+    }
+
+    fn filter_bytes(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        m: &BytesMatcher,
+        _shape: &BytesShape,
+    ) -> Result<Option<Bitmap>> {
+        let len = self.checked_len(ctx, count)?;
+        let dict = self.byte_entries(ctx, id, len, depth)?;
+        let mask: Vec<bool> = (0..len).map(|i| m(dict.value(i))).collect();
+        self.filter_codes(ctx, id, count, depth, &mask).map(Some)
+    }
+
+    fn scan_cost(&self, enc: &ColumnEncoding) -> Option<f64> {
+        let codes = enc.node(self.codes).ok().and_then(|c| c.scan_cost(enc));
+        Some(0.3 + codes.unwrap_or(DECODE_ROW_COST / 2.0))
+    }
+}

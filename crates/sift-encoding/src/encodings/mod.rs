@@ -1,0 +1,31 @@
+//! The encodings, one module each. Every module holds the node type (its parameters,
+//! children and buffers), its encoder(s) and its implementation of
+//! [`Encoding`](crate::encoding::Encoding); `registry.rs` lists them.
+
+pub mod alp;
+pub mod alp_rd;
+pub mod bitmap;
+pub mod bytes;
+pub mod constant;
+pub mod delta;
+pub mod dict;
+pub mod frame;
+pub mod fsst;
+pub mod lookup;
+pub mod patch;
+pub mod plain;
+pub mod rle;
+
+pub use alp::Alp;
+pub use alp_rd::AlpRd;
+pub use bitmap::Bitmap;
+pub use bytes::Bytes;
+pub use constant::Constant;
+pub use delta::Delta;
+pub use dict::Dict;
+pub use frame::For;
+pub use fsst::Fsst;
+pub use lookup::Lookup;
+pub use patch::Patch;
+pub use plain::Plain;
+pub use rle::Rle;

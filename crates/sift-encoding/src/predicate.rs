@@ -1,0 +1,328 @@
+//! Predicates on the values of a column: what they mean ([`ValuePredicate`], one
+//! definition for encoded data and for Arrow arrays alike), and their entry into the
+//! encoded evaluation. Each encoding evaluates them on its own form (see its module and
+//! `Encoding::filter`):
+//!
+//! | node | evaluation |
+//! |---|---|
+//! | constant | once |
+//! | RLE | once per run, then runs set as bit ranges |
+//! | dictionary | once per entry: a mask over codes; a contiguous mask (always, for ranges on a sorted dictionary) becomes a range on the codes, which recurses into their encoding |
+//! | frame of reference | the range is moved into the code domain and compared on the packed codes (`sift_bits::packed_cmp`) |
+//! | ALP | the float range becomes an exact integer range (ALP decoding is monotone), which recurses into the integers |
+//! | patch | the inner node, then the exceptions alone |
+//! | FSST | equality and IN by each string's decoded length (summed from its codes, nothing written), prefixes (LIKE 'p%', starts_with) by decoding only the symbols that cover the prefix; only strings that pass are decompressed for the matcher ([`BytesShape`]) |
+//! | anything else | decoded, then evaluated |
+//!
+//! Every evaluation returns a bitmap over the chunk's *compacted* (non-null) values; the
+//! column entry point deposits it onto the valid rows.
+
+use std::sync::Arc;
+
+use sift_bits::Bitmap;
+
+use crate::domain::{FloatBits, Strings, Value, eval_all};
+use crate::error::Result;
+use crate::tree::Ctx;
+
+/// A predicate on the values of one column, in its storage domain. Nulls never match;
+/// `negate` flips the answer for non-null values only (SQL's `NOT` on a known value).
+#[derive(Clone)]
+pub enum ValuePredicate {
+    /// Integers (every integer-like type, decimals scaled): `lo <= v <= hi`.
+    IntRange { lo: i128, hi: i128, negate: bool },
+    /// Integers in a set (sorted, without repeats).
+    IntIn { values: Arc<[i128]>, negate: bool },
+    /// Floats by IEEE total order, as [`float_key`]s: `lo <= key(v) <= hi`.
+    FloatRange { lo: u64, hi: u64, negate: bool },
+    /// Floats whose [`float_key`] is in the set (sorted, without repeats).
+    FloatIn { keys: Arc<[u64]>, negate: bool },
+    /// Byte strings accepted by the matcher (negation is the matcher's business); the
+    /// shape says which strings it can be decided for without looking at them whole.
+    Bytes(Arc<BytesMatcher>, BytesShape),
+    /// Booleans equal to `value`.
+    Bool { value: bool },
+}
+
+/// A predicate on one byte string.
+pub type BytesMatcher = dyn Fn(&[u8]) -> bool + Send + Sync;
+
+/// What a [`BytesMatcher`] answers for strings it can decide cheaply: FSST-compressed
+/// strings outside the shape are given the `outside` verdict from their codes alone (the
+/// decoded length, or the first symbols), and only the rest are decompressed and passed
+/// to the matcher. The matcher must answer `outside` for every string outside the shape.
+#[derive(Debug, Clone)]
+pub enum BytesShape {
+    /// No shortcut: every string goes to the matcher.
+    Any,
+    /// Strings not among `values` (equality, IN) answer `outside`.
+    OneOf {
+        values: Arc<[Vec<u8>]>,
+        outside: bool,
+    },
+    /// Strings not starting with `prefix` (LIKE 'p%…', starts_with) answer `outside`.
+    Prefix { prefix: Arc<[u8]>, outside: bool },
+}
+
+impl std::fmt::Debug for ValuePredicate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::IntRange { lo, hi, negate } => write!(f, "int[{lo}, {hi}] negate={negate}"),
+            Self::IntIn { values, negate } => write!(f, "int in {values:?} negate={negate}"),
+            Self::FloatRange { lo, hi, negate } => write!(
+                f,
+                "float[{}, {}] negate={negate}",
+                float_from_key(*lo),
+                float_from_key(*hi)
+            ),
+            Self::FloatIn { keys, negate } => write!(f, "float in {keys:?} negate={negate}"),
+            Self::Bytes(_, shape) => write!(f, "bytes matcher ({shape:?})"),
+            Self::Bool { value } => write!(f, "bool = {value}"),
+        }
+    }
+}
+
+/// The position of `x` in SQL's float order as an unsigned key: IEEE total order on
+/// numbers (−0.0 just below +0.0), and every NaN, whatever its sign and payload, equal to
+/// the others and above every number (as DuckDB and PostgreSQL order them).
+pub fn float_key(x: f64) -> u64 {
+    if x.is_nan() {
+        return u64::MAX;
+    }
+    let b = x.to_bits();
+    if b >> 63 == 1 { !b } else { b | (1 << 63) }
+}
+
+/// The inverse of [`float_key`].
+pub fn float_from_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+/// A predicate on the values of one domain, as encodings see it.
+pub(crate) trait DomainPred<V: Value>: Sized {
+    /// The answer for one value.
+    fn eval(&self, v: V) -> bool;
+
+    /// The answer for every value, when it does not depend on the value (an empty range).
+    fn uniform(&self) -> Option<bool> {
+        None
+    }
+
+    /// The predicate as an integer range `lo <= v <= hi` (xor `negate`), if it is one, in
+    /// `i128` so that roots outside the `i64` cascade compare exactly.
+    fn int_range(&self) -> Option<(i128, i128, bool)> {
+        None
+    }
+
+    /// The predicate as a range of [`float_key`]s `lo <= key(v) <= hi` (xor `negate`).
+    fn key_range(&self) -> Option<(u64, u64, bool)> {
+        None
+    }
+}
+
+/// `lo <= v <= hi` (xor `negate`) on integers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IntRange {
+    /// The range clamped to `i64` (`lo > hi` when it holds no `i64`).
+    lo: i64,
+    hi: i64,
+    /// The range as given.
+    wide: (i128, i128),
+    negate: bool,
+}
+
+impl IntRange {
+    pub(crate) fn new(lo: i128, hi: i128, negate: bool) -> Self {
+        let clamp = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        let empty = lo > hi || hi < i128::from(i64::MIN) || lo > i128::from(i64::MAX);
+        let (clo, chi) = if empty {
+            (1, 0)
+        } else {
+            (clamp(lo), clamp(hi))
+        };
+        Self {
+            lo: clo,
+            hi: chi,
+            wide: (lo, hi),
+            negate,
+        }
+    }
+}
+
+impl DomainPred<i64> for IntRange {
+    #[inline]
+    fn eval(&self, v: i64) -> bool {
+        (self.lo <= v && v <= self.hi) != self.negate
+    }
+    fn uniform(&self) -> Option<bool> {
+        (self.lo > self.hi).then_some(self.negate)
+    }
+    fn int_range(&self) -> Option<(i128, i128, bool)> {
+        Some((self.wide.0, self.wide.1, self.negate))
+    }
+}
+
+struct IntSet {
+    values: Vec<i64>,
+    negate: bool,
+}
+
+impl DomainPred<i64> for IntSet {
+    fn eval(&self, v: i64) -> bool {
+        self.values.binary_search(&v).is_ok() != self.negate
+    }
+}
+
+#[derive(Clone, Copy)]
+struct KeyRange {
+    lo: u64,
+    hi: u64,
+    negate: bool,
+}
+
+impl DomainPred<FloatBits> for KeyRange {
+    #[inline]
+    fn eval(&self, v: FloatBits) -> bool {
+        let k = float_key(v.f64());
+        (self.lo <= k && k <= self.hi) != self.negate
+    }
+    fn uniform(&self) -> Option<bool> {
+        (self.lo > self.hi).then_some(self.negate)
+    }
+    fn key_range(&self) -> Option<(u64, u64, bool)> {
+        Some((self.lo, self.hi, self.negate))
+    }
+}
+
+struct KeySet<'a> {
+    keys: &'a [u64],
+    negate: bool,
+}
+
+impl DomainPred<FloatBits> for KeySet<'_> {
+    fn eval(&self, v: FloatBits) -> bool {
+        self.keys.binary_search(&float_key(v.f64())).is_ok() != self.negate
+    }
+}
+
+/// Booleans equal to a value.
+pub(crate) struct BoolEq(pub bool);
+
+impl DomainPred<bool> for BoolEq {
+    fn eval(&self, v: bool) -> bool {
+        v == self.0
+    }
+}
+
+/// Evaluates `pred` on the `count` compacted values of the chunk's root node.
+pub(crate) fn filter_values(
+    ctx: &Ctx<'_>,
+    kind: crate::PhysicalKind,
+    count: usize,
+    pred: &ValuePredicate,
+) -> Result<Bitmap> {
+    use crate::PhysicalKind as K;
+    use ValuePredicate as P;
+    let mismatch =
+        || crate::EncodingError::Unsupported(format!("predicate {pred:?} on a {kind:?} column"));
+    match (kind, pred) {
+        (K::Int(it), P::IntRange { lo, hi, negate }) => {
+            let range = IntRange::new(*lo, *hi, *negate);
+            // The root's own evaluation first: bit-packed codes over a base compare in the
+            // code domain whatever the type's width (decimal128 and u64 columns too).
+            if let Some(out) = crate::registry::filter_root(ctx, count, &range)? {
+                return Ok(out);
+            }
+            if let Some(values) = native_root(ctx, it, count)? {
+                return Ok(eval_all(&values, |v| (*lo <= v && v <= *hi) != *negate));
+            }
+            i64::filter(ctx, 0, count, 0, &range)
+        }
+        (K::Int(it), P::IntIn { values, negate }) => {
+            if let Some(decoded) = native_root(ctx, it, count)? {
+                return Ok(eval_all(&decoded, |v| {
+                    values.binary_search(&v).is_ok() != *negate
+                }));
+            }
+            let set = IntSet {
+                values: values
+                    .iter()
+                    .filter_map(|&v| i64::try_from(v).ok())
+                    .collect(),
+                negate: *negate,
+            };
+            i64::filter(ctx, 0, count, 0, &set)
+        }
+        (K::Float(8), P::FloatRange { lo, hi, negate }) => FloatBits::filter(
+            ctx,
+            0,
+            count,
+            0,
+            &KeyRange {
+                lo: *lo,
+                hi: *hi,
+                negate: *negate,
+            },
+        ),
+        (K::Float(8), P::FloatIn { keys, negate }) => FloatBits::filter(
+            ctx,
+            0,
+            count,
+            0,
+            &KeySet {
+                keys,
+                negate: *negate,
+            },
+        ),
+        (K::Bytes | K::FixedBytes(_), P::Bytes(m, shape)) => {
+            Strings::filter(ctx, 0, count, 0, m.as_ref(), shape)
+        }
+        (K::Bool, P::Bool { value }) => bool::filter(ctx, 0, count, 0, &BoolEq(*value)),
+        _ => Err(mismatch()),
+    }
+}
+
+/// The values of a root that did not go through the `i64` cascade, decoded in the
+/// column's own type (`u64` beyond `i64::MAX`, wide decimals: bit-packed over their own
+/// range, or plain), as `i128`; `None` for cascade roots, which hold `i64` values.
+fn native_root(
+    ctx: &Ctx<'_>,
+    it: crate::column::IntType,
+    count: usize,
+) -> Result<Option<Vec<i128>>> {
+    use crate::column::IntType as I;
+    let root = ctx.enc.node(0)?;
+    Ok(match it {
+        I::U64 => root
+            .decode_native::<u64>(ctx, 0, count)?
+            .map(|v| v.into_iter().map(i128::from).collect()),
+        I::I128 => root.decode_native::<i128>(ctx, 0, count)?,
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_keys_follow_total_order() {
+        let xs = [
+            f64::NEG_INFINITY,
+            -1.5,
+            -0.0,
+            0.0,
+            1e-300,
+            2.0,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        for w in xs.windows(2) {
+            assert!(float_key(w[0]) < float_key(w[1]), "{} {}", w[0], w[1]);
+            assert_eq!(float_from_key(float_key(w[0])).to_bits(), w[0].to_bits());
+        }
+        assert_eq!(float_key(-f64::NAN), float_key(f64::NAN));
+        assert!(float_key(-f64::NAN) > float_key(f64::INFINITY));
+    }
+}
