@@ -10,6 +10,7 @@ mod display;
 mod inspect;
 mod io;
 mod measure;
+mod queries;
 mod query;
 mod readback;
 mod scan;

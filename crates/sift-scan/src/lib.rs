@@ -26,7 +26,6 @@ mod like;
 mod order;
 mod parse;
 mod prune;
-pub mod queries;
 mod scan;
 mod source;
 mod stats;
