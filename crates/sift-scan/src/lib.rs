@@ -25,6 +25,8 @@ mod expr;
 mod like;
 mod order;
 mod parse;
+#[cfg(feature = "parquet")]
+mod parquet_source;
 mod prune;
 mod scan;
 mod source;
