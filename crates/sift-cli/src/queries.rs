@@ -126,9 +126,7 @@ fn strings(b: &RecordBatch, i: usize) -> Result<StringArray> {
     let a = b.column(i);
     match a.as_string_opt::<i32>() {
         Some(s) => Ok(s.clone()),
-        None => Ok(cast(a, &DataType::Utf8)?
-            .as_string::<i32>()
-            .clone()),
+        None => Ok(cast(a, &DataType::Utf8)?.as_string::<i32>().clone()),
     }
 }
 

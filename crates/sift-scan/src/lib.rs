@@ -24,9 +24,9 @@ mod eval;
 mod expr;
 mod like;
 mod order;
-mod parse;
 #[cfg(feature = "parquet")]
 mod parquet_source;
+mod parse;
 mod prune;
 mod scan;
 mod source;

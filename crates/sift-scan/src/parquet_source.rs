@@ -87,9 +87,7 @@ impl ParquetSource {
         for (i, &c) in sorted.iter().enumerate() {
             columns[c] = Some(i);
             let is_dictionary = |dt: &DataType| matches!(dt, DataType::Dictionary(..));
-            if is_dictionary(batch.column(i).data_type())
-                && !is_dictionary(fields[c].data_type())
-            {
+            if is_dictionary(batch.column(i).data_type()) && !is_dictionary(fields[c].data_type()) {
                 plain[c] = Some(OnceCell::new());
             }
         }
