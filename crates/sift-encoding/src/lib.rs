@@ -27,6 +27,7 @@ mod rle;
 mod sample;
 mod selected;
 mod stats;
+mod strings;
 mod validity;
 
 pub use bytes::{DECODE_EXPANSION, DECODE_FLOOR, decode_budget};
@@ -40,3 +41,4 @@ pub use lookup::{decode_lookup, encode_lookups, lookup_source};
 pub use node::{ColumnEncoding, MAX_DEPTH, Node, NodeId, Validity};
 pub use sift_bits::Bitmap;
 pub use stats::{ChunkStats, MAX_STAT_BYTES, Scalar};
+pub use strings::{for_each_bytes, is_byte_string};
