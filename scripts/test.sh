@@ -18,6 +18,9 @@ cargo fmt --all -- --check
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 
+step "sift-scan builds without its parquet feature"
+cargo check -p sift-scan --no-default-features
+
 step "cargo test"
 cargo test --workspace
 

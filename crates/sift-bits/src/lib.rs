@@ -14,8 +14,25 @@
 //! - [`byteslice`]: the ByteSlice layout and its early-stopping SIMD scan.
 //! - [`bitmap`]: the bitmap type; [`dispatch`]: CPU detection and the forced levels.
 //!
-//! All `unsafe` code of Sift is here, in the x86 kernel files, each block with a `SAFETY:`
-//! comment.
+//! # Where Sift's `unsafe` code is
+//!
+//! Every `unsafe` block has a `SAFETY:` comment saying why it holds. Most of them are in
+//! this crate: the x86 kernels (SIMD intrinsics in `#[target_feature]` functions) and the
+//! calls into them, made only at a [`Level`] that [`dispatch`] found the CPU to support.
+//! Outside this crate there are two more places, each where safe code would cost speed or
+//! cannot express the operation:
+//!
+//! - sift-encoding's decoders: stores into reserved capacity in the hot loops of
+//!   `bytes.rs`, `fsst.rs` and `rle.rs`, and Arrow's unchecked array constructors in
+//!   `column.rs` for offsets, views and UTF-8 the decoder has already checked.
+//! - sift-format's reader (`reader.rs`): `memmap2::Mmap::map`, `unsafe` because the
+//!   mapped bytes could change if another process wrote the file. Sift files are
+//!   immutable once written (the writer renames a finished file into place);
+//!   `ReadOptions::mmap` turns the mapping off.
+//!
+//! sift-scan and the `sift` binary contain none (`#![forbid(unsafe_code)]`). Tests and
+//! benchmarks are not counted: they set environment variables, read the CPU's time-stamp
+//! counter and install a counting allocator.
 
 pub mod bitmap;
 mod bitwriter;

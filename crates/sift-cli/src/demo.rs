@@ -276,7 +276,7 @@ const WARM_RUNS: usize = 3;
 struct Timed {
     cold_ms: f64,
     warm_ms: f64,
-    result: sift_scan::queries::QueryResult,
+    result: crate::queries::QueryResult,
 }
 
 /// Opens `path` and runs query `name` once (cold), then `WARM_RUNS` more times (warm).
@@ -284,12 +284,12 @@ fn cold_and_warm(path: &Path, name: &str) -> Result<Timed> {
     let started = Instant::now();
     let file =
         sift_scan::Table::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut result = sift_scan::queries::run(name, &file)?;
+    let mut result = crate::queries::run(name, &file)?;
     let cold_ms = started.elapsed().as_secs_f64() * 1e3;
     let mut warm_ms = f64::INFINITY;
     for _ in 0..WARM_RUNS {
         let started = Instant::now();
-        result = sift_scan::queries::run(name, &file)?;
+        result = crate::queries::run(name, &file)?;
         warm_ms = warm_ms.min(started.elapsed().as_secs_f64() * 1e3);
     }
     Ok(Timed {
@@ -327,8 +327,8 @@ fn cold_read(path: &Path) -> Result<Duration> {
 }
 
 /// Equal results, floats to a relative 1e-9 (summation order differs between sources).
-fn same_rows(a: &[Vec<sift_scan::queries::Value>], b: &[Vec<sift_scan::queries::Value>]) -> bool {
-    use sift_scan::queries::Value as V;
+fn same_rows(a: &[Vec<crate::queries::Value>], b: &[Vec<crate::queries::Value>]) -> bool {
+    use crate::queries::Value as V;
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| {
             x.len() == y.len()

@@ -474,15 +474,7 @@ fn clip(s: &str, max: usize) -> String {
 
 /// Strings and binaries: their Arrow size depends on the data, not just the row count.
 fn is_variable(dt: &DataType) -> bool {
-    matches!(
-        dt,
-        DataType::Utf8
-            | DataType::LargeUtf8
-            | DataType::Utf8View
-            | DataType::Binary
-            | DataType::LargeBinary
-            | DataType::BinaryView
-    )
+    sift_encoding::is_byte_string(dt) && !matches!(dt, DataType::FixedSizeBinary(_))
 }
 
 /// Arrow bytes of `rows` values of a fixed-width type, with a validity bitmap if the chunk

@@ -2,6 +2,8 @@
 //!
 //! This file only wires the command line; each command lives in its own module.
 
+#![forbid(unsafe_code)]
+
 mod bench;
 mod cat;
 mod convert;
@@ -10,6 +12,7 @@ mod display;
 mod inspect;
 mod io;
 mod measure;
+mod queries;
 mod query;
 mod readback;
 mod scan;

@@ -8,8 +8,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use sift_scan::Table;
-use sift_scan::queries::{self, QueryResult, Value};
 
+use crate::queries::{self, QueryResult, Value};
 use crate::ui::Ui;
 
 /// Run a benchmark query on a Sift (or Parquet) file and time it.

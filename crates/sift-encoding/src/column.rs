@@ -266,7 +266,7 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
             }
         }
         PhysicalKind::Bytes | PhysicalKind::FixedBytes(_) => {
-            let values = byte_values(array, nulls.as_ref())?;
+            let values = byte_values(array)?;
             let total: usize = values.iter().map(|v| v.len()).sum();
             if total > MAX_CHUNK_BYTES {
                 return Err(EncodingError::Unsupported(format!(
@@ -303,51 +303,11 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
     Ok(col)
 }
 
-/// The non-null values of a byte-string array.
-fn byte_values<'a>(array: &'a dyn Array, nulls: Option<&NullBuffer>) -> Result<Vec<&'a [u8]>> {
-    use arrow_array::cast::AsArray;
-    let len = array.len();
-    let valid = |i: &usize| nulls.is_none_or(|n| n.is_valid(*i));
-    let values: Vec<&[u8]> = match array.data_type() {
-        DataType::Utf8 => {
-            let a = array.as_string::<i32>();
-            (0..len)
-                .filter(valid)
-                .map(|i| a.value(i).as_bytes())
-                .collect()
-        }
-        DataType::LargeUtf8 => {
-            let a = array.as_string::<i64>();
-            (0..len)
-                .filter(valid)
-                .map(|i| a.value(i).as_bytes())
-                .collect()
-        }
-        DataType::Utf8View => {
-            let a = array.as_string_view();
-            (0..len)
-                .filter(valid)
-                .map(|i| a.value(i).as_bytes())
-                .collect()
-        }
-        DataType::Binary => {
-            let a = array.as_binary::<i32>();
-            (0..len).filter(valid).map(|i| a.value(i)).collect()
-        }
-        DataType::LargeBinary => {
-            let a = array.as_binary::<i64>();
-            (0..len).filter(valid).map(|i| a.value(i)).collect()
-        }
-        DataType::BinaryView => {
-            let a = array.as_binary_view();
-            (0..len).filter(valid).map(|i| a.value(i)).collect()
-        }
-        DataType::FixedSizeBinary(_) => {
-            let a = array.as_fixed_size_binary();
-            (0..len).filter(valid).map(|i| a.value(i)).collect()
-        }
-        other => return Err(EncodingError::Unsupported(format!("{other} as bytes"))),
-    };
+/// The non-null values of a byte-string array (its nulls are its logical nulls: byte
+/// strings have no other kind).
+fn byte_values(array: &dyn Array) -> Result<Vec<&[u8]>> {
+    let mut values = Vec::with_capacity(array.len() - array.null_count());
+    crate::strings::for_each_bytes(array, |_, v| values.extend(v))?;
     Ok(values)
 }
 

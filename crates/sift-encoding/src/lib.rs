@@ -32,6 +32,7 @@ mod predicate;
 mod registry;
 mod sample;
 mod stats;
+mod strings;
 mod tree;
 mod validity;
 
@@ -48,4 +49,5 @@ pub use predicate::{BytesMatcher, BytesShape, ValuePredicate, float_from_key, fl
 pub use registry::ENCODINGS;
 pub use sift_bits::Bitmap;
 pub use stats::{ChunkStats, MAX_STAT_BYTES, Scalar};
+pub use strings::{for_each_bytes, is_byte_string};
 pub use tree::{ColumnEncoding, MAX_DEPTH, Node, NodeId, Validity};

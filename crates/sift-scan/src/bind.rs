@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Schema};
-use sift_encoding::{BytesMatcher, BytesShape, ValuePredicate, float_key};
+use sift_encoding::{BytesMatcher, BytesShape, ValuePredicate, float_key, is_byte_string};
 use sift_format::Scalar;
 
 use crate::coerce::{Coerced, coerce};
@@ -275,7 +275,7 @@ impl Binder<'_> {
         label: String,
     ) -> Result<Bound> {
         let (c, dt) = self.column(column)?;
-        if !is_bytes(dt) {
+        if !is_byte_string(dt) {
             return Err(Error::Type(format!(
                 "LIKE / starts_with need a string column; '{column}' is {dt}"
             )));
@@ -559,21 +559,8 @@ fn label(e: &Expr, neg: bool) -> String {
     }
 }
 
-fn is_bytes(dt: &DataType) -> bool {
-    matches!(
-        dt,
-        DataType::Utf8
-            | DataType::LargeUtf8
-            | DataType::Utf8View
-            | DataType::Binary
-            | DataType::LargeBinary
-            | DataType::BinaryView
-            | DataType::FixedSizeBinary(_)
-    )
-}
-
 fn comparable(a: &DataType, b: &DataType) -> bool {
-    a == b || (a.is_numeric() && b.is_numeric()) || (is_bytes(a) && is_bytes(b))
+    a == b || (a.is_numeric() && b.is_numeric()) || (is_byte_string(a) && is_byte_string(b))
 }
 
 /// Bounds of the strings that start with `p` (UTF-8 never holds 0xFF bytes, and zone-map

@@ -3,6 +3,7 @@
 use std::cmp::Ordering;
 
 use arrow_schema::{DataType, TimeUnit};
+use sift_encoding::is_byte_string;
 use sift_format::Scalar;
 
 use crate::error::{Error, Result};
@@ -135,11 +136,7 @@ pub(crate) fn coerce(column: &str, dt: &DataType, lit: &Literal) -> Result<Coerc
         },
         (D::Float16 | D::Float32 | D::Float64, Literal::Float(x)) => Coerced::Float(*x),
         (D::Float16 | D::Float32 | D::Float64, Literal::Int(i)) => Coerced::Float(*i as f64),
-        (
-            D::Utf8 | D::LargeUtf8 | D::Utf8View | D::Binary | D::LargeBinary | D::BinaryView,
-            Literal::Str(s),
-        ) => Coerced::Bytes(s.as_bytes().to_vec()),
-        (D::FixedSizeBinary(_), Literal::Str(s)) => Coerced::Bytes(s.as_bytes().to_vec()),
+        (dt, Literal::Str(s)) if is_byte_string(dt) => Coerced::Bytes(s.as_bytes().to_vec()),
         (D::Date32, Literal::Date(d)) => Coerced::Int(i128::from(*d)),
         (D::Date32, Literal::Str(s)) => Coerced::Int(i128::from(
             parse_date(s).ok_or_else(|| err(" (not a date YYYY-MM-DD)"))?,

@@ -454,17 +454,13 @@ pub(crate) fn eval_array(p: &ValuePredicate, a: &dyn Array) -> Result<Bitmap> {
                 put(i, v == *value);
             }
         }
-        D::Utf8
-        | D::LargeUtf8
-        | D::Utf8View
-        | D::Binary
-        | D::LargeBinary
-        | D::BinaryView
-        | D::FixedSizeBinary(_) => {
+        dt if sift_encoding::is_byte_string(dt) => {
             let ValuePredicate::Bytes(m, _) = p else {
                 return Err(mismatch(p, a));
             };
-            bytes_each(a, &mut |i, v| put(i, m(v)))?;
+            // `put` drops a null row's verdict; the matcher sees the empty string there.
+            sift_encoding::for_each_bytes(a, |i, v| put(i, m(v.unwrap_or_default())))
+                .map_err(|e| Error::Type(e.to_string()))?;
         }
         D::Null => {}
         _ => return Err(mismatch(p, a)),
@@ -491,48 +487,4 @@ fn float_matches(p: &ValuePredicate, v: f64) -> bool {
         ValuePredicate::FloatIn { keys, negate } => keys.binary_search(&k).is_ok() != *negate,
         _ => false,
     }
-}
-
-/// Calls `f(i, bytes)` for every row of a string or binary array.
-fn bytes_each(a: &dyn Array, f: &mut dyn FnMut(usize, &[u8])) -> Result<()> {
-    use DataType as D;
-    match a.data_type() {
-        D::Utf8 => a
-            .as_string::<i32>()
-            .iter()
-            .enumerate()
-            .for_each(|(i, v)| f(i, v.unwrap_or("").as_bytes())),
-        D::LargeUtf8 => a
-            .as_string::<i64>()
-            .iter()
-            .enumerate()
-            .for_each(|(i, v)| f(i, v.unwrap_or("").as_bytes())),
-        D::Utf8View => a
-            .as_string_view()
-            .iter()
-            .enumerate()
-            .for_each(|(i, v)| f(i, v.unwrap_or("").as_bytes())),
-        D::Binary => a
-            .as_binary::<i32>()
-            .iter()
-            .enumerate()
-            .for_each(|(i, v)| f(i, v.unwrap_or(b""))),
-        D::LargeBinary => a
-            .as_binary::<i64>()
-            .iter()
-            .enumerate()
-            .for_each(|(i, v)| f(i, v.unwrap_or(b""))),
-        D::BinaryView => a
-            .as_binary_view()
-            .iter()
-            .enumerate()
-            .for_each(|(i, v)| f(i, v.unwrap_or(b""))),
-        D::FixedSizeBinary(_) => a
-            .as_fixed_size_binary()
-            .iter()
-            .enumerate()
-            .for_each(|(i, v)| f(i, v.unwrap_or(b""))),
-        other => return Err(Error::Type(format!("{other} is not a string type"))),
-    }
-    Ok(())
 }

@@ -17,6 +17,8 @@
 //! only on the rows still selected (`eval.rs`, with `sift_encoding::filter_chunk` and
 //! `decode_selected`) → decode only the selected rows of the projected columns.
 
+#![forbid(unsafe_code)]
+
 mod bind;
 mod coerce;
 mod error;
@@ -24,9 +26,10 @@ mod eval;
 mod expr;
 mod like;
 mod order;
+#[cfg(feature = "parquet")]
+mod parquet_source;
 mod parse;
 mod prune;
-pub mod queries;
 mod scan;
 mod source;
 mod stats;

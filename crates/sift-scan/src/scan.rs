@@ -28,7 +28,8 @@ pub struct Table {
 }
 
 impl Table {
-    /// Opens a `.sift` file, or a `.parquet` file (by its extension).
+    /// Opens a `.sift` file, or a `.parquet` file (by its extension; with the `parquet`
+    /// feature, on by default).
     pub fn open(path: impl AsRef<Path>) -> Result<Table> {
         Self::open_with(path, true)
     }

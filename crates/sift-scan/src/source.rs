@@ -1,31 +1,23 @@
-//! Where blocks come from: a Sift file (encoded chunks, evaluated in place) or a Parquet
-//! file (row groups decoded by the `parquet` crate, evaluated on Arrow arrays).
+//! Where blocks come from: a Sift file (encoded chunks, evaluated in place) or, with the
+//! `parquet` feature, a Parquet file (row groups decoded by the `parquet` crate, evaluated
+//! on Arrow arrays; `parquet_source.rs`).
 
 use std::cell::OnceCell;
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Schema, SchemaRef};
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
-};
+use arrow_schema::{DataType, SchemaRef};
 use sift_format::{ChunkRef, ChunkStats, SiftFile};
 
 use crate::error::{Error, Result};
+#[cfg(feature = "parquet")]
+use crate::parquet_source::ParquetSource;
 
 /// A file the scan reads.
 pub(crate) enum Source {
     Sift(SiftFile),
+    #[cfg(feature = "parquet")]
     Parquet(ParquetSource),
-}
-
-/// A Parquet file opened once: its metadata is parsed once and reused per row group.
-pub(crate) struct ParquetSource {
-    path: PathBuf,
-    file: File,
-    meta: ArrowReaderMetadata,
 }
 
 /// One block's columns, as the evaluator reads them.
@@ -36,6 +28,8 @@ pub(crate) enum BlockData<'a> {
     /// column read as a dictionary (see [`Source::block`]) is a dictionary array in `batch`;
     /// `plain[c]` is `Some` for those columns, and holds their values cast to the schema's
     /// type once something asks for them.
+    // Only Parquet row groups are decoded blocks.
+    #[cfg_attr(not(feature = "parquet"), allow(dead_code))]
     Arrow {
         batch: RecordBatch,
         columns: Vec<Option<usize>>,
@@ -57,15 +51,13 @@ impl Source {
                 .any(|x| e.eq_ignore_ascii_case(x))
         });
         if is_parquet {
-            let file =
-                File::open(path).map_err(|e| Error::Parquet(format!("{}: {e}", path.display())))?;
-            let meta = ArrowReaderMetadata::load(&file, Default::default())
-                .map_err(|e| Error::Parquet(format!("{}: {e}", path.display())))?;
-            return Ok(Source::Parquet(ParquetSource {
-                path: path.to_path_buf(),
-                file,
-                meta,
-            }));
+            #[cfg(feature = "parquet")]
+            return Ok(Source::Parquet(ParquetSource::open(path)?));
+            #[cfg(not(feature = "parquet"))]
+            return Err(Error::Parquet(format!(
+                "{}: cannot read Parquet files: sift-scan was built without its `parquet` feature",
+                path.display()
+            )));
         }
         let options = sift_format::ReadOptions {
             verify_checksums,
@@ -79,26 +71,24 @@ impl Source {
             // Chunks decode to the stored types: a column written as a dictionary is
             // filtered and returned as its values (`read_dictionary` asks for a dictionary).
             Source::Sift(f) => f.stored_schema().clone(),
-            Source::Parquet(p) => p.meta.schema().clone(),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.schema(),
         }
     }
 
     pub(crate) fn num_blocks(&self) -> usize {
         match self {
             Source::Sift(f) => f.num_blocks(),
-            Source::Parquet(p) => p.meta.metadata().num_row_groups(),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.num_blocks(),
         }
     }
 
     pub(crate) fn block_rows(&self, b: usize) -> usize {
         match self {
             Source::Sift(f) => f.footer().blocks.get(b).map_or(0, |m| m.rows as usize),
-            Source::Parquet(p) => p
-                .meta
-                .metadata()
-                .row_groups()
-                .get(b)
-                .map_or(0, |g| g.num_rows().max(0) as usize),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.block_rows(b),
         }
     }
 
@@ -111,6 +101,7 @@ impl Source {
                 .get(b)
                 .and_then(|m| m.columns.get(col))
                 .map(|c| &c.stats),
+            #[cfg(feature = "parquet")]
             Source::Parquet(_) => None,
         }
     }
@@ -119,6 +110,7 @@ impl Source {
     /// of `dictionary` that the Parquet reader can return as `Dictionary(Int32, type)` come
     /// out as such: dictionary-encoded pages keep their dictionary and only the keys are
     /// decoded (the reader builds a dictionary itself for pages stored plain).
+    #[cfg_attr(not(feature = "parquet"), allow(unused_variables))]
     pub(crate) fn block(
         &self,
         b: usize,
@@ -127,98 +119,9 @@ impl Source {
     ) -> Result<BlockData<'_>> {
         match self {
             Source::Sift(f) => Ok(BlockData::Sift { file: f, block: b }),
-            Source::Parquet(p) => {
-                let err = |e: &dyn std::fmt::Display| {
-                    Error::Parquet(format!("{}: row group {b}: {e}", p.path.display()))
-                };
-                let file = p.file.try_clone().map_err(|e| err(&e))?;
-                let schema_descr = p.meta.metadata().file_metadata().schema_descr();
-                let mut sorted = needed.to_vec();
-                sorted.sort_unstable();
-                sorted.dedup();
-                let mask = ProjectionMask::roots(schema_descr, sorted.iter().copied());
-                let rows = self.block_rows(b);
-                let meta = p.dictionary_meta(dictionary, &sorted);
-                let meta = meta.as_ref().unwrap_or(&p.meta);
-                let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
-                    .with_row_groups(vec![b])
-                    .with_projection(mask)
-                    .with_batch_size(rows.max(1))
-                    .build()
-                    .map_err(|e| err(&e))?;
-                let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| err(&e))?;
-                let schema = match batches.first() {
-                    Some(first) => first.schema(),
-                    None => SchemaRef::new(meta.schema().project(&sorted)?),
-                };
-                let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
-                let fields = p.meta.schema().fields();
-                let mut columns = vec![None; fields.len()];
-                let mut plain: Vec<_> = (0..fields.len()).map(|_| None).collect();
-                for (i, &c) in sorted.iter().enumerate() {
-                    columns[c] = Some(i);
-                    let is_dictionary = |dt: &DataType| matches!(dt, DataType::Dictionary(..));
-                    if is_dictionary(batch.column(i).data_type())
-                        && !is_dictionary(fields[c].data_type())
-                    {
-                        plain[c] = Some(OnceCell::new());
-                    }
-                }
-                Ok(BlockData::Arrow {
-                    batch,
-                    columns,
-                    plain,
-                })
-            }
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.block(b, needed, dictionary),
         }
-    }
-}
-
-impl ParquetSource {
-    /// Reader metadata whose schema asks for columns `dictionary ∩ needed` as
-    /// `Dictionary(Int32, type)` — the type `read_dictionary` returns on Sift files
-    /// ([`sift_encoding::dictionary_type`]) — for the string and binary types with offsets
-    /// the Parquet reader decodes into dictionaries. `None` when no column qualifies or the
-    /// reader refuses the schema: those columns are then read plain and dictionary-encoded
-    /// after decoding, as before.
-    fn dictionary_meta(
-        &self,
-        dictionary: &[usize],
-        needed: &[usize],
-    ) -> Option<ArrowReaderMetadata> {
-        let schema = self.meta.schema();
-        let mut changed = false;
-        let fields: Vec<_> = schema
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(c, f)| {
-                let hint = dictionary.contains(&c)
-                    && needed.contains(&c)
-                    && matches!(
-                        f.data_type(),
-                        DataType::Utf8
-                            | DataType::LargeUtf8
-                            | DataType::Binary
-                            | DataType::LargeBinary
-                    );
-                changed |= hint;
-                match hint {
-                    true => f
-                        .as_ref()
-                        .clone()
-                        .with_data_type(sift_encoding::dictionary_type(f.data_type()))
-                        .into(),
-                    false => f.clone(),
-                }
-            })
-            .collect();
-        if !changed {
-            return None;
-        }
-        let hinted = SchemaRef::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
-        let options = ArrowReaderOptions::new().with_schema(hinted);
-        ArrowReaderMetadata::try_new(self.meta.metadata().clone(), options).ok()
     }
 }
 
@@ -255,5 +158,23 @@ impl BlockData<'_> {
                 Ok(ColumnData::Decoded(batch.column(i).clone()))
             }
         }
+    }
+}
+
+#[cfg(all(test, not(feature = "parquet")))]
+mod tests {
+    use super::*;
+
+    /// Without the feature a Parquet file is refused by name, before it is opened, rather
+    /// than read as a (damaged) Sift file.
+    #[test]
+    fn parquet_without_the_feature_is_a_clear_error() {
+        let Err(e) = Source::open(Path::new("data/lineitem.parquet"), true) else {
+            unreachable!("a Parquet path opened without the parquet feature");
+        };
+        let message = e.to_string();
+        assert!(matches!(e, Error::Parquet(_)), "{message}");
+        assert!(message.contains("data/lineitem.parquet"), "{message}");
+        assert!(message.contains("`parquet` feature"), "{message}");
     }
 }

@@ -1,5 +1,5 @@
-//! The benchmark queries of issue 5, written against the scan API as in Parquet-Select
-//! §7.3: TPC-H Q6, Q1's scan with a small hash aggregation, the lineitem-side scans of
+//! The benchmark queries of `sift query` and `sift demo`, written against sift-scan's
+//! public scan API as in Parquet-Select §7.3: TPC-H Q6, Q1's scan with a small hash aggregation, the lineitem-side scans of
 //! Q12, Q14 and Q19, and the paper's micro-benchmark (`micro-f{F}-p{P}`: `F` filters
 //! `c_i < 8` at 25 % each, the maximum of `P` projected columns).
 //!
@@ -9,15 +9,13 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int64Type};
-use arrow_array::{Array, RecordBatch, StringArray};
-use arrow_schema::DataType;
-
-use crate::error::{Error, Result};
-use crate::expr::{CmpOp, Expr, Literal, col};
-use crate::scan::{ScanBuilder, Table};
-use crate::stats::ScanStats;
+use anyhow::{Result, anyhow, bail};
+use arrow::array::cast::AsArray;
+use arrow::array::{Array, Int32Array, RecordBatch, StringArray};
+use arrow::compute::cast;
+use arrow::compute::kernels::aggregate;
+use arrow::datatypes::{DataType, Float64Type, Int32Type, Int64Type};
+use sift_scan::{CmpOp, Expr, Literal, ScanBuilder, ScanStats, Table, col};
 
 /// One cell of a query result.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,10 +58,7 @@ pub fn run(name: &str, table: &Table) -> Result<QueryResult> {
         "q19" => q19(table),
         other => match parse_micro(other) {
             Some((f, p)) => micro(table, f, p),
-            None => Err(Error::Invalid(format!(
-                "unknown query '{other}' (known: {})",
-                NAMES.join(", ")
-            ))),
+            None => bail!("unknown query '{other}' (known: {})", NAMES.join(", ")),
         },
     }
 }
@@ -76,7 +71,7 @@ fn parse_micro(name: &str) -> Option<(usize, usize)> {
 }
 
 fn date(text: &str) -> Result<Literal> {
-    Literal::date(text).ok_or_else(|| Error::Invalid(format!("bad date {text}")))
+    Literal::date(text).ok_or_else(|| anyhow!("bad date {text}"))
 }
 
 /// Runs a scan of `columns` filtered by `filter` and feeds every batch to `f`.
@@ -110,7 +105,7 @@ fn f64s(b: &RecordBatch, i: usize) -> Result<Cow<'_, [f64]>> {
     if let Some(p) = a.as_primitive_opt::<Float64Type>() {
         return Ok(Cow::Borrowed(p.values().as_ref()));
     }
-    let c = arrow_cast::cast(a, &DataType::Float64)?;
+    let c = cast(a, &DataType::Float64)?;
     Ok(Cow::Owned(
         c.as_primitive::<Float64Type>().values().to_vec(),
     ))
@@ -122,7 +117,7 @@ fn i64s(b: &RecordBatch, i: usize) -> Result<Cow<'_, [i64]>> {
     if let Some(p) = a.as_primitive_opt::<Int64Type>() {
         return Ok(Cow::Borrowed(p.values().as_ref()));
     }
-    let c = arrow_cast::cast(a, &DataType::Int64)?;
+    let c = cast(a, &DataType::Int64)?;
     Ok(Cow::Owned(c.as_primitive::<Int64Type>().values().to_vec()))
 }
 
@@ -131,9 +126,7 @@ fn strings(b: &RecordBatch, i: usize) -> Result<StringArray> {
     let a = b.column(i);
     match a.as_string_opt::<i32>() {
         Some(s) => Ok(s.clone()),
-        None => Ok(arrow_cast::cast(a, &DataType::Utf8)?
-            .as_string::<i32>()
-            .clone()),
+        None => Ok(cast(a, &DataType::Utf8)?.as_string::<i32>().clone()),
     }
 }
 
@@ -195,7 +188,7 @@ type Q1Key = (Option<String>, Option<String>);
 /// each batch maps its few (flag, status) key pairs to groups once, and rows are grouped
 /// by their codes.
 ///
-/// [`ScanBuilder::read_dictionary`]: crate::ScanBuilder::read_dictionary
+/// [`ScanBuilder::read_dictionary`]: sift_scan::ScanBuilder::read_dictionary
 pub fn q1(table: &Table) -> Result<QueryResult> {
     let filter = col("l_shipdate").lte(date("1998-09-02")?);
     let cols = [
@@ -311,7 +304,7 @@ fn group_ids(b: &RecordBatch, groups: &mut Vec<(Q1Key, Q1Agg)>) -> Result<Vec<u3
     let status = dict_strings(b, 1)?;
     let (nf, ns) = (flag.1.len() + 1, status.1.len() + 1);
     // Codes as table indices; a null key takes the index after the dictionary's last.
-    let codes = |keys: &arrow_array::Int32Array, null: usize| -> Vec<usize> {
+    let codes = |keys: &Int32Array, null: usize| -> Vec<usize> {
         match keys.logical_nulls() {
             None => keys.values().iter().map(|&k| k as usize).collect(),
             Some(n) => (keys.values().iter().enumerate())
@@ -320,7 +313,7 @@ fn group_ids(b: &RecordBatch, groups: &mut Vec<(Q1Key, Q1Agg)>) -> Result<Vec<u3
         }
     };
     let (cf, cs) = (codes(&flag.0, nf - 1), codes(&status.0, ns - 1));
-    let value = |(_, v): &(arrow_array::Int32Array, StringArray), c: usize| {
+    let value = |(_, v): &(Int32Array, StringArray), c: usize| {
         (c < v.len() && v.is_valid(c)).then(|| v.value(c).to_string())
     };
     let mut lookup = |f: usize, s: usize| -> u32 {
@@ -360,14 +353,14 @@ fn group_ids(b: &RecordBatch, groups: &mut Vec<(Q1Key, Q1Agg)>) -> Result<Vec<u3
 }
 
 /// Column `i`, a dictionary array, as its keys and its values as `Utf8`.
-fn dict_strings(b: &RecordBatch, i: usize) -> Result<(arrow_array::Int32Array, StringArray)> {
+fn dict_strings(b: &RecordBatch, i: usize) -> Result<(Int32Array, StringArray)> {
     let a = b
         .column(i)
-        .as_dictionary_opt::<arrow_array::types::Int32Type>()
-        .ok_or_else(|| Error::Type(format!("column {i} is not a dictionary array")))?;
+        .as_dictionary_opt::<Int32Type>()
+        .ok_or_else(|| anyhow!("column {i} is not a dictionary array"))?;
     let values = match a.values().as_string_opt::<i32>() {
         Some(s) => s.clone(),
-        None => arrow_cast::cast(a.values(), &DataType::Utf8)?
+        None => cast(a.values(), &DataType::Utf8)?
             .as_string::<i32>()
             .clone(),
     };
@@ -544,8 +537,8 @@ pub fn micro(table: &Table, filters: usize, projections: usize) -> Result<QueryR
             let a = b
                 .column(i)
                 .as_primitive_opt::<Int64Type>()
-                .ok_or_else(|| Error::Type(format!("{} is not int64", names[i])))?;
-            if let Some(v) = arrow_arith::aggregate::max(a) {
+                .ok_or_else(|| anyhow!("{} is not int64", names[i]))?;
+            if let Some(v) = aggregate::max(a) {
                 *m = Some(m.map_or(v, |m| m.max(v)));
             }
         }
