@@ -570,7 +570,7 @@ fn gather_views(
     }))
 }
 
-fn decode_rows(
+pub(crate) fn decode_rows(
     enc: &ColumnEncoding,
     dt: &DataType,
     len: usize,

@@ -7,6 +7,7 @@
 //!
 //! The modules follow the data path:
 //!
+//! - `chunk.rs`: the view of one chunk that readers and the scan use ([`Chunk`]);
 //! - `column.rs`: Arrow arrays to value domains and back (type mapping, nulls, the rows a
 //!   read selects), and the public entry points;
 //! - `domain.rs`: the value domains (integers, doubles, booleans, byte strings) whose
@@ -23,6 +24,7 @@ mod byte_values;
 mod chooser;
 #[cfg(test)]
 mod chooser_tests;
+mod chunk;
 mod column;
 mod domain;
 mod encoding;
@@ -37,6 +39,7 @@ mod tree;
 mod validity;
 
 pub use byte_values::{DECODE_EXPANSION, DECODE_FLOOR, decode_budget};
+pub use chunk::Chunk;
 pub use column::{
     EncodedColumn, PhysicalKind, chunk_validity, decode_array, decode_dictionary, decode_selected,
     dictionary_type, encode_array, filter_chunk, physical_kind,

@@ -21,8 +21,10 @@ use std::sync::Arc;
 
 use sift_bits::Bitmap;
 
+use arrow_array::Array;
+
 use crate::domain::{FloatBits, Strings, Value, eval_all};
-use crate::error::Result;
+use crate::error::{EncodingError, Result};
 use crate::tree::Ctx;
 
 /// A predicate on the values of one column, in its storage domain. Nulls never match;
@@ -96,6 +98,103 @@ pub fn float_key(x: f64) -> u64 {
 /// The inverse of [`float_key`].
 pub fn float_from_key(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+impl ValuePredicate {
+    /// The answer for an integer (any integer-like type, decimals scaled); `false` for a
+    /// predicate of another domain.
+    pub fn matches_int(&self, v: i128) -> bool {
+        match self {
+            Self::IntRange { lo, hi, negate } => (*lo <= v && v <= *hi) != *negate,
+            Self::IntIn { values, negate } => values.binary_search(&v).is_ok() != *negate,
+            _ => false,
+        }
+    }
+
+    /// The answer for a double; `false` for a predicate of another domain.
+    pub fn matches_float(&self, v: f64) -> bool {
+        let k = float_key(v);
+        match self {
+            Self::FloatRange { lo, hi, negate } => (*lo <= k && k <= *hi) != *negate,
+            Self::FloatIn { keys, negate } => keys.binary_search(&k).is_ok() != *negate,
+            _ => false,
+        }
+    }
+
+    /// The rows of a decoded Arrow array whose value matches (nulls never match): the
+    /// same answers as the evaluation on encoded values, for data that is not encoded
+    /// (Parquet, lookups, computed columns).
+    pub fn eval_array(&self, a: &dyn Array) -> Result<Bitmap> {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::*;
+        use arrow_schema::DataType as D;
+        let n = a.len();
+        let nulls = a.logical_nulls();
+        let valid = |i: usize| nulls.as_ref().is_none_or(|nb| nb.is_valid(i));
+        let mut words = vec![0u64; n.div_ceil(64)];
+        let mut put = |i: usize, v: bool| {
+            if v && valid(i) {
+                words[i / 64] |= 1 << (i % 64);
+            }
+        };
+        let mismatch = || {
+            EncodingError::Unsupported(format!("predicate {self:?} on a {} array", a.data_type()))
+        };
+        macro_rules! ints {
+            ($t:ty) => {{
+                let vals = a.as_primitive::<$t>().values();
+                for (i, &v) in vals.iter().enumerate() {
+                    put(i, self.matches_int(v as i128));
+                }
+            }};
+        }
+        match a.data_type() {
+            D::Int8 => ints!(Int8Type),
+            D::Int16 => ints!(Int16Type),
+            D::Int32 => ints!(Int32Type),
+            D::Int64 => ints!(Int64Type),
+            D::UInt8 => ints!(UInt8Type),
+            D::UInt16 => ints!(UInt16Type),
+            D::UInt32 => ints!(UInt32Type),
+            D::UInt64 => ints!(UInt64Type),
+            D::Date32 => ints!(Date32Type),
+            D::Date64 => ints!(Date64Type),
+            D::Decimal128(..) => ints!(Decimal128Type),
+            D::Time32(_) | D::Time64(_) | D::Timestamp(..) | D::Duration(_) => {
+                let target = match a.data_type() {
+                    D::Time32(_) => D::Int32,
+                    _ => D::Int64,
+                };
+                return self.eval_array(&arrow_cast::cast(a, &target)?);
+            }
+            D::Float16 | D::Float32 => {
+                return self.eval_array(&arrow_cast::cast(a, &D::Float64)?);
+            }
+            D::Float64 => {
+                for (i, &v) in a.as_primitive::<Float64Type>().values().iter().enumerate() {
+                    put(i, self.matches_float(v));
+                }
+            }
+            D::Boolean => {
+                let Self::Bool { value } = self else {
+                    return Err(mismatch());
+                };
+                for (i, v) in a.as_boolean().values().iter().enumerate() {
+                    put(i, v == *value);
+                }
+            }
+            dt if crate::strings::is_byte_string(dt) => {
+                let Self::Bytes(m, _) = self else {
+                    return Err(mismatch());
+                };
+                // `put` drops a null row's verdict; the matcher sees the empty string there.
+                crate::strings::for_each_bytes(a, |i, v| put(i, m(v.unwrap_or_default())))?;
+            }
+            D::Null => {}
+            _ => return Err(mismatch()),
+        }
+        Bitmap::from_words(words, n).ok_or_else(|| EncodingError::Unsupported("bitmap".into()))
+    }
 }
 
 /// A predicate on the values of one domain, as encodings see it.

@@ -20,7 +20,8 @@ use crate::domain::{Domain, FloatBits, Strings, Value, compact, eval_all, exact_
 use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
 use crate::encodings::{
-    alp, alp_rd, bitmap, bytes, constant, delta, dict, frame, fsst, lookup, patch, plain, rle,
+    alp, alp_rd, bitmap, byte_stream_split, bytes, constant, delta, dict, frame, fsst, lookup,
+    patch, plain, rle,
 };
 use crate::error::{Result, corrupt};
 use crate::predicate::{BytesMatcher, BytesShape, DomainPred};
@@ -99,6 +100,7 @@ registry! {
     AlpRd(alp_rd::AlpRd),
     Fsst(fsst::Fsst),
     Lookup(lookup::Lookup),
+    ByteStreamSplit(byte_stream_split::ByteStreamSplit),
 }
 
 impl Node {
@@ -245,6 +247,7 @@ const FLOAT_SCHEMES: &[Scheme<FloatBits>] = &[
     Scheme::new("plain", When::Always, plain::encode_floats),
     Scheme::new("alp", When::Always, alp::encode),
     Scheme::new("alprd", When::Always, alp_rd::encode),
+    Scheme::new("bss", When::Always, byte_stream_split::encode),
     Scheme::new("rle", When::Runs, rle::encode::<FloatBits>),
     Scheme::new("dict", When::Repetition, dict::encode::<FloatBits>),
     Scheme::new(

@@ -858,7 +858,7 @@ fn sample_reaches_the_encodings_and_scans_match_the_reference() {
     let mut seen = std::collections::BTreeSet::new();
     for block in &file.footer().blocks {
         for chunk in &block.columns {
-            seen.extend(chunk.encoding.nodes.iter().map(|n| n.scheme()));
+            seen.extend(chunk.encoding.nodes.iter().map(|n| n.name()));
         }
     }
     for scheme in [
@@ -881,7 +881,7 @@ fn sample_reaches_the_encodings_and_scans_match_the_reference() {
         ("i_const", "const"),
     ] {
         let c = COLUMNS.iter().position(|n| *n == c).unwrap();
-        let root = file.footer().blocks[0].columns[c].encoding.nodes[0].scheme();
+        let root = file.footer().blocks[0].columns[c].encoding.nodes[0].name();
         assert_eq!(root, scheme, "{}", COLUMNS[c]);
     }
     // The footer checksum is the one `reseal` computes.

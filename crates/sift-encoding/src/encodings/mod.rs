@@ -5,6 +5,7 @@
 pub mod alp;
 pub mod alp_rd;
 pub mod bitmap;
+pub mod byte_stream_split;
 pub mod bytes;
 pub mod constant;
 pub mod delta;
@@ -19,6 +20,7 @@ pub mod rle;
 pub use alp::Alp;
 pub use alp_rd::AlpRd;
 pub use bitmap::Bitmap;
+pub use byte_stream_split::ByteStreamSplit;
 pub use bytes::Bytes;
 pub use constant::Constant;
 pub use delta::Delta;
