@@ -11,7 +11,7 @@ use criterion::{
     BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
 };
 use sift_bits::byteslice::ByteSlices;
-use sift_bits::levels::{compress_at, deposit_at, extend_at};
+use sift_bits::levels::{extract_at, deposit_at, extend_at};
 use sift_bits::pack::{low_mask, pack};
 use sift_bits::packed_cmp::compare_into;
 use sift_bits::range::compare_values;
@@ -184,8 +184,8 @@ fn levels(c: &mut Criterion) {
     let mut g = c.benchmark_group("levels");
     g.throughput(Throughput::Elements(N as u64));
     for level in Level::supported() {
-        g.bench_function(BenchmarkId::new("compress", format!("{level:?}")), |b| {
-            b.iter(|| compress_at(level, black_box(&levels_bm), &valid))
+        g.bench_function(BenchmarkId::new("extract", format!("{level:?}")), |b| {
+            b.iter(|| extract_at(level, black_box(&levels_bm), &valid))
         });
         g.bench_function(BenchmarkId::new("deposit", format!("{level:?}")), |b| {
             b.iter(|| deposit_at(level, black_box(&filtered), &valid))

@@ -5,7 +5,7 @@
 //!   operator's mask expansion applied to bitmaps (repeated fields: record → value bitmap).
 //! - [`deposit`]: `PDEP(filtered, select)`: a bitmap over the selected rows mapped back to
 //!   all rows (the result of a second filter evaluated only on survivors of the first).
-//! - [`compress`]: `PEXT(levels, valid)`: keep the bits at positions where `valid` is set
+//! - [`extract`]: `PEXT(levels, valid)`: keep the bits at positions where `valid` is set
 //!   (e.g. a row selection restricted to the non-null values).
 //!
 //! Each has a PDEP/PEXT path and a scalar one with software deposit/extract.
@@ -58,7 +58,7 @@ fn pext_soft(x: u64, mut mask: u64) -> u64 {
 /// macro rather than a generic so the BMI2 instructions are emitted inside the
 /// `target_feature` functions).
 macro_rules! kernels {
-    ($(#[$attr:meta])* [$($qual:tt)*], $extend:ident, $deposit:ident, $compress:ident, $pdep:path, $pext:path) => {
+    ($(#[$attr:meta])* [$($qual:tt)*], $extend:ident, $deposit:ident, $extract:ident, $pdep:path, $pext:path) => {
         $(#[$attr])*
         $($qual)* fn $extend(bits: &[u64], starts: &[u64]) -> Vec<u64> {
             let mut out = Vec::with_capacity(starts.len());
@@ -92,7 +92,7 @@ macro_rules! kernels {
         }
 
         $(#[$attr])*
-        $($qual)* fn $compress(levels: &[u64], valid: &[u64], wr: &mut BitWriter) {
+        $($qual)* fn $extract(levels: &[u64], valid: &[u64], wr: &mut BitWriter) {
             for (&x, &m) in levels.iter().zip(valid) {
                 wr.put($pext(x, m), m.count_ones());
             }
@@ -104,7 +104,7 @@ kernels!(
     [],
     extend_soft,
     deposit_soft,
-    compress_soft,
+    extract_soft,
     pdep_soft,
     pext_soft
 );
@@ -117,7 +117,7 @@ mod hw {
         /// # Safety
         /// The CPU must support bmi2 and popcnt.
         #[target_feature(enable = "bmi1,bmi2,popcnt")]
-        [pub(super) unsafe], extend_bmi2, deposit_bmi2, compress_bmi2, _pdep_u64, _pext_u64
+        [pub(super) unsafe], extend_bmi2, deposit_bmi2, extract_bmi2, _pdep_u64, _pext_u64
     );
 }
 
@@ -168,23 +168,23 @@ pub fn deposit_at(level: Level, filtered: &Bitmap, select: &Bitmap) -> Result<Bi
 
 /// Keeps the bits of `levels` at the positions where `valid` is set: `PEXT(levels, valid)`.
 /// Both must have the same length; the result has `valid.count_ones()` bits.
-pub fn compress(levels: &Bitmap, valid: &Bitmap) -> Result<Bitmap, BitsError> {
-    compress_at(Level::active(), levels, valid)
+pub fn extract(levels: &Bitmap, valid: &Bitmap) -> Result<Bitmap, BitsError> {
+    extract_at(Level::active(), levels, valid)
 }
 
-/// [`compress`] at an explicit level.
-pub fn compress_at(level: Level, levels: &Bitmap, valid: &Bitmap) -> Result<Bitmap, BitsError> {
-    expect_len("compress levels", levels.len(), valid.len())?;
+/// [`extract`] at an explicit level.
+pub fn extract_at(level: Level, levels: &Bitmap, valid: &Bitmap) -> Result<Bitmap, BitsError> {
+    expect_len("extract levels", levels.len(), valid.len())?;
     let n = valid.count_ones();
     let mut wr = BitWriter::new(Vec::new(), n);
     #[cfg(target_arch = "x86_64")]
     if level.uses_bmi2() {
         // SAFETY: `uses_bmi2` implies bmi1, bmi2 and popcnt were detected.
-        unsafe { hw::compress_bmi2(levels.words(), valid.words(), &mut wr) };
+        unsafe { hw::extract_bmi2(levels.words(), valid.words(), &mut wr) };
         return Ok(Bitmap::from_words_trusted(wr.finish(), n));
     }
     let _ = level;
-    compress_soft(levels.words(), valid.words(), &mut wr);
+    extract_soft(levels.words(), valid.words(), &mut wr);
     Ok(Bitmap::from_words_trusted(wr.finish(), n))
 }
 

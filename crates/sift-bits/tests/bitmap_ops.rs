@@ -7,7 +7,7 @@ mod common;
 
 use common::{DENSITIES, LENGTHS, Rng};
 use proptest::prelude::*;
-use sift_bits::levels::{compress_at, deposit_at, extend_at};
+use sift_bits::levels::{extract_at, deposit_at, extend_at};
 use sift_bits::pack::pack;
 use sift_bits::packed_cmp::compare_at;
 use sift_bits::{Bitmap, Level, Predicate};
@@ -54,7 +54,7 @@ fn check_levels(level: Level, a: &Bitmap, b: &Bitmap) {
         .map(|i| levels.get(i))
         .collect();
     assert_eq!(
-        compress_at(level, &levels, b).map(|x| bools(&x)),
+        extract_at(level, &levels, b).map(|x| bools(&x)),
         Ok(want),
         "compress {level:?}"
     );
@@ -82,7 +82,7 @@ fn level_ops_reject_mismatched_lengths() {
     let b = Bitmap::ones(10);
     assert!(extend_at(Level::active(), &Bitmap::ones(9), &b).is_err());
     assert!(deposit_at(Level::active(), &Bitmap::ones(11), &b).is_err());
-    assert!(compress_at(Level::active(), &Bitmap::ones(9), &b).is_err());
+    assert!(extract_at(Level::active(), &Bitmap::ones(9), &b).is_err());
 }
 
 fn predicates(rng: &mut Rng, width: u32) -> Vec<Predicate> {

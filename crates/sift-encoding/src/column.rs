@@ -429,9 +429,9 @@ fn plan_rows(
         (Some(s), None) => (None, Some(s.clone())),
         (Some(s), Some(valid)) => {
             let on_values =
-                sift_bits::levels::compress(s, &valid).map_err(|e| corrupt(e.to_string()))?;
+                sift_bits::levels::extract(s, &valid).map_err(|e| corrupt(e.to_string()))?;
             let out_valid =
-                sift_bits::levels::compress(&valid, s).map_err(|e| corrupt(e.to_string()))?;
+                sift_bits::levels::extract(&valid, s).map_err(|e| corrupt(e.to_string()))?;
             (Some(null_buffer(out_valid, out_len)), Some(on_values))
         }
     };
