@@ -28,6 +28,7 @@ mod sample;
 mod selected;
 mod stats;
 mod validity;
+pub mod wire;
 
 pub use bytes::{DECODE_EXPANSION, DECODE_FLOOR, decode_budget};
 pub use column::{
