@@ -272,9 +272,7 @@ impl SiftWriter {
             blocks: std::mem::take(&mut self.blocks),
             created_by: format!("sift {}", env!("CARGO_PKG_VERSION")),
         };
-        let bytes = footer
-            .to_bytes()
-            .map_err(|e| Error::Invalid(format!("footer does not serialize: {e}")))?;
+        let bytes = footer.to_bytes()?;
         let Some(mut out) = self.out.take() else {
             return Err(Error::Invalid("writer already finished".into()));
         };
