@@ -384,36 +384,35 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
                 "{total} bytes is shorter than the {FOOTER_HEADER_LEN}-byte header"
             )));
         };
-        let u32_at = |at: usize| u64::from(u32::from_le_bytes(le4(&header[at..])));
+        let u32_at = |at: usize| u32::from_le_bytes(le4(&header[at..]));
         let num_rows = u64::from_le_bytes(le8(header));
         let (columns, blocks) = (u32_at(8), u32_at(12));
-        let (head_len, names_len, fields_len) = (u32_at(16), u32_at(20), u32_at(24));
-        let schema_crc = u32_at(28) as u32;
-        let chunks_len = u32_at(32);
-        // Every size below is at most 2^32 × 2^32 × 4, far inside u64.
-        let mut at = FOOTER_HEADER_LEN as u64;
-        let mut section = |len: u64| {
+        let schema_crc = u32_at(28);
+        // In u128, every size below (at most 4 × 2^32 × 2^32 + 4) is exact.
+        let mut at = FOOTER_HEADER_LEN as u128;
+        let mut section = |len: u128| {
             let start = at;
             at += len;
             start..at
         };
-        let head = section(head_len);
-        let rows_table = section(4 * blocks);
-        let name_table = section(4 * (columns + 1));
-        let names = section(names_len);
-        let field_table = section(4 * (columns + 1));
-        let fields = section(fields_len);
-        let chunk_table = section(4 * (blocks * columns + 1));
-        let chunks = section(chunks_len);
-        if at != total as u64 {
+        let (c, b) = (u128::from(columns), u128::from(blocks));
+        let head = section(u128::from(u32_at(16)));
+        let rows_table = section(4 * b);
+        let name_table = section(4 * (c + 1));
+        let names = section(u128::from(u32_at(20)));
+        let field_table = section(4 * (c + 1));
+        let fields = section(u128::from(u32_at(24)));
+        let chunk_table = section(4 * (b * c + 1));
+        let chunks = section(u128::from(u32_at(32)));
+        if at != total as u128 {
             return Err(bad(format!(
                 "{total} bytes, but its header ({columns} columns, {blocks} blocks and section \
                  lengths) describes {at}"
             )));
         }
         // Now every range lies inside `bytes`, whose length fits usize.
-        let r = |r: Range<u64>| r.start as usize..r.end as usize;
-        let actual = crc32fast::hash(&bytes[..rows_table.end as usize]);
+        let r = |r: Range<u128>| r.start as usize..r.end as usize;
+        let actual = crc32fast::hash(&bytes[..r(rows_table.clone()).end]);
         if actual != crc {
             return Err(bad(format!(
                 "checksum mismatch (stored {crc:#010x}, computed {actual:#010x})"
@@ -488,6 +487,11 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
     fn record(&self, table: usize, section: &Range<usize>, i: usize) -> Option<Range<usize>> {
         let (start, end) = (self.entry(table, i), self.entry(table, i + 1));
         (start <= end && end <= section.len()).then(|| section.start + start..section.start + end)
+    }
+
+    /// The footer's bytes and its offset in the file.
+    pub(crate) fn bytes(&self) -> (&[u8], u64) {
+        (&self.bytes, self.footer_offset)
     }
 
     pub(crate) fn num_rows(&self) -> u64 {

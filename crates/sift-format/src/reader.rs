@@ -239,6 +239,13 @@ impl SiftFile {
         }
     }
 
+    /// Decodes and validates the whole footer, every column and chunk: for tools that
+    /// show all of it. Readers use the accessors, which decode only what they need.
+    pub fn decode_footer(&self) -> Result<Footer> {
+        let (bytes, offset) = self.footer.bytes();
+        Footer::decode(&self.path, bytes, offset)
+    }
+
     /// Column `c`, its field record decoded on first use.
     fn column(&self, c: usize) -> Result<&Column> {
         let slot = self.columns.get(c).ok_or_else(|| {

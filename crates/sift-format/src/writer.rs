@@ -447,9 +447,12 @@ mod tests {
         w.finish().unwrap();
 
         let f = SiftFile::open(&path).unwrap();
-        assert_eq!(f.schema(), &schema);
-        assert_eq!(f.stored_schema().field(1).data_type(), &DataType::Utf8);
-        assert!(f.schema().field(1).metadata().is_empty());
+        assert_eq!(f.schema().unwrap(), &schema);
+        assert_eq!(
+            f.stored_schema().unwrap().field(1).data_type(),
+            &DataType::Utf8
+        );
+        assert!(f.schema().unwrap().field(1).metadata().is_empty());
         let got =
             arrow_select::concat::concat_batches(&schema, &f.read_all(None).unwrap()).unwrap();
         let want = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
