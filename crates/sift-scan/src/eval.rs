@@ -287,11 +287,7 @@ impl BlockEval<'_, '_> {
     fn check_nulls(&self, col: usize, a: &ArrayRef) -> Result<()> {
         if let BlockData::Sift { file, .. } = self.data
             && a.null_count() > 0
-            && file
-                .schema()
-                .fields()
-                .get(col)
-                .is_some_and(|f| !f.is_nullable())
+            && file.field(col).is_ok_and(|f| !f.nullable)
         {
             return Err(self.decode_error(
                 col,

@@ -99,10 +99,7 @@ fn scan_cost(b: &Bound, data: &BlockData<'_>) -> f64 {
                 return 1.0;
             };
             let nodes = file
-                .footer()
-                .blocks
-                .get(*block)
-                .and_then(|m| m.columns.get(l.column))
+                .chunk_meta(*block, l.column)
                 .map(|c| c.encoding.nodes.as_slice())
                 .unwrap_or(&[]);
             let packed = |i: usize| match nodes.get(i) {
