@@ -324,6 +324,96 @@ pub fn footer_checksum(footer: &[u8]) -> Option<u32> {
     Some(crc32fast::hash(footer.get(..usize::try_from(core).ok()?)?))
 }
 
+/// Where a footer's sections are, from its header (byte ranges of the footer).
+struct Sections {
+    columns: usize,
+    blocks: usize,
+    head: Range<usize>,
+    rows_table: Range<usize>,
+    name_table: usize,
+    names: Range<usize>,
+    field_table: usize,
+    fields: Range<usize>,
+    chunk_table: usize,
+    chunks: Range<usize>,
+}
+
+impl Sections {
+    /// The sections the header describes, if they add up to exactly the footer's length.
+    fn of(footer: &[u8]) -> std::result::Result<Sections, String> {
+        let total = footer.len();
+        let Some(header) = footer.get(..FOOTER_HEADER_LEN) else {
+            return Err(format!(
+                "{total} bytes is shorter than the {FOOTER_HEADER_LEN}-byte header"
+            ));
+        };
+        let u32_at = |at: usize| u32::from_le_bytes(le4(&header[at..]));
+        let (columns, blocks) = (u32_at(8), u32_at(12));
+        // In u128, every size below (at most 4 × 2^32 × 2^32 + 4) is exact.
+        let mut at = FOOTER_HEADER_LEN as u128;
+        let mut section = |len: u128| {
+            let start = at;
+            at += len;
+            start..at
+        };
+        let (c, b) = (u128::from(columns), u128::from(blocks));
+        let head = section(u128::from(u32_at(16)));
+        let rows_table = section(4 * b);
+        let name_table = section(4 * (c + 1));
+        let names = section(u128::from(u32_at(20)));
+        let field_table = section(4 * (c + 1));
+        let fields = section(u128::from(u32_at(24)));
+        let chunk_table = section(4 * (b * c + 1));
+        let chunks = section(u128::from(u32_at(32)));
+        if at != total as u128 {
+            return Err(format!(
+                "{total} bytes, but its header ({columns} columns, {blocks} blocks and section \
+                 lengths) describes {at}"
+            ));
+        }
+        // Now every range lies inside the footer, whose length fits usize.
+        let r = |r: Range<u128>| r.start as usize..r.end as usize;
+        Ok(Sections {
+            columns: columns as usize,
+            blocks: blocks as usize,
+            head: r(head),
+            rows_table: r(rows_table),
+            name_table: r(name_table).start,
+            names: r(names),
+            field_table: r(field_table).start,
+            fields: r(fields),
+            chunk_table: r(chunk_table).start,
+            chunks: r(chunks),
+        })
+    }
+}
+
+/// Recomputes the checksums inside a footer — the schema region's and every chunk
+/// record's whose offsets make sense — and returns the trailer's ([`footer_checksum`]); if
+/// the header's sizes do not add up, only the latter. For tools that build or damage
+/// footers on purpose (tests, fuzzing): a hostile footer has valid checksums.
+pub fn seal_footer(footer: &mut [u8]) -> Option<u32> {
+    if let Ok(l) = Sections::of(footer) {
+        let crc = crc32fast::hash(&footer[l.name_table..l.fields.end]);
+        footer[28..32].copy_from_slice(&crc.to_le_bytes());
+        let entry =
+            |f: &[u8], i: usize| u32::from_le_bytes(le4(&f[l.chunk_table + 4 * i..])) as usize;
+        for b in 0..l.blocks {
+            for c in 0..l.columns {
+                let i = b * l.columns + c;
+                let (from, to) = (entry(footer, i), entry(footer, i + 1));
+                if from + 4 > to || to > l.chunks.len() {
+                    continue;
+                }
+                let record = l.chunks.start + from..l.chunks.start + to;
+                let crc = chunk_crc(b, c, &footer[record.start + 4..record.end]);
+                footer[record.start..record.start + 4].copy_from_slice(&crc.to_le_bytes());
+            }
+        }
+    }
+    footer_checksum(footer)
+}
+
 /// The footer's bytes: read from the file, or a range of its mapping.
 pub(crate) enum FooterBytes {
     Owned(Vec<u8>),
@@ -378,55 +468,26 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
     /// proportional to the blocks, and a CRC over the names and field records.
     pub(crate) fn parse(path: &Path, bytes: B, crc: u32, footer_offset: u64) -> Result<Self> {
         let bad = |msg: String| corrupt(path, format!("footer at offset {footer_offset}: {msg}"));
-        let total = bytes.len();
-        let Some(header) = bytes.get(..FOOTER_HEADER_LEN) else {
-            return Err(bad(format!(
-                "{total} bytes is shorter than the {FOOTER_HEADER_LEN}-byte header"
-            )));
-        };
-        let u32_at = |at: usize| u32::from_le_bytes(le4(&header[at..]));
-        let num_rows = u64::from_le_bytes(le8(header));
-        let (columns, blocks) = (u32_at(8), u32_at(12));
-        let schema_crc = u32_at(28);
-        // In u128, every size below (at most 4 × 2^32 × 2^32 + 4) is exact.
-        let mut at = FOOTER_HEADER_LEN as u128;
-        let mut section = |len: u128| {
-            let start = at;
-            at += len;
-            start..at
-        };
-        let (c, b) = (u128::from(columns), u128::from(blocks));
-        let head = section(u128::from(u32_at(16)));
-        let rows_table = section(4 * b);
-        let name_table = section(4 * (c + 1));
-        let names = section(u128::from(u32_at(20)));
-        let field_table = section(4 * (c + 1));
-        let fields = section(u128::from(u32_at(24)));
-        let chunk_table = section(4 * (b * c + 1));
-        let chunks = section(u128::from(u32_at(32)));
-        if at != total as u128 {
-            return Err(bad(format!(
-                "{total} bytes, but its header ({columns} columns, {blocks} blocks and section \
-                 lengths) describes {at}"
-            )));
-        }
-        // Now every range lies inside `bytes`, whose length fits usize.
-        let r = |r: Range<u128>| r.start as usize..r.end as usize;
-        let actual = crc32fast::hash(&bytes[..r(rows_table.clone()).end]);
+        let l = Sections::of(&bytes).map_err(bad)?;
+        // The header is there: Sections::of checked the footer's length.
+        let num_rows = u64::from_le_bytes(le8(&bytes));
+        let schema_crc = u32::from_le_bytes(le4(&bytes[28..]));
+        let (columns, blocks) = (l.columns, l.blocks);
+        let actual = crc32fast::hash(&bytes[..l.rows_table.end]);
         if actual != crc {
             return Err(bad(format!(
                 "checksum mismatch (stored {crc:#010x}, computed {actual:#010x})"
             )));
         }
-        let actual = crc32fast::hash(&bytes[r(name_table.start..fields.end)]);
+        let actual = crc32fast::hash(&bytes[l.name_table..l.fields.end]);
         if actual != schema_crc {
             return Err(bad(format!(
                 "schema checksum mismatch (stored {schema_crc:#010x}, computed {actual:#010x})"
             )));
         }
-        let mut block_rows = Vec::with_capacity(blocks as usize);
+        let mut block_rows = Vec::with_capacity(blocks);
         let mut sum = 0u64;
-        for (b, raw) in bytes[r(rows_table)].chunks_exact(4).enumerate() {
+        for (b, raw) in bytes[l.rows_table.clone()].chunks_exact(4).enumerate() {
             let rows = u32::from_le_bytes(le4(raw));
             if rows == 0 || rows as usize > MAX_BLOCK_ROWS {
                 return Err(bad(format!(
@@ -445,15 +506,15 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
             path: path.to_path_buf(),
             footer_offset,
             num_rows,
-            columns: columns as usize,
+            columns,
             block_rows,
-            head: r(head),
-            name_table: name_table.start as usize,
-            names: r(names),
-            field_table: field_table.start as usize,
-            fields: r(fields),
-            chunk_table: chunk_table.start as usize,
-            chunks: r(chunks),
+            head: l.head,
+            name_table: l.name_table,
+            names: l.names,
+            field_table: l.field_table,
+            fields: l.fields,
+            chunk_table: l.chunk_table,
+            chunks: l.chunks,
             bytes,
         };
         // The tables must start at 0 and end at their section's length.
@@ -654,8 +715,7 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
         let Some((source, encoding)) = source else {
             return Ok(());
         };
-        let valid =
-            source != column && encoding.is_some_and(|e| lookup_source(e).is_none());
+        let valid = source != column && encoding.is_some_and(|e| lookup_source(e).is_none());
         if valid {
             return Ok(());
         }
@@ -676,8 +736,12 @@ fn read_chunk(r: &mut Reader<'_>, footer_offset: u64) -> sift_encoding::Result<C
     let mut end = MAGIC.len() as u64;
     for s in 0..n {
         let step = r.varint("segment offset")?;
-        let offset = if s == 0 { Some(step) } else { end.checked_add(step) }
-            .filter(|&o| o >= MAGIC.len() as u64);
+        let offset = if s == 0 {
+            Some(step)
+        } else {
+            end.checked_add(step)
+        }
+        .filter(|&o| o >= MAGIC.len() as u64);
         let len = r.varint("segment length")?;
         let crc32 = r.u32_le("segment checksum")?;
         let seg_end = offset.and_then(|o| o.checked_add(len));
@@ -687,11 +751,7 @@ fn read_chunk(r: &mut Reader<'_>, footer_offset: u64) -> sift_encoding::Result<C
                 "segment {s} (+{len} bytes) lies outside the data area [8, {footer_offset})"
             )));
         };
-        segments.push(Segment {
-            offset,
-            len,
-            crc32,
-        });
+        segments.push(Segment { offset, len, crc32 });
         end = seg_end;
     }
     r.finish()?;

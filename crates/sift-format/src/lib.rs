@@ -27,7 +27,7 @@ mod writer;
 pub use error::{Error, Result};
 pub use footer::{
     BlockMeta, ChunkMeta, FOOTER_HEADER_LEN, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN,
-    footer_checksum,
+    footer_checksum, seal_footer,
 };
 pub use reader::{BlockBatches, ChunkRef, FooterCounts, ReadOptions, SiftFile};
 pub use schema::{ColumnType, DICTIONARY_KEY, StoredField, Unit, check_schema, check_unique_names};

@@ -1,10 +1,10 @@
 //! The reader: footer in at most two range reads, then blocks as Arrow batches.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -439,8 +439,7 @@ impl SiftFile {
         let nulls = array.logical_null_count() as u64;
         let col = self.column(column)?;
         let null_type = col.field.ty == ColumnType::Null;
-        if nulls != chunk.meta.stats.null_count
-            || (nulls > 0 && !col.field.nullable && !null_type)
+        if nulls != chunk.meta.stats.null_count || (nulls > 0 && !col.field.nullable && !null_type)
         {
             return Err(corrupt(
                 &self.path,

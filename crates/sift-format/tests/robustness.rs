@@ -21,7 +21,7 @@ use sift_encoding::{ColumnEncoding, Node, Validity};
 const DECODE_FLOOR: usize = 64 << 20;
 use sift_format::{
     BlockMeta, ChunkMeta, ChunkStats, ColumnType, Error, FORMAT_VERSION, Footer, MAGIC,
-    ReadOptions, Segment, SiftFile, StoredField, TRAILER_LEN, Unit, footer_checksum,
+    ReadOptions, Segment, SiftFile, StoredField, TRAILER_LEN, Unit, footer_checksum, seal_footer,
 };
 use tracking::{tracked, tracked_refusing_above};
 
@@ -125,7 +125,10 @@ fn footer_offset(bytes: &[u8]) -> usize {
 fn open_read(path: &Path, options: ReadOptions) -> Result<RecordBatch, Error> {
     let f = SiftFile::open_with(path, options)?;
     let batches = f.read_all(None)?;
-    Ok(arrow::compute::concat_batches(f.schema().unwrap(), &batches)?)
+    Ok(arrow::compute::concat_batches(
+        f.schema().unwrap(),
+        &batches,
+    )?)
 }
 
 /// The outcome of reading damaged bytes.
@@ -1608,7 +1611,8 @@ struct Layout {
 
 impl Layout {
     fn of(footer: &[u8]) -> Self {
-        let u32_at = |at: usize| u32::from_le_bytes(footer[at..at + 4].try_into().unwrap()) as usize;
+        let u32_at =
+            |at: usize| u32::from_le_bytes(footer[at..at + 4].try_into().unwrap()) as usize;
         let (columns, blocks) = (u32_at(8), u32_at(12));
         let mut at = 36;
         let mut section = |len: usize| {
@@ -1649,23 +1653,6 @@ impl Layout {
         let start = Layout::entry(footer, self.chunk_table, i);
         let end = Layout::entry(footer, self.chunk_table, i + 1);
         self.chunks.start + start..self.chunks.start + end
-    }
-
-    /// Recomputes the schema region's CRC after an edit inside it.
-    fn fix_schema_crc(&self, footer: &mut [u8]) {
-        let crc = crc32fast::hash(&footer[self.name_table..self.fields.end]);
-        footer[28..32].copy_from_slice(&crc.to_le_bytes());
-    }
-
-    /// Recomputes chunk `(b, c)`'s record CRC after an edit of its body.
-    fn fix_chunk_crc(&self, footer: &mut [u8], b: usize, c: usize) {
-        let r = self.chunk(footer, b, c);
-        let mut h = crc32fast::Hasher::new();
-        h.update(&(b as u32).to_le_bytes());
-        h.update(&(c as u32).to_le_bytes());
-        h.update(&footer[r.start + 4..r.end]);
-        let crc = h.finalize();
-        footer[r.start..r.start + 4].copy_from_slice(&crc.to_le_bytes());
     }
 }
 
@@ -1750,7 +1737,7 @@ fn v3_layout_damage_is_refused() {
             Box::new(move |f| {
                 let l = Layout::of(f);
                 Layout::set_entry(f, l.name_table, 1, 1 << 20);
-                l.fix_schema_crc(f);
+                seal_footer(f);
             }),
             "name offsets out of place",
         ),
@@ -1759,7 +1746,7 @@ fn v3_layout_damage_is_refused() {
             Box::new(move |f| {
                 let l = Layout::of(f);
                 Layout::set_entry(f, l.field_table, narrow + 1, l.fields.len() + 1);
-                l.fix_schema_crc(f);
+                seal_footer(f);
             }),
             "field offsets out of place",
         ),
@@ -1777,7 +1764,7 @@ fn v3_layout_damage_is_refused() {
                 let l = Layout::of(f);
                 let at = l.fields.start + Layout::entry(f, l.field_table, narrow);
                 f[at] = 200;
-                l.fix_schema_crc(f);
+                seal_footer(f);
             }),
             "unknown column type id 200",
         ),
@@ -1798,7 +1785,7 @@ fn v3_layout_damage_is_refused() {
                 f[24..28].copy_from_slice(&((fields_len + grow) as u32).to_le_bytes());
                 let t = l.field_table;
                 Layout::set_entry(f, t, l.columns, fields_len + grow);
-                Layout::of(f).fix_schema_crc(f);
+                seal_footer(f);
             }),
             "cannot fit",
         ),
@@ -1820,7 +1807,7 @@ fn v3_layout_damage_is_refused() {
                 // first node's id.
                 let id_at = r.start + 4 + validity_len(f[r.start + 4]) + 1;
                 f[id_at] = 99;
-                l.fix_chunk_crc(f, 0, narrow);
+                seal_footer(f);
             }),
             "unknown encoding id 99",
         ),
@@ -1842,7 +1829,7 @@ fn v3_layout_damage_is_refused() {
                 }
                 let chunks_len = u32::from_le_bytes(f[32..36].try_into().unwrap()) as usize;
                 f[32..36].copy_from_slice(&((chunks_len + grow) as u32).to_le_bytes());
-                Layout::of(f).fix_chunk_crc(f, 0, narrow);
+                seal_footer(f);
             }),
             "cannot fit",
         ),
@@ -1854,7 +1841,12 @@ fn v3_layout_damage_is_refused() {
         edit(&mut f);
         assert_ne!(f, footer, "{name} changes nothing");
         let path = dir.path().join("v3.sift");
-        let outcome = attempt(&path, &assemble(data, &f, FORMAT_VERSION, &MAGIC), checked(), &s.batch);
+        let outcome = attempt(
+            &path,
+            &assemble(data, &f, FORMAT_VERSION, &MAGIC),
+            checked(),
+            &s.batch,
+        );
         match outcome {
             Outcome::Failed(e) => {
                 let msg = e.to_string();
@@ -1874,7 +1866,10 @@ fn v3_layout_damage_is_refused() {
             matches!(err, Error::UnsupportedVersion { found, .. } if found == version),
             "{err:?}"
         );
-        assert!(err.to_string().contains(&format!("version {version}")), "{err}");
+        assert!(
+            err.to_string().contains(&format!("version {version}")),
+            "{err}"
+        );
     }
 }
 

@@ -36,7 +36,8 @@ fn round_trip(batch: &RecordBatch, block_rows: usize) -> (SiftFile, RecordBatch)
 /// The encoding description of every column of block 0, by name.
 fn encodings(f: &SiftFile, block: usize) -> HashMap<String, String> {
     let meta = &f.decode_footer().unwrap().blocks[block];
-    f.schema().unwrap()
+    f.schema()
+        .unwrap()
         .fields()
         .iter()
         .zip(&meta.columns)
@@ -61,7 +62,13 @@ fn every_type_at_block_boundaries() {
     for n in [65_535, 65_536, 65_537] {
         let batch = batch_of(all_types(n, Nulls::Some));
         let (f, _) = round_trip(&batch, DEFAULT_BLOCK);
-        let rows: Vec<u32> = f.decode_footer().unwrap().blocks.iter().map(|b| b.rows).collect();
+        let rows: Vec<u32> = f
+            .decode_footer()
+            .unwrap()
+            .blocks
+            .iter()
+            .map(|b| b.rows)
+            .collect();
         match n {
             65_537 => assert_eq!(rows, vec![65_536, 1]),
             _ => assert_eq!(rows, vec![n as u32]),
@@ -393,7 +400,13 @@ fn mixed_batch_sizes_across_block_boundaries() {
         }
         let (f, out) = read(&path);
         assert_same(&batch, &out);
-        let rows: Vec<usize> = f.decode_footer().unwrap().blocks.iter().map(|b| b.rows as usize).collect();
+        let rows: Vec<usize> = f
+            .decode_footer()
+            .unwrap()
+            .blocks
+            .iter()
+            .map(|b| b.rows as usize)
+            .collect();
         let mut expect = vec![block_rows.min(3000); 3000 / block_rows.min(3000)];
         if 3000 % block_rows != 0 && block_rows < 3000 {
             expect.push(3000 % block_rows);
@@ -679,7 +692,8 @@ fn checksums_and_mapping_can_be_turned_off() {
             },
         )
         .unwrap();
-        let out = arrow::compute::concat_batches(f.schema().unwrap(), &f.read_all(None).unwrap()).unwrap();
+        let out = arrow::compute::concat_batches(f.schema().unwrap(), &f.read_all(None).unwrap())
+            .unwrap();
         assert_same(&batch, &out);
     }
 }

@@ -27,7 +27,7 @@ use std::time::Duration;
 use arrow::array::*;
 use arrow::record_batch::RecordBatch;
 use common::Rng;
-use sift_format::{FOOTER_HEADER_LEN, SiftFile, TRAILER_LEN, footer_checksum};
+use sift_format::{FOOTER_HEADER_LEN, SiftFile, TRAILER_LEN, seal_footer};
 use sift_scan::{Expr, Literal, ScanBuilder, Table, col};
 use tracking::tracked;
 
@@ -263,7 +263,8 @@ fn chunk_ranges(
                 data.push((t, s.offset as usize..(s.offset + s.len) as usize));
             }
             let i = b * columns + c;
-            let record = chunks + u32_at(chunk_table + 4 * i)..chunks + u32_at(chunk_table + 4 * i + 4);
+            let record =
+                chunks + u32_at(chunk_table + 4 * i)..chunks + u32_at(chunk_table + 4 * i + 4);
             meta.push((t, record));
         }
     }
@@ -282,42 +283,24 @@ fn footer_offset(bytes: &[u8]) -> usize {
     n - TRAILER_LEN - len as usize
 }
 
-/// Where a version-3 footer's sections are, from its header: the schema region (name
-/// table to the end of the field records), the field records, the chunk offset table and
-/// the chunk records, and the column count; `None` if the sizes do not add up.
+/// Where a version-3 footer's field records and their offset table are, from its header.
 struct Sections {
-    schema: Range<usize>,
     fields: Range<usize>,
     field_table: usize,
-    chunk_table: usize,
-    chunks: Range<usize>,
-    columns: usize,
-    blocks: usize,
 }
 
 impl Sections {
-    fn of(footer: &[u8]) -> Option<Sections> {
-        let u32_at = |at: usize| {
-            Some(u32::from_le_bytes(footer.get(at..at + 4)?.try_into().ok()?) as usize)
-        };
-        let (columns, blocks) = (u32_at(8)?, u32_at(12)?);
-        let name_table = FOOTER_HEADER_LEN
-            .checked_add(u32_at(16)?)?
-            .checked_add(blocks.checked_mul(4)?)?;
-        let field_table = name_table + 4 * (columns + 1) + u32_at(20)?;
-        let fields = field_table + 4 * (columns + 1)..field_table + 4 * (columns + 1) + u32_at(24)?;
-        let chunk_table = fields.end;
-        let chunks_start = chunk_table.checked_add(blocks.checked_mul(columns)?.checked_add(1)? * 4)?;
-        let chunks = chunks_start..chunks_start.checked_add(u32_at(32)?)?;
-        (chunks.end == footer.len()).then_some(Sections {
-            schema: name_table..fields.end,
-            fields,
+    fn of(footer: &[u8]) -> Sections {
+        let u32_at =
+            |at: usize| u32::from_le_bytes(footer[at..at + 4].try_into().unwrap()) as usize;
+        let (columns, blocks) = (u32_at(8), u32_at(12));
+        let field_table =
+            FOOTER_HEADER_LEN + u32_at(16) + 4 * blocks + 4 * (columns + 1) + u32_at(20);
+        let fields = field_table + 4 * (columns + 1);
+        Sections {
+            fields: fields..fields + u32_at(24),
             field_table,
-            chunk_table,
-            chunks,
-            columns,
-            blocks,
-        })
+        }
     }
 
     fn entry(footer: &[u8], table: usize, i: usize) -> usize {
@@ -325,48 +308,13 @@ impl Sections {
     }
 }
 
-/// CRC-32 (IEEE), as the footer checksums are computed (no dependency for one function).
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
-        }
-    }
-    !crc
-}
-
-/// `bytes` with every footer checksum recomputed over the (possibly damaged) footer: the
-/// schema region's, each chunk record's (whose offsets still make sense) and the
-/// trailer's, as a hostile writer would.
+/// `bytes` with every footer checksum recomputed over the (possibly damaged) footer, as a
+/// hostile writer would.
 fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
     let start = footer_offset(&bytes);
     let end = bytes.len() - TRAILER_LEN;
-    let footer = &mut bytes[start..end];
-    if let Some(l) = Sections::of(footer) {
-        let crc = crc32(&footer[l.schema.clone()]);
-        footer[28..32].copy_from_slice(&crc.to_le_bytes());
-        for b in 0..l.blocks {
-            for c in 0..l.columns {
-                let i = b * l.columns + c;
-                let from = Sections::entry(footer, l.chunk_table, i);
-                let to = Sections::entry(footer, l.chunk_table, i + 1);
-                if from + 4 > to || l.chunks.start + to > l.chunks.end {
-                    continue;
-                }
-                let record = l.chunks.start + from..l.chunks.start + to;
-                let mut body = Vec::new();
-                body.extend_from_slice(&(b as u32).to_le_bytes());
-                body.extend_from_slice(&(c as u32).to_le_bytes());
-                body.extend_from_slice(&footer[record.start + 4..record.end]);
-                footer[record.start..record.start + 4].copy_from_slice(&crc32(&body).to_le_bytes());
-            }
-        }
-    }
-    let crc = footer_checksum(footer).unwrap_or(0);
-    let at = bytes.len() - TRAILER_LEN + 8;
-    bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+    let crc = seal_footer(&mut bytes[start..end]).unwrap_or(0);
+    bytes[end + 8..end + 12].copy_from_slice(&crc.to_le_bytes());
     bytes
 }
 
@@ -1105,9 +1053,10 @@ fn damaged_footers_with_valid_checksums_never_panic_in_scans() {
     }
     // Each field's type, nullability and metadata count (the first bytes of its record):
     // type confusion, and nulls where the schema allows none.
-    let l = Sections::of(&s.bytes[footer..end]).unwrap();
+    let l = Sections::of(&s.bytes[footer..end]);
     for (c, name) in COLUMNS.into_iter().enumerate() {
-        let record = |i| footer + l.fields.start + Sections::entry(&s.bytes[footer..], l.field_table, i);
+        let record =
+            |i| footer + l.fields.start + Sections::entry(&s.bytes[footer..], l.field_table, i);
         let from = record(c);
         for p in from..record(c + 1).min(from + 4) {
             for m in [0x00, s.bytes[p] ^ 0x01, s.bytes[p].wrapping_add(1)] {
