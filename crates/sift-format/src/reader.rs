@@ -120,7 +120,8 @@ pub struct SiftFile {
     file: File,
     map: Option<Arc<memmap2::Mmap>>,
     len: u64,
-    footer: FooterView,
+    /// Boxed: an open file stays small to move around.
+    footer: Box<FooterView>,
     options: ReadOptions,
     /// Per column, once its field record is decoded.
     columns: Box<[OnceLock<Box<Column>>]>,
@@ -203,7 +204,7 @@ impl SiftFile {
                 .map_err(io_err(&path))?;
             FooterBytes::Owned(bytes)
         };
-        let footer = FooterView::parse(&path, footer_bytes, crc, footer_offset)?;
+        let footer = Box::new(FooterView::parse(&path, footer_bytes, crc, footer_offset)?);
         let columns = (0..footer.num_columns()).map(|_| OnceLock::new()).collect();
         Ok(Self {
             path,
