@@ -438,15 +438,8 @@ pub(crate) struct FooterView<B = FooterBytes> {
     bytes: B,
     footer_offset: u64,
     num_rows: u64,
-    columns: usize,
     block_rows: Vec<u32>,
-    head: Range<usize>,
-    name_table: usize,
-    names: Range<usize>,
-    field_table: usize,
-    fields: Range<usize>,
-    chunk_table: usize,
-    chunks: Range<usize>,
+    sections: Sections,
 }
 
 /// Four bytes as a little-endian `u32`.
@@ -472,7 +465,6 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
         // The header is there: Sections::of checked the footer's length.
         let num_rows = u64::from_le_bytes(le8(&bytes));
         let schema_crc = u32::from_le_bytes(le4(&bytes[28..]));
-        let (columns, blocks) = (l.columns, l.blocks);
         let actual = crc32fast::hash(&bytes[..l.rows_table.end]);
         if actual != crc {
             return Err(bad(format!(
@@ -485,7 +477,7 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
                 "schema checksum mismatch (stored {schema_crc:#010x}, computed {actual:#010x})"
             )));
         }
-        let mut block_rows = Vec::with_capacity(blocks);
+        let mut block_rows = Vec::with_capacity(l.blocks);
         let mut sum = 0u64;
         for (b, raw) in bytes[l.rows_table.clone()].chunks_exact(4).enumerate() {
             let rows = u32::from_le_bytes(le4(raw));
@@ -506,27 +498,16 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
             path: path.to_path_buf(),
             footer_offset,
             num_rows,
-            columns,
             block_rows,
-            head: l.head,
-            name_table: l.name_table,
-            names: l.names,
-            field_table: l.field_table,
-            fields: l.fields,
-            chunk_table: l.chunk_table,
-            chunks: l.chunks,
+            sections: l,
             bytes,
         };
         // The tables must start at 0 and end at their section's length.
+        let l = &view.sections;
         for (what, table, n, len) in [
-            ("name", view.name_table, view.columns, view.names.len()),
-            ("field", view.field_table, view.columns, view.fields.len()),
-            (
-                "chunk",
-                view.chunk_table,
-                view.columns * view.num_blocks(),
-                view.chunks.len(),
-            ),
+            ("name", l.name_table, l.columns, l.names.len()),
+            ("field", l.field_table, l.columns, l.fields.len()),
+            ("chunk", l.chunk_table, l.columns * l.blocks, l.chunks.len()),
         ] {
             if view.entry(table, 0) != 0 || view.entry(table, n) != len {
                 return Err(bad(format!(
@@ -560,7 +541,7 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
     }
 
     pub(crate) fn num_columns(&self) -> usize {
-        self.columns
+        self.sections.columns
     }
 
     pub(crate) fn num_blocks(&self) -> usize {
@@ -574,10 +555,10 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
     /// Column `c`'s name as stored (not checked to be UTF-8), `None` if its offsets are
     /// bad or `c` is out of range.
     pub(crate) fn name_bytes(&self, c: usize) -> Option<&[u8]> {
-        if c >= self.columns {
+        if c >= self.sections.columns {
             return None;
         }
-        Some(&self.bytes[self.record(self.name_table, &self.names, c)?])
+        Some(&self.bytes[self.record(self.sections.name_table, &self.sections.names, c)?])
     }
 
     /// Column `c`'s name, checked.
@@ -585,7 +566,7 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
         let bytes = self.name_bytes(c).ok_or_else(|| {
             self.bad(format!(
                 "column {c}: name offsets out of place ({} columns)",
-                self.columns
+                self.sections.columns
             ))
         })?;
         std::str::from_utf8(bytes)
@@ -594,7 +575,7 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
 
     /// The first column called `name`: compares stored bytes, decodes nothing.
     pub(crate) fn column_index(&self, name: &str) -> Option<usize> {
-        (0..self.columns).find(|&c| self.name_bytes(c) == Some(name.as_bytes()))
+        (0..self.sections.columns).find(|&c| self.name_bytes(c) == Some(name.as_bytes()))
     }
 
     fn bad(&self, msg: String) -> Error {
@@ -608,7 +589,7 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
     pub(crate) fn field(&self, c: usize) -> Result<StoredField> {
         let name = self.name(c)?.to_string();
         let range = self
-            .record(self.field_table, &self.fields, c)
+            .record(self.sections.field_table, &self.sections.fields, c)
             .ok_or_else(|| self.bad(format!("column '{name}': field offsets out of place")))?;
         let at = range.start;
         let mut r = Reader::new(&self.bytes[range]);
@@ -634,7 +615,7 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
 
     /// Decodes the head: `(created_by, schema metadata)`.
     pub(crate) fn head(&self) -> Result<(String, Vec<(String, String)>)> {
-        let mut r = Reader::new(&self.bytes[self.head.clone()]);
+        let mut r = Reader::new(&self.bytes[self.sections.head.clone()]);
         let read = |r: &mut Reader<'_>| -> sift_encoding::Result<_> {
             let created_by = utf8(r.bytes("created_by")?, r)?;
             let metadata = read_pairs(r)?;
@@ -663,16 +644,16 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
                 self.num_blocks()
             )));
         };
-        if column >= self.columns {
+        if column >= self.sections.columns {
             return Err(Error::Invalid(format!(
                 "column {column} out of range ({})",
-                self.columns
+                self.sections.columns
             )));
         }
         let place = || self.place(block, column);
-        let i = block * self.columns + column;
+        let i = block * self.sections.columns + column;
         let range = self
-            .record(self.chunk_table, &self.chunks, i)
+            .record(self.sections.chunk_table, &self.sections.chunks, i)
             .filter(|r| r.len() >= MIN_CHUNK_RECORD)
             .ok_or_else(|| self.bad(format!("{}: metadata offsets out of place", place())))?;
         let at = range.start;
