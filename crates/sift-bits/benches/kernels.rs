@@ -11,7 +11,7 @@ use criterion::{
     BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
 };
 use sift_bits::byteslice::ByteSlices;
-use sift_bits::levels::{extract_at, deposit_at, extend_at};
+use sift_bits::levels::{deposit_at, extend_at, extract_at};
 use sift_bits::pack::{low_mask, pack};
 use sift_bits::packed_cmp::compare_into;
 use sift_bits::range::compare_values;

@@ -7,7 +7,7 @@ mod common;
 
 use common::{DENSITIES, LENGTHS, Rng};
 use proptest::prelude::*;
-use sift_bits::levels::{extract_at, deposit_at, extend_at};
+use sift_bits::levels::{deposit_at, extend_at, extract_at};
 use sift_bits::pack::pack;
 use sift_bits::packed_cmp::compare_at;
 use sift_bits::{Bitmap, Level, Predicate};

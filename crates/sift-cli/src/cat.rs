@@ -167,13 +167,14 @@ pub fn run(args: &CatArgs, ui: &Ui) -> Result<()> {
         Some(file.projection(&args.columns)?)
     };
     let schema = match &projection {
-        Some(p) => SchemaRef::new(file.schema().project(p)?),
-        None => file.schema().clone(),
+        Some(p) => file.project_schema(p)?,
+        None => file.schema()?.clone(),
     };
     let blocks = block_range(&file, args.blocks)?;
-    let block_rows: u64 = file.footer().blocks[blocks.clone()]
-        .iter()
-        .map(|b| u64::from(b.rows))
+    let block_rows: u64 = blocks
+        .clone()
+        .filter_map(|b| file.block_rows(b))
+        .map(u64::from)
         .sum();
     let batches = file
         .batches(projection, blocks)?

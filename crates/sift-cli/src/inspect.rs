@@ -160,10 +160,10 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<()> {
 }
 
 fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileReport> {
-    let footer = file.footer();
+    let footer = file.decode_footer()?;
     // Sizes and bounds are those of the stored values (a dictionary column's value type);
     // the type shown is the one written.
-    let schema = file.stored_schema();
+    let schema = file.stored_schema()?;
     let decode_cols: Vec<usize> = (0..schema.fields().len())
         .filter(|&c| !args.no_decode && is_variable(schema.field(c).data_type()))
         .collect();
@@ -224,7 +224,7 @@ fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileRepo
         columns.push(ColumnReport {
             index: c,
             name: field.name().clone(),
-            data_type: file.schema().field(c).data_type().to_string(),
+            data_type: file.schema()?.field(c).data_type().to_string(),
             nullable: field.is_nullable(),
             encodings,
             stored_bytes: stored,
@@ -301,7 +301,7 @@ fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileRepo
 /// The cascade of every column in every block, consecutive blocks with the same cascade
 /// (parameters included) on one line.
 fn print_schemes(out: &mut impl Write, file: &SiftFile) -> Result<()> {
-    let footer = file.footer();
+    let footer = file.decode_footer()?;
     writeln!(
         out,
         "\nschemes (cascade per block, with bit widths, dictionary sizes, run and exception counts)"

@@ -149,7 +149,7 @@ fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
     match format {
         Format::Sift => {
             let file = SiftFile::open(path).context("cannot open the Sift file")?;
-            let schema = file.schema().clone();
+            let schema = file.schema()?.clone();
             let rows = Some(file.num_rows());
             Ok(Input {
                 schema,

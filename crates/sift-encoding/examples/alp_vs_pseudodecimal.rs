@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use arrow::array::{Array, ArrayRef, Float64Array, Int32Array};
 use arrow::datatypes::DataType;
 use arrow::ipc::reader::FileReader;
-use sift_encoding::{EncodedColumn, Node, decode_array, encode_array};
+use sift_encoding::{EncodedColumn, Node, encode_array};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -95,8 +95,7 @@ fn pde_encode(values: &[f64]) -> Res<Pseudodecimal> {
 }
 
 fn decode_child(c: &EncodedColumn, dt: &DataType, len: usize) -> Res<ArrayRef> {
-    let bufs: Vec<&[u8]> = c.buffers.iter().map(Vec::as_slice).collect();
-    Ok(decode_array(&c.encoding, dt, len, &bufs)?)
+    Ok(c.chunk(dt, len).decode()?)
 }
 
 fn pde_decode(p: &Pseudodecimal, len: usize) -> Res<Vec<f64>> {

@@ -231,7 +231,7 @@ mod tests {
     ) -> std::result::Result<(), TestCaseError> {
         let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
         let mut sink = BufferSink::default();
-        let root = Strings::encode(&refs, fixed, &mut sink, crate::chooser::MAX_CASCADE);
+        let root = Strings::encode(&refs, fixed, &mut sink, crate::tree::MAX_CASCADE);
         prop_assert_eq!(root, 0);
         let out = sink
             .decode_with(|ctx| Strings::decode(ctx, root, values.len(), 0))
@@ -360,7 +360,7 @@ mod tests {
                 .collect();
             let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
             let mut sink = BufferSink::default();
-            Strings::encode(&refs, None, &mut sink, crate::chooser::MAX_CASCADE);
+            Strings::encode(&refs, None, &mut sink, crate::tree::MAX_CASCADE);
             let distinct = picks.iter().map(|&(p, _)| p).collect::<std::collections::BTreeSet<_>>();
             if distinct.len() > 1 {
                 prop_assert!(matches!(sink.nodes[0], Node::Dict(crate::encodings::Dict { .. })), "{:?}", sink.nodes[0]);

@@ -4,7 +4,7 @@
 //! constants exactly); each remaining scheme encodes the sample (children cascading on the
 //! sample too), and the smallest wins. `depth` counts the levels still allowed, including
 //! the current one; at depth 1 only terminal schemes are tried, so cascades are at most
-//! [`MAX_CASCADE`] deep.
+//! [`MAX_CASCADE`](crate::tree::MAX_CASCADE) deep.
 //!
 //! The chooser knows no encoding: the registry hands it each domain's schemes, with the
 //! statistic that makes each one worth trying ([`When`]).
@@ -16,9 +16,6 @@ use std::hash::Hash;
 
 use crate::sample::sample;
 use crate::tree::{BufferSink, NodeId};
-
-/// Deepest cascade the writer builds (BtrBlocks uses 3).
-pub(crate) const MAX_CASCADE: u8 = 3;
 
 /// An encoder: encodes values into the sink, children cascading `depth - 1` more levels.
 pub(crate) type Encoder<V> = fn(&[V], &mut BufferSink, u8) -> NodeId;

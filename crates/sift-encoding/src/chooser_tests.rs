@@ -3,9 +3,9 @@
 
 use proptest::prelude::*;
 
-use crate::chooser::MAX_CASCADE;
 use crate::domain::{FloatBits, Value};
 use crate::registry::SchemeList;
+use crate::tree::MAX_CASCADE;
 use crate::tree::{BufferSink, NodeId};
 
 /// Every scheme of a domain, by name.

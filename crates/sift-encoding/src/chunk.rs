@@ -8,7 +8,7 @@ use arrow_array::ArrayRef;
 use arrow_schema::DataType;
 use sift_bits::Bitmap;
 
-use crate::column::{self, PhysicalKind};
+use crate::column::{self, EncodedColumn, PhysicalKind};
 use crate::error::{Result, corrupt};
 use crate::predicate::ValuePredicate;
 use crate::tree::ColumnEncoding;
@@ -81,6 +81,7 @@ impl<'a> Chunk<'a> {
     /// All rows (`sel` = `None`) or the rows set in `sel`, decoding only those where the
     /// encoding allows.
     pub fn decode_rows(&self, sel: Option<&Bitmap>) -> Result<ArrayRef> {
+        column::check_selection(sel, self.rows)?;
         match self.needs_source() {
             None => {
                 column::decode_rows(self.encoding, self.data_type, self.rows, &self.buffers, sel)
@@ -106,7 +107,6 @@ impl<'a> Chunk<'a> {
 
     /// The rows set in `sel` (one bit per row of the chunk).
     pub fn decode_selected(&self, sel: &Bitmap) -> Result<ArrayRef> {
-        column::check_selection(Some(sel), self.rows)?;
         self.decode_rows(Some(sel))
     }
 
@@ -158,5 +158,13 @@ impl<'a> Chunk<'a> {
     /// rows.
     pub fn row_addressable(&self) -> bool {
         self.encoding.row_addressable()
+    }
+}
+
+impl EncodedColumn {
+    /// The freshly encoded chunk as a view (tests and tools that read what they encoded).
+    pub fn chunk<'a>(&'a self, data_type: &'a DataType, rows: usize) -> Chunk<'a> {
+        let buffers = self.buffers.iter().map(Vec::as_slice).collect();
+        Chunk::new(&self.encoding, data_type, rows, buffers)
     }
 }

@@ -11,13 +11,13 @@ use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
 use crate::byte_values::{ByteValues, MAX_CHUNK_BYTES, decode_budget};
-use crate::chooser::MAX_CASCADE;
 use crate::domain::{FloatBits, Strings, Value, compact};
 use crate::encodings::frame::{NativeInt, encode_ints};
 use crate::encodings::plain;
 use crate::error::{EncodingError, Result, corrupt};
 use crate::predicate::{ValuePredicate, filter_values};
 use crate::stats::{ChunkStats, Scalar, bytes_bounds, float_bounds, int_bounds};
+use crate::tree::MAX_CASCADE;
 use crate::tree::{BufferSink, Buffers, ColumnEncoding, Ctx, Validity};
 use sift_bits::Bitmap;
 
@@ -311,28 +311,15 @@ fn byte_values(array: &dyn Array) -> Result<Vec<&[u8]>> {
     Ok(values)
 }
 
-/// Decodes one column chunk of `len` rows into an Arrow array of type `dt`.
-pub fn decode_array(
+/// Decodes every row of a chunk (the crate's own tests; callers use `Chunk`).
+#[cfg(test)]
+pub(crate) fn decode_array(
     enc: &ColumnEncoding,
     dt: &DataType,
     len: usize,
     buffers: &[&[u8]],
 ) -> Result<ArrayRef> {
     decode_rows(enc, dt, len, buffers, None)
-}
-
-/// Decodes only the rows of a chunk of `len` rows whose bit is set in `selection` (which
-/// has `len` bits), without decoding the others where the scheme allows (see
-/// `selected.rs`). The array has `selection.count_ones()` rows.
-pub fn decode_selected(
-    enc: &ColumnEncoding,
-    dt: &DataType,
-    len: usize,
-    buffers: &[&[u8]],
-    selection: &Bitmap,
-) -> Result<ArrayRef> {
-    check_selection(Some(selection), len)?;
-    decode_rows(enc, dt, len, buffers, Some(selection))
 }
 
 /// A selection, if any, must have one bit per row of the chunk (a caller's mistake, not a
@@ -348,7 +335,7 @@ pub(crate) fn check_selection(selection: Option<&Bitmap>, len: usize) -> Result<
 }
 
 /// The validity of a chunk of `len` rows: `None` when every row is valid.
-pub fn chunk_validity(
+pub(crate) fn chunk_validity(
     enc: &ColumnEncoding,
     len: usize,
     buffers: &[&[u8]],
@@ -359,7 +346,7 @@ pub fn chunk_validity(
 
 /// The rows of a chunk of `len` rows whose value is non-null and satisfies `pred`,
 /// evaluated on the encoded values (see `filter.rs`).
-pub fn filter_chunk(
+pub(crate) fn filter_chunk(
     enc: &ColumnEncoding,
     dt: &DataType,
     len: usize,
@@ -455,7 +442,7 @@ pub fn dictionary_type(dt: &DataType) -> DataType {
 /// the chunk's own stored dictionary, when the chunk is dictionary-encoded at its root:
 /// only the codes are decoded and the strings are not copied or re-validated per row.
 /// `Ok(None)` when the chunk is not dictionary-encoded (decode it normally instead).
-pub fn decode_dictionary(
+pub(crate) fn decode_dictionary(
     enc: &ColumnEncoding,
     dt: &DataType,
     len: usize,
@@ -577,6 +564,7 @@ pub(crate) fn decode_rows(
     buffers: &[&[u8]],
     selection: Option<&Bitmap>,
 ) -> Result<ArrayRef> {
+    check_selection(selection, len)?;
     let kind = physical_kind(dt)?;
     if !fixed_chunk_fits(kind, len) {
         return Err(corrupt(format!(

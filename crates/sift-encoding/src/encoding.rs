@@ -14,6 +14,7 @@ use crate::domain::{Domain, Value};
 use crate::error::Result;
 use crate::predicate::{BytesMatcher, BytesShape, DomainPred};
 use crate::tree::{ColumnEncoding, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// One node type of the encoding tree.
 ///
@@ -45,6 +46,12 @@ pub(crate) trait Encoding: Sized {
     fn inline_bytes(&self) -> usize {
         0
     }
+
+    /// Writes the node's fields (after its id) in their documented order (`docs/format.md`).
+    fn write(&self, w: &mut Writer);
+
+    /// Reads the fields [`write`](Self::write) wrote; the reader bounds every count.
+    fn read(r: &mut Reader<'_>) -> Result<Self>;
 
     /// All `count` values of node `id` as domain `V`; `None` if this node cannot hold `V`.
     fn decode<V: Value>(
@@ -140,13 +147,13 @@ pub(crate) trait Encoding: Sized {
     /// Estimated cycles per row to evaluate a predicate on this node as a chunk's root
     /// (narrow packed codes are cheap, runs and constants nearly free); `None`: about the
     /// cost of decoding.
-    fn scan_cost(&self, _enc: &ColumnEncoding) -> Option<f64> {
+    fn scan_cost(&self, _enc: &ColumnEncoding, _id: NodeId) -> Option<f64> {
         None
     }
 
     /// Whether a selective decode of this node reads only the parts of its buffers that
     /// hold selected rows (fixed-width codes addressable by row).
-    fn row_addressable(&self, _enc: &ColumnEncoding) -> bool {
+    fn row_addressable(&self, _enc: &ColumnEncoding, _id: NodeId) -> bool {
         false
     }
 }

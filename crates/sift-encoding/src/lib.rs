@@ -37,16 +37,14 @@ mod stats;
 mod strings;
 mod tree;
 mod validity;
+pub mod wire;
 
 pub use byte_values::{DECODE_EXPANSION, DECODE_FLOOR, decode_budget};
 pub use chunk::Chunk;
-pub use column::{
-    EncodedColumn, PhysicalKind, chunk_validity, decode_array, decode_dictionary, decode_selected,
-    dictionary_type, encode_array, filter_chunk, physical_kind,
-};
+pub use column::{EncodedColumn, PhysicalKind, dictionary_type, encode_array, physical_kind};
 pub use domain::Domain;
 pub use encoding::DECODE_ROW_COST;
-pub use encodings::lookup::{decode_lookup, encode_lookups, lookup_source};
+pub use encodings::lookup::{encode_lookups, lookup_source};
 pub use error::{EncodingError, Result};
 pub use predicate::{BytesMatcher, BytesShape, ValuePredicate, float_from_key, float_key};
 pub use registry::ENCODINGS;

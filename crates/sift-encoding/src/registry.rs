@@ -26,6 +26,7 @@ use crate::encodings::{
 use crate::error::{Result, corrupt};
 use crate::predicate::{BytesMatcher, BytesShape, DomainPred};
 use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 macro_rules! registry {
     ($($variant:ident($ty:ty)),* $(,)?) => {
@@ -79,12 +80,49 @@ macro_rules! registry {
             }
         }
 
+        impl Node {
+            /// Writes the node: its encoding's id, then the encoding's fields.
+            pub fn write_wire(&self, w: &mut Writer) {
+                w.u8(self.id());
+                match self {
+                    $(Node::$variant(e) => e.write(w),)*
+                }
+            }
+
+            /// Reads the fields of a node whose encoding id `id` was just read; an id no
+            /// encoding is registered under is an error naming it.
+            pub fn read_wire(id: u8, r: &mut Reader<'_>) -> Result<Node> {
+                $(
+                    if id == <$ty as Encoding>::ID {
+                        return <$ty as Encoding>::read(r).map(Node::$variant);
+                    }
+                )*
+                Err(r.error(format!("unknown encoding id {id}")))
+            }
+        }
+
         /// Every registered encoding as `(id, name)`, in registration order.
         pub const ENCODINGS: &[(u8, &str)] = &[
             $((<$ty as Encoding>::ID, <$ty as Encoding>::NAME),)*
         ];
     };
 }
+
+/// No two encodings share an id (checked when the crate compiles).
+const _: () = {
+    let mut i = 0;
+    while i < ENCODINGS.len() {
+        let mut j = i + 1;
+        while j < ENCODINGS.len() {
+            assert!(
+                ENCODINGS[i].0 != ENCODINGS[j].0,
+                "two encodings share an id"
+            );
+            j += 1;
+        }
+        i += 1;
+    }
+};
 
 registry! {
     Plain(plain::Plain),
@@ -163,12 +201,12 @@ impl Node {
         each!(self, e => e.beyond_i64(bytes))
     }
 
-    pub(crate) fn scan_cost(&self, enc: &ColumnEncoding) -> Option<f64> {
-        each!(self, e => e.scan_cost(enc))
+    pub(crate) fn scan_cost(&self, enc: &ColumnEncoding, id: NodeId) -> Option<f64> {
+        each!(self, e => e.scan_cost(enc, id))
     }
 
-    pub(crate) fn row_addressable(&self, enc: &ColumnEncoding) -> bool {
-        each!(self, e => e.row_addressable(enc))
+    pub(crate) fn row_addressable(&self, enc: &ColumnEncoding, id: NodeId) -> bool {
+        each!(self, e => e.row_addressable(enc, id))
     }
 
     fn cannot_hold(&self, id: NodeId, domain: Domain) -> crate::EncodingError {
@@ -438,4 +476,37 @@ pub(crate) fn filter_root<V: Value, P: DomainPred<V>>(
 ) -> Result<Option<Bitmap>> {
     let node = ctx.node(0, 0)?;
     each!(node, e => e.filter::<V, P>(ctx, 0, count, 0, p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::Validity;
+
+    /// A hostile tree whose nodes point back at themselves: the cost model and the payload
+    /// accounting walk children only forward, so they end (with the decode cost) instead
+    /// of recursing without end.
+    #[test]
+    fn cost_walks_end_on_cycles() {
+        let cyclic = |nodes: Vec<Node>| ColumnEncoding {
+            validity: Validity::AllValid,
+            nodes,
+        };
+        let dict = cyclic(vec![Node::Dict(dict::Dict {
+            values: 0,
+            len: 1,
+            codes: 0,
+        })]);
+        assert_eq!(
+            dict.scan_cost(),
+            0.3 + crate::encoding::DECODE_ROW_COST / 2.0
+        );
+        let alp = cyclic(vec![Node::Alp(alp::Alp {
+            exponent: 1,
+            factor: 0,
+            ints: 0,
+        })]);
+        assert_eq!(alp.scan_cost(), crate::encoding::DECODE_ROW_COST);
+        assert!(!alp.row_addressable());
+    }
 }

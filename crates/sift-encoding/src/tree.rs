@@ -16,6 +16,9 @@ pub use crate::registry::Node;
 /// Index of a node in [`ColumnEncoding::nodes`].
 pub type NodeId = u32;
 
+/// Deepest cascade the writer builds (BtrBlocks uses 3).
+pub(crate) const MAX_CASCADE: u8 = 3;
+
 /// Deepest nesting of nodes a reader accepts (guards recursion on hostile footers).
 pub const MAX_DEPTH: usize = 8;
 
@@ -65,7 +68,7 @@ impl ColumnEncoding {
         match self.nodes.first() {
             None => 0.0,
             Some(root) => root
-                .scan_cost(self)
+                .scan_cost(self, 0)
                 .unwrap_or(crate::encoding::DECODE_ROW_COST),
         }
     }
@@ -74,7 +77,10 @@ impl ColumnEncoding {
     /// hold selected rows (bit-packed roots without a validity tree), rather than all.
     pub fn row_addressable(&self) -> bool {
         !matches!(self.validity, Validity::Encoded { .. })
-            && self.nodes.first().is_some_and(|r| r.row_addressable(self))
+            && self
+                .nodes
+                .first()
+                .is_some_and(|r| r.row_addressable(self, 0))
     }
 
     /// A short human-readable description of the tree, e.g. `dict(bytes(for8), for5)`.

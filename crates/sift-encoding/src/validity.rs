@@ -6,10 +6,10 @@
 use arrow_buffer::BooleanBuffer;
 use sift_bits::Bitmap;
 
-use crate::chooser::MAX_CASCADE;
 use crate::domain::Value;
 use crate::error::{Result, corrupt};
 use crate::predicate::BoolEq;
+use crate::tree::MAX_CASCADE;
 use crate::tree::{BufferSink, Ctx, Validity};
 
 /// Encodes the validity of a chunk that has some nulls and some values. Its nodes follow

@@ -1,4 +1,4 @@
-//! Differential tests of encoded-domain evaluation (`filter_chunk`) and selective decoding
+//! Differential tests of encoded-domain evaluation (`Chunk::filter`) and selective decoding
 //! (`decode_selected`). Every generated column goes through the real cascade; the answers
 //! are checked row by row against the plain Arrow input (nulls never match; ints compared
 //! as `i128`, floats by their `float_key`, strings by the matcher on Arrow's bytes), and selected
@@ -456,8 +456,7 @@ fn mismatched_predicates_are_errors() {
         (&floats, ValuePredicate::Bool { value: true }),
     ] {
         let col = sift_encoding::encode_array(array.as_ref()).unwrap();
-        let bufs: Vec<&[u8]> = col.buffers.iter().map(Vec::as_slice).collect();
-        let got = sift_encoding::filter_chunk(&col.encoding, array.data_type(), 3, &bufs, &pred);
+        let got = col.chunk(array.data_type(), 3).filter(&pred);
         assert!(
             got.is_err(),
             "{pred:?} on {} answered {got:?}",

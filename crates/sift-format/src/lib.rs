@@ -1,10 +1,11 @@
-//! The Sift file format, version 2.
+//! The Sift file format, version 3.
 //!
 //! ```text
 //! "SIFTDATA"                         8-byte magic
 //! segments …                         the buffers of every column chunk, block by block;
 //!                                    a chunk's segments are contiguous (one range read)
-//! footer                             postcard-encoded [`Footer`]
+//! footer                             header, schema, offset tables and per-chunk
+//!                                    records (see the `footer` module)
 //! footer_len: u64 LE
 //! footer_crc32: u32 LE
 //! version: u32 LE                    refused unless supported
@@ -13,8 +14,9 @@
 //!
 //! Blocks hold up to 64Ki rows and are aligned across all columns. The footer holds the
 //! schema, and per block and column the encoding tree, zone-map statistics and the offset,
-//! length and CRC-32 of every segment. Opening a file reads the tail (one range, two if the
-//! footer is larger than the first guess).
+//! length and CRC-32 of every segment, each chunk's record reachable through an offset
+//! table. Opening a file reads the tail (one range, two if the footer is larger than the
+//! first guess) and decodes nothing per column; records are decoded when first used.
 
 mod error;
 mod footer;
@@ -23,8 +25,11 @@ mod schema;
 mod writer;
 
 pub use error::{Error, Result};
-pub use footer::{BlockMeta, ChunkMeta, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN};
-pub use reader::{BlockBatches, ChunkRef, ReadOptions, SiftFile};
+pub use footer::{
+    BlockMeta, ChunkMeta, FOOTER_HEADER_LEN, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN,
+    footer_checksum, seal_footer,
+};
+pub use reader::{BlockBatches, ChunkRef, FooterCounts, ReadOptions, SiftFile};
 pub use schema::{ColumnType, DICTIONARY_KEY, StoredField, Unit, check_schema, check_unique_names};
 pub use sift_encoding::{ChunkStats, Scalar};
 pub use writer::{

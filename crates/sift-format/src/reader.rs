@@ -1,18 +1,20 @@
 //! The reader: footer in at most two range reads, then blocks as Arrow batches.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow_schema::SchemaRef;
-use sift_encoding::{decode_array, decode_lookup, lookup_source};
+use arrow_schema::{FieldRef, Schema, SchemaRef};
+use sift_encoding::{Chunk, lookup_source};
 
 use crate::error::{Error, Result, corrupt, io_err};
-use crate::footer::{ChunkMeta, Footer, MAGIC, TRAILER_LEN};
-use crate::schema::{ColumnType, to_arrow_schemas};
+use crate::footer::{ChunkMeta, Footer, FooterBytes, FooterView, MAGIC, TRAILER_LEN};
+use crate::schema::{ColumnType, StoredField, to_arrow_fields};
 
 /// How much of the tail the first read fetches; footers up to this size need one read.
 const TAIL_GUESS: u64 = 64 * 1024;
@@ -54,9 +56,32 @@ pub struct ChunkRef<'a> {
     pub data_type: &'a arrow_schema::DataType,
     bytes: ChunkBytes<'a>,
     start: u64,
+    /// For a chunk whose values are a table over another column's dictionary codes, that
+    /// column's chunk of the same block (read and verified with it).
+    source: Option<Box<ChunkRef<'a>>>,
 }
 
 impl ChunkRef<'_> {
+    /// The chunk as a [`Chunk`] view, ready to decode or filter (with its lookup source
+    /// attached, if it has one).
+    pub fn view(&self) -> Chunk<'_> {
+        let view = Chunk::new(
+            &self.meta.encoding,
+            self.data_type,
+            self.rows,
+            self.buffers(),
+        );
+        match &self.source {
+            Some(src) => view.with_source(src.view()),
+            None => view,
+        }
+    }
+
+    /// Bytes stored for the chunk, its lookup source included.
+    pub fn stored_bytes(&self) -> u64 {
+        self.meta.stored_bytes() + self.source.as_ref().map_or(0, |s| s.meta.stored_bytes())
+    }
+
     /// The chunk's buffers (segment `i` is buffer `i` of the encoding).
     pub fn buffers(&self) -> Vec<&[u8]> {
         let bytes: &[u8] = match &self.bytes {
@@ -74,19 +99,60 @@ impl ChunkRef<'_> {
     }
 }
 
+/// How much footer work an open file has done: records decoded so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FooterCounts {
+    /// Field records decoded (at most one per column).
+    pub fields: usize,
+    /// Chunk-metadata records decoded (at most one per block and column).
+    pub chunks: usize,
+}
+
+/// A column whose field record was decoded: its field, Arrow fields and chunk slots.
+struct Column {
+    field: StoredField,
+    /// The Arrow field as written (a dictionary column as a dictionary).
+    written: FieldRef,
+    /// The Arrow field chunks decode to (a dictionary column's value type).
+    stored: FieldRef,
+    /// One per block.
+    chunks: Box<[ChunkSlot]>,
+}
+
+#[derive(Default)]
+struct ChunkSlot {
+    /// The decoded record (lookups into other columns are checked on each access).
+    meta: OnceLock<ChunkMeta>,
+    /// The chunk's segment checksums were verified.
+    verified: AtomicBool,
+}
+
+/// The head section, decoded.
+struct Head {
+    created_by: String,
+    metadata: HashMap<String, String>,
+}
+
 /// An open Sift file.
+///
+/// Opening checks the trailer and the footer's always-needed sections and decodes nothing
+/// per column: a column's field, a chunk's metadata and the Arrow schema are decoded (and
+/// validated) the first time they are used, then kept.
 pub struct SiftFile {
     path: PathBuf,
     file: File,
-    map: Option<memmap2::Mmap>,
+    map: Option<Arc<memmap2::Mmap>>,
     len: u64,
-    footer: Footer,
-    schema: SchemaRef,
-    /// `schema` with dictionary columns as their value type: what chunks decode to.
-    stored: SchemaRef,
+    /// Boxed: an open file stays small to move around.
+    footer: Box<FooterView>,
     options: ReadOptions,
-    /// Per block × column: the chunk's checksums were verified.
-    verified: Vec<AtomicBool>,
+    /// Per column, once its field record is decoded.
+    columns: Box<[OnceLock<Box<Column>>]>,
+    head: OnceLock<Head>,
+    /// The schema as written and as stored.
+    schemas: OnceLock<(SchemaRef, SchemaRef)>,
+    decoded_fields: AtomicUsize,
+    decoded_chunks: AtomicUsize,
 }
 
 impl std::fmt::Debug for SiftFile {
@@ -95,7 +161,8 @@ impl std::fmt::Debug for SiftFile {
             .field("path", &self.path)
             .field("len", &self.len)
             .field("mapped", &self.map.is_some())
-            .field("blocks", &self.footer.blocks.len())
+            .field("blocks", &self.footer.num_blocks())
+            .field("columns", &self.footer.num_columns())
             .finish()
     }
 }
@@ -107,7 +174,8 @@ impl SiftFile {
     }
 
     /// Opens a file: reads the tail (and, for a footer larger than 64 KiB, the rest of the
-    /// footer), checks magic, version and footer checksum, and validates the footer.
+    /// footer, taken from the mapping when there is one), checks magic, version and the
+    /// footer's always-needed sections. Per-column metadata is decoded when first used.
     pub fn open_with(path: impl AsRef<Path>, options: ReadOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(io_err(&path))?;
@@ -126,26 +194,12 @@ impl SiftFile {
         let (footer_len, crc) =
             Footer::parse_trailer(&path, &tail[tail.len() - TRAILER_LEN..], len)?;
         let footer_offset = len - TRAILER_LEN as u64 - footer_len;
-        let have = tail_len - TRAILER_LEN as u64;
-        let footer_bytes = if footer_len <= have {
-            let start = (have - footer_len) as usize;
-            tail[start..start + footer_len as usize].to_vec()
-        } else {
-            // footer_len is bounded by the file length (checked in parse_trailer).
-            let mut bytes = vec![0u8; footer_len as usize];
-            file.read_exact_at(&mut bytes, footer_offset)
-                .map_err(io_err(&path))?;
-            bytes
-        };
         if tail_len == len && tail[..MAGIC.len()] != MAGIC {
             return Err(corrupt(
                 &path,
                 "not a Sift file (no SIFTDATA magic at the start)",
             ));
         }
-        let footer = Footer::from_bytes(&path, &footer_bytes, crc, footer_offset)?;
-        let (schema, stored) =
-            to_arrow_schemas(&footer.fields, &footer.metadata).map_err(|e| corrupt(&path, e))?;
         let map = if options.mmap {
             // SAFETY: the mapping is read-only and private to this process. Sift files are
             // immutable once written (the writer renames a finished file into place), so
@@ -155,21 +209,38 @@ impl SiftFile {
             if map.len() as u64 != len {
                 return Err(corrupt(&path, "file changed size while opening"));
             }
-            Some(map)
+            Some(Arc::new(map))
         } else {
             None
         };
-        let chunks = footer.blocks.len() * footer.fields.len();
+        let have = tail_len - TRAILER_LEN as u64;
+        // footer_len is bounded by the file length (checked in parse_trailer).
+        let footer_bytes = if footer_len <= have {
+            let start = (have - footer_len) as usize;
+            FooterBytes::Owned(tail[start..start + footer_len as usize].to_vec())
+        } else if let Some(map) = &map {
+            let start = footer_offset as usize;
+            FooterBytes::Mapped(Arc::clone(map), start..start + footer_len as usize)
+        } else {
+            let mut bytes = vec![0u8; footer_len as usize];
+            file.read_exact_at(&mut bytes, footer_offset)
+                .map_err(io_err(&path))?;
+            FooterBytes::Owned(bytes)
+        };
+        let footer = Box::new(FooterView::parse(&path, footer_bytes, crc, footer_offset)?);
+        let columns = (0..footer.num_columns()).map(|_| OnceLock::new()).collect();
         Ok(Self {
             path,
             file,
             map,
             len,
             footer,
-            schema,
-            stored,
             options,
-            verified: (0..chunks).map(|_| AtomicBool::new(false)).collect(),
+            columns,
+            head: OnceLock::new(),
+            schemas: OnceLock::new(),
+            decoded_fields: AtomicUsize::new(0),
+            decoded_chunks: AtomicUsize::new(0),
         })
     }
 
@@ -183,36 +254,176 @@ impl SiftFile {
         self.len
     }
 
-    /// The decoded footer.
-    pub fn footer(&self) -> &Footer {
-        &self.footer
+    /// Footer records decoded so far: open decodes none; each first use of a column's
+    /// field or a chunk's metadata decodes one.
+    pub fn footer_counts(&self) -> FooterCounts {
+        FooterCounts {
+            fields: self.decoded_fields.load(Ordering::Relaxed),
+            chunks: self.decoded_chunks.load(Ordering::Relaxed),
+        }
     }
 
-    /// The Arrow schema of the file, as written: the schema of the batches read.
-    pub fn schema(&self) -> &SchemaRef {
-        &self.schema
+    /// Decodes and validates the whole footer, every column and chunk: for tools that
+    /// show all of it. Readers use the accessors, which decode only what they need.
+    pub fn decode_footer(&self) -> Result<Footer> {
+        let (bytes, offset) = self.footer.bytes();
+        Footer::decode(&self.path, bytes, offset)
+    }
+
+    /// Column `c`, its field record decoded on first use.
+    fn column(&self, c: usize) -> Result<&Column> {
+        let slot = self.columns.get(c).ok_or_else(|| {
+            Error::Invalid(format!(
+                "column {c} out of range ({})",
+                self.footer.num_columns()
+            ))
+        })?;
+        if let Some(col) = slot.get() {
+            return Ok(col);
+        }
+        let field = self.footer.field(c)?;
+        let (written, stored) = to_arrow_fields(&field).map_err(|e| corrupt(&self.path, e))?;
+        self.decoded_fields.fetch_add(1, Ordering::Relaxed);
+        let chunks = (0..self.footer.num_blocks())
+            .map(|_| ChunkSlot::default())
+            .collect();
+        Ok(slot.get_or_init(|| {
+            Box::new(Column {
+                field,
+                written: Arc::new(written),
+                stored: Arc::new(stored),
+                chunks,
+            })
+        }))
+    }
+
+    /// Column `c`'s stored field (name, type, nullability, metadata).
+    pub fn field(&self, c: usize) -> Result<&StoredField> {
+        Ok(&self.column(c)?.field)
+    }
+
+    /// Column `c`'s name, read without decoding its field record.
+    pub fn column_name(&self, c: usize) -> Result<&str> {
+        self.footer.name(c)
+    }
+
+    /// The chunk record of `(block, column)`, decoded on first use, without the lookup
+    /// check (which needs the source column's record too).
+    fn decoded_chunk(&self, block: usize, column: usize) -> Result<&ChunkMeta> {
+        let col = self.column(column)?;
+        let slot = col.chunks.get(block).ok_or_else(|| {
+            Error::Invalid(format!(
+                "block {block} out of range ({} blocks)",
+                self.num_blocks()
+            ))
+        })?;
+        if let Some(meta) = slot.meta.get() {
+            return Ok(meta);
+        }
+        let meta = self.footer.chunk(block, column)?;
+        self.decoded_chunks.fetch_add(1, Ordering::Relaxed);
+        Ok(slot.meta.get_or_init(|| meta))
+    }
+
+    /// The metadata of column `column` in block `block` (encoding, statistics, segments),
+    /// decoded and validated on first use.
+    pub fn chunk_meta(&self, block: usize, column: usize) -> Result<&ChunkMeta> {
+        let meta = self.decoded_chunk(block, column)?;
+        if let Some(source) = lookup_source(&meta.encoding) {
+            let encoding = if source < self.num_columns() && source != column {
+                Some(&self.decoded_chunk(block, source)?.encoding)
+            } else {
+                None
+            };
+            self.footer
+                .check_lookup(block, column, Some((source, encoding)))?;
+        }
+        Ok(meta)
+    }
+
+    fn head(&self) -> Result<&Head> {
+        if let Some(h) = self.head.get() {
+            return Ok(h);
+        }
+        let (created_by, metadata) = self.footer.head()?;
+        Ok(self.head.get_or_init(|| Head {
+            created_by,
+            metadata: metadata.into_iter().collect(),
+        }))
+    }
+
+    /// The writer that made the file, e.g. `sift 0.1.0`.
+    pub fn created_by(&self) -> Result<&str> {
+        Ok(&self.head()?.created_by)
+    }
+
+    fn schemas(&self) -> Result<&(SchemaRef, SchemaRef)> {
+        if let Some(s) = self.schemas.get() {
+            return Ok(s);
+        }
+        let md = &self.head()?.metadata;
+        let mut written = Vec::with_capacity(self.num_columns());
+        let mut stored = Vec::with_capacity(self.num_columns());
+        for c in 0..self.num_columns() {
+            let col = self.column(c)?;
+            written.push(Arc::clone(&col.written));
+            stored.push(Arc::clone(&col.stored));
+        }
+        let schemas = (
+            Arc::new(Schema::new_with_metadata(written, md.clone())),
+            Arc::new(Schema::new_with_metadata(stored, md.clone())),
+        );
+        Ok(self.schemas.get_or_init(|| schemas))
+    }
+
+    /// The Arrow schema of the file, as written: the schema of the batches read. Built on
+    /// first use from every column's field; [`SiftFile::project_schema`] builds only the
+    /// columns asked for.
+    pub fn schema(&self) -> Result<&SchemaRef> {
+        Ok(&self.schemas()?.0)
     }
 
     /// The schema the column chunks decode to ([`ChunkRef::data_type`]): as
     /// [`SiftFile::schema`], except that a column written as an Arrow dictionary has its
     /// value type (it is stored and filtered as its values).
-    pub fn stored_schema(&self) -> &SchemaRef {
-        &self.stored
+    pub fn stored_schema(&self) -> Result<&SchemaRef> {
+        Ok(&self.schemas()?.1)
+    }
+
+    /// The schema of the columns `columns` (indices), as written, decoding only their
+    /// field records.
+    pub fn project_schema(&self, columns: &[usize]) -> Result<SchemaRef> {
+        let fields = columns
+            .iter()
+            .map(|&c| Ok(Arc::clone(&self.column(c)?.written)))
+            .collect::<Result<Vec<_>>>()?;
+        let md = self.head()?.metadata.clone();
+        Ok(Arc::new(Schema::new_with_metadata(fields, md)))
     }
 
     /// Total rows.
     pub fn num_rows(&self) -> u64 {
-        self.footer.num_rows
+        self.footer.num_rows()
     }
 
     /// Number of blocks.
     pub fn num_blocks(&self) -> usize {
-        self.footer.blocks.len()
+        self.footer.num_blocks()
     }
 
-    /// Index of the column called `name`.
+    /// Number of columns.
+    pub fn num_columns(&self) -> usize {
+        self.footer.num_columns()
+    }
+
+    /// Rows in block `block`, `None` if there is no such block.
+    pub fn block_rows(&self, block: usize) -> Option<u32> {
+        self.footer.block_rows(block)
+    }
+
+    /// Index of the column called `name` (compares the stored names, decodes nothing).
     pub fn column_index(&self, name: &str) -> Option<usize> {
-        self.footer.fields.iter().position(|f| f.name == name)
+        self.footer.column_index(name)
     }
 
     /// Resolves column names to indices, with an error naming an unknown column.
@@ -222,8 +433,9 @@ impl SiftFile {
             .map(|n| {
                 let n = n.as_ref();
                 self.column_index(n).ok_or_else(|| {
-                    let known: Vec<&str> =
-                        self.footer.fields.iter().map(|f| f.name.as_str()).collect();
+                    let known: Vec<String> = (0..self.num_columns())
+                        .map(|c| self.column_name(c).unwrap_or("?").to_string())
+                        .collect();
                     Error::Invalid(format!(
                         "{}: no column '{n}' (columns: {})",
                         self.path.display(),
@@ -237,21 +449,15 @@ impl SiftFile {
     /// Reads and decodes one column of one block.
     pub fn read_chunk(&self, block: usize, column: usize) -> Result<ArrayRef> {
         let chunk = self.chunk(block, column)?;
-        let buffers = chunk.buffers();
-        let enc = &chunk.meta.encoding;
-        let array = match lookup_source(enc) {
-            None => decode_array(enc, chunk.data_type, chunk.rows, &buffers),
-            Some(source) => {
-                let src = self.chunk(block, source)?;
-                let source = (&src.meta.encoding, &src.buffers()[..]);
-                decode_lookup(enc, chunk.data_type, chunk.rows, &buffers, source, None)
-            }
-        }
-        .map_err(|e| self.chunk_error(block, column, e))?;
+        let array = chunk
+            .view()
+            .decode()
+            .map_err(|e| self.chunk_error(block, column, e))?;
         let nulls = array.logical_null_count() as u64;
-        let field = &self.footer.fields[column];
-        let null_type = field.ty == ColumnType::Null;
-        if nulls != chunk.meta.stats.null_count || (nulls > 0 && !field.nullable && !null_type) {
+        let col = self.column(column)?;
+        let null_type = col.field.ty == ColumnType::Null;
+        if nulls != chunk.meta.stats.null_count || (nulls > 0 && !col.field.nullable && !null_type)
+        {
             return Err(corrupt(
                 &self.path,
                 format!(
@@ -262,7 +468,7 @@ impl SiftFile {
             ));
         }
         // A dictionary column: back to the dictionary type it was written with.
-        let written = self.schema.field(column).data_type();
+        let written = col.written.data_type();
         if array.data_type() != written {
             return arrow_cast::cast(&array, written)
                 .map_err(|e| self.chunk_error(block, column, e));
@@ -270,20 +476,18 @@ impl SiftFile {
         Ok(array)
     }
 
-    /// Where a chunk is, for messages: `block 3 column 'x' at offset 1234`.
+    /// Where a chunk is, for messages: `block 3 column 'x' at offset 1234` (the offset
+    /// when its metadata was already decoded).
     pub fn chunk_place(&self, block: usize, column: usize) -> String {
-        let name = self
-            .footer
-            .fields
-            .get(column)
-            .map_or("?", |f| f.name.as_str());
+        let place = self.footer.place(block, column);
         let offset = self
-            .footer
-            .blocks
-            .get(block)
-            .and_then(|b| b.columns.get(column))
-            .map_or(0, |c| c.byte_range().0);
-        format!("block {block} column '{name}' at offset {offset}")
+            .columns
+            .get(column)
+            .and_then(OnceLock::get)
+            .and_then(|c| c.chunks.get(block))
+            .and_then(|s| s.meta.get())
+            .map_or(0, |m| m.byte_range().0);
+        format!("{place} at offset {offset}")
     }
 
     /// An error from decoding a chunk, with the file, block, column and offset.
@@ -297,17 +501,23 @@ impl SiftFile {
     /// One column chunk of one block, read (in place when mapped) with its checksums
     /// verified the first time.
     pub fn chunk(&self, block: usize, column: usize) -> Result<ChunkRef<'_>> {
-        let meta = self.block_meta(block)?;
-        if column >= self.footer.fields.len() {
-            return Err(Error::Invalid(format!(
-                "column {column} out of range ({})",
-                self.footer.fields.len()
-            )));
+        let mut out = self.chunk_alone(block, column)?;
+        // The footer's check on first use made sure a source is another column that is
+        // not a lookup itself, so this goes one level deep.
+        if let Some(source) = lookup_source(&out.meta.encoding) {
+            out.source = Some(Box::new(self.chunk_alone(block, source)?));
         }
-        let chunk = &meta.columns[column];
+        Ok(out)
+    }
+
+    /// One chunk without its lookup source.
+    fn chunk_alone(&self, block: usize, column: usize) -> Result<ChunkRef<'_>> {
+        let chunk = self.chunk_meta(block, column)?;
+        let col = self.column(column)?;
+        let rows = self.block_rows(block).unwrap_or(0) as usize;
         let (start, len) = chunk.byte_range();
         let bytes = match &self.map {
-            // The footer was validated: segments lie inside the file.
+            // The chunk's metadata was validated: its segments lie inside the file.
             Some(map) => ChunkBytes::Mapped(&map[start as usize..(start + len) as usize]),
             None => {
                 let mut words = vec![0u64; (len as usize).div_ceil(8)];
@@ -320,13 +530,18 @@ impl SiftFile {
         };
         let out = ChunkRef {
             meta: chunk,
-            rows: meta.rows as usize,
-            data_type: self.stored.field(column).data_type(),
+            rows,
+            data_type: col.stored.data_type(),
             bytes,
             start,
+            source: None,
         };
-        let flag = &self.verified[block * self.footer.fields.len() + column];
-        if self.options.verify_checksums && !flag.load(Ordering::Relaxed) {
+        // chunk_meta found the block, so its slot exists.
+        let verified = col.chunks.get(block).map(|s| &s.verified);
+        if self.options.verify_checksums
+            && let Some(flag) = verified
+            && !flag.load(Ordering::Relaxed)
+        {
             for (i, (s, b)) in chunk.segments.iter().zip(out.buffers()).enumerate() {
                 let actual = crc32fast::hash(b);
                 if actual != s.crc32 {
@@ -334,7 +549,7 @@ impl SiftFile {
                         &self.path,
                         format!(
                             "block {block} column '{}' at offset {}: segment {i} checksum mismatch (stored {:#010x}, computed {actual:#010x})",
-                            self.footer.fields[column].name, s.offset, s.crc32
+                            col.field.name, s.offset, s.crc32
                         ),
                     ));
                 }
@@ -344,27 +559,26 @@ impl SiftFile {
         Ok(out)
     }
 
-    fn block_meta(&self, block: usize) -> Result<&crate::footer::BlockMeta> {
-        self.footer.blocks.get(block).ok_or_else(|| {
-            Error::Invalid(format!(
-                "block {block} out of range ({} blocks)",
-                self.footer.blocks.len()
-            ))
-        })
-    }
-
     /// Reads one block; `projection` lists column indices (all columns if `None`).
     pub fn read_block(&self, block: usize, projection: Option<&[usize]>) -> Result<RecordBatch> {
         let all: Vec<usize>;
         let cols = match projection {
             Some(p) => p,
             None => {
-                all = (0..self.footer.fields.len()).collect();
+                all = (0..self.num_columns()).collect();
                 &all
             }
         };
-        let schema = SchemaRef::new(self.schema.project(cols)?);
-        let rows = self.block_meta(block)?.rows as usize;
+        let rows = self.block_rows(block).ok_or_else(|| {
+            Error::Invalid(format!(
+                "block {block} out of range ({} blocks)",
+                self.num_blocks()
+            ))
+        })? as usize;
+        let schema = match projection {
+            None => Arc::clone(self.schema()?),
+            Some(p) => self.project_schema(p)?,
+        };
         let arrays = cols
             .iter()
             .map(|&c| self.read_chunk(block, c))
@@ -380,11 +594,11 @@ impl SiftFile {
         blocks: Range<usize>,
     ) -> Result<BlockBatches<'_>> {
         if let Some(p) = &projection
-            && let Some(&bad) = p.iter().find(|&&c| c >= self.footer.fields.len())
+            && let Some(&bad) = p.iter().find(|&&c| c >= self.num_columns())
         {
             return Err(Error::Invalid(format!(
                 "column {bad} out of range ({})",
-                self.footer.fields.len()
+                self.num_columns()
             )));
         }
         let end = blocks.end.min(self.num_blocks());

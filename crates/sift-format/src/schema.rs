@@ -7,13 +7,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use serde::{Deserialize, Serialize};
 use sift_encoding::physical_kind;
+use sift_encoding::wire::{Reader, Writer};
 
 use crate::error::{Error, Result};
 
 /// Time units, as stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
     /// Seconds.
     Second,
@@ -49,7 +49,7 @@ impl From<Unit> for TimeUnit {
 
 /// A column type as stored in the footer.
 #[allow(missing_docs)]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ColumnType {
     Null,
     Bool,
@@ -170,8 +170,174 @@ impl ColumnType {
     }
 }
 
+/// Type ids of the footer's field records, in [`ColumnType`]'s order (`Null` = 0 …
+/// `FixedSizeBinary` = 26); the file format fixes them.
+const TYPE_IDS: u8 = 27;
+
+impl Unit {
+    fn id(self) -> u8 {
+        match self {
+            Unit::Second => 0,
+            Unit::Millisecond => 1,
+            Unit::Microsecond => 2,
+            Unit::Nanosecond => 3,
+        }
+    }
+
+    fn read(r: &mut Reader<'_>) -> sift_encoding::Result<Self> {
+        Ok(match r.u8("time unit")? {
+            0 => Unit::Second,
+            1 => Unit::Millisecond,
+            2 => Unit::Microsecond,
+            3 => Unit::Nanosecond,
+            other => return Err(r.error(format!("unknown time unit {other}"))),
+        })
+    }
+}
+
+impl ColumnType {
+    /// Writes the type: its id (a byte), then its parameters.
+    pub(crate) fn write_wire(&self, w: &mut Writer) {
+        use ColumnType as C;
+        w.u8(self.id());
+        match self {
+            C::Decimal128 { precision, scale } => {
+                w.u8(*precision);
+                w.u8(*scale as u8);
+            }
+            C::Time32(u) | C::Time64(u) | C::Duration(u) => w.u8(u.id()),
+            C::Timestamp { unit, tz } => {
+                w.u8(unit.id());
+                match tz {
+                    None => w.u8(0),
+                    Some(tz) => {
+                        w.u8(1);
+                        w.bytes(tz.as_bytes());
+                    }
+                }
+            }
+            C::FixedSizeBinary(width) => w.u32_le(*width as u32),
+            _ => {}
+        }
+    }
+
+    /// The type's id in the file format.
+    fn id(&self) -> u8 {
+        use ColumnType as C;
+        match self {
+            C::Null => 0,
+            C::Bool => 1,
+            C::Int8 => 2,
+            C::Int16 => 3,
+            C::Int32 => 4,
+            C::Int64 => 5,
+            C::UInt8 => 6,
+            C::UInt16 => 7,
+            C::UInt32 => 8,
+            C::UInt64 => 9,
+            C::Float16 => 10,
+            C::Float32 => 11,
+            C::Float64 => 12,
+            C::Decimal128 { .. } => 13,
+            C::Date32 => 14,
+            C::Date64 => 15,
+            C::Time32(_) => 16,
+            C::Time64(_) => 17,
+            C::Timestamp { .. } => 18,
+            C::Duration(_) => 19,
+            C::Utf8 => 20,
+            C::LargeUtf8 => 21,
+            C::Utf8View => 22,
+            C::Binary => 23,
+            C::LargeBinary => 24,
+            C::BinaryView => 25,
+            C::FixedSizeBinary(_) => 26,
+        }
+    }
+
+    /// Reads a type written by [`ColumnType::write_wire`].
+    pub(crate) fn read_wire(r: &mut Reader<'_>) -> sift_encoding::Result<Self> {
+        use ColumnType as C;
+        const SIMPLE: [ColumnType; 13] = [
+            C::Null,
+            C::Bool,
+            C::Int8,
+            C::Int16,
+            C::Int32,
+            C::Int64,
+            C::UInt8,
+            C::UInt16,
+            C::UInt32,
+            C::UInt64,
+            C::Float16,
+            C::Float32,
+            C::Float64,
+        ];
+        let id = r.u8("type id")?;
+        Ok(match id {
+            0..=12 => SIMPLE[id as usize].clone(),
+            13 => C::Decimal128 {
+                precision: r.u8("decimal precision")?,
+                scale: r.u8("decimal scale")? as i8,
+            },
+            14 => C::Date32,
+            15 => C::Date64,
+            16 => C::Time32(Unit::read(r)?),
+            17 => C::Time64(Unit::read(r)?),
+            18 => C::Timestamp {
+                unit: Unit::read(r)?,
+                tz: match r.bool("time zone flag")? {
+                    false => None,
+                    true => Some(utf8(r.bytes("time zone")?, r)?),
+                },
+            },
+            19 => C::Duration(Unit::read(r)?),
+            20 => C::Utf8,
+            21 => C::LargeUtf8,
+            22 => C::Utf8View,
+            23 => C::Binary,
+            24 => C::LargeBinary,
+            25 => C::BinaryView,
+            26 => C::FixedSizeBinary(r.u32_le("fixed-size binary width")? as i32),
+            other => {
+                return Err(r.error(format!(
+                    "unknown column type id {other} (0..{TYPE_IDS} known)"
+                )));
+            }
+        })
+    }
+}
+
+/// Bytes as a string, or an error at the reader's position.
+pub(crate) fn utf8(bytes: &[u8], r: &Reader<'_>) -> sift_encoding::Result<String> {
+    std::str::from_utf8(bytes)
+        .map(str::to_string)
+        .map_err(|_| r.error("text is not UTF-8"))
+}
+
+/// Writes `(key, value)` pairs: a varint count, then each as two length-prefixed strings.
+pub(crate) fn write_pairs(pairs: &[(String, String)], w: &mut Writer) {
+    w.varint(pairs.len() as u64);
+    for (k, v) in pairs {
+        w.bytes(k.as_bytes());
+        w.bytes(v.as_bytes());
+    }
+}
+
+/// Reads pairs written by [`write_pairs`].
+pub(crate) fn read_pairs(r: &mut Reader<'_>) -> sift_encoding::Result<Vec<(String, String)>> {
+    let n = r.count(2, "metadata entries")?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let k = utf8(r.bytes("metadata key")?, r)?;
+        let v = utf8(r.bytes("metadata value")?, r)?;
+        out.push((k, v));
+    }
+    Ok(out)
+}
+
 /// A field as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredField {
     /// Column name.
     pub name: String,
@@ -264,6 +430,28 @@ pub fn check_unique_names(schema: &Schema) -> Result<()> {
     )))
 }
 
+/// The Arrow fields of a stored field: as written, and as stored (what chunks decode to:
+/// a dictionary column's value type).
+pub(crate) fn to_arrow_fields(f: &StoredField) -> std::result::Result<(Field, Field), String> {
+    let dt =
+        f.ty.to_arrow()
+            .map_err(|e| format!("column '{}': {e}", f.name))?;
+    let mut md: HashMap<String, String> = f.metadata.iter().cloned().collect();
+    let written_dt = match md.remove(DICTIONARY_KEY) {
+        None => dt.clone(),
+        Some(name) => {
+            let (_, key) = KEY_TYPES.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+                format!("column '{}': unknown dictionary key type {name:?}", f.name)
+            })?;
+            DataType::Dictionary(Box::new(key.clone()), Box::new(dt.clone()))
+        }
+    };
+    Ok((
+        Field::new(&f.name, written_dt, f.nullable).with_metadata(md.clone()),
+        Field::new(&f.name, dt, f.nullable).with_metadata(md),
+    ))
+}
+
 /// Rebuilds the Arrow schemas from stored fields and schema metadata: the schema as
 /// written, and the stored one (what chunks decode to: a dictionary column's value type).
 pub(crate) fn to_arrow_schemas(
@@ -273,21 +461,9 @@ pub(crate) fn to_arrow_schemas(
     let mut written = Vec::with_capacity(fields.len());
     let mut stored = Vec::with_capacity(fields.len());
     for f in fields {
-        let dt =
-            f.ty.to_arrow()
-                .map_err(|e| format!("column '{}': {e}", f.name))?;
-        let mut md: HashMap<String, String> = f.metadata.iter().cloned().collect();
-        let written_dt = match md.remove(DICTIONARY_KEY) {
-            None => dt.clone(),
-            Some(name) => {
-                let (_, key) = KEY_TYPES.iter().find(|(n, _)| *n == name).ok_or_else(|| {
-                    format!("column '{}': unknown dictionary key type {name:?}", f.name)
-                })?;
-                DataType::Dictionary(Box::new(key.clone()), Box::new(dt.clone()))
-            }
-        };
-        written.push(Field::new(&f.name, written_dt, f.nullable).with_metadata(md.clone()));
-        stored.push(Field::new(&f.name, dt, f.nullable).with_metadata(md));
+        let (w, s) = to_arrow_fields(f)?;
+        written.push(w);
+        stored.push(s);
     }
     let md: HashMap<String, String> = metadata.iter().cloned().collect();
     Ok((

@@ -272,9 +272,7 @@ impl SiftWriter {
             blocks: std::mem::take(&mut self.blocks),
             created_by: format!("sift {}", env!("CARGO_PKG_VERSION")),
         };
-        let bytes = footer
-            .to_bytes()
-            .map_err(|e| Error::Invalid(format!("footer does not serialize: {e}")))?;
+        let bytes = footer.to_bytes()?;
         let Some(mut out) = self.out.take() else {
             return Err(Error::Invalid("writer already finished".into()));
         };
@@ -449,9 +447,12 @@ mod tests {
         w.finish().unwrap();
 
         let f = SiftFile::open(&path).unwrap();
-        assert_eq!(f.schema(), &schema);
-        assert_eq!(f.stored_schema().field(1).data_type(), &DataType::Utf8);
-        assert!(f.schema().field(1).metadata().is_empty());
+        assert_eq!(f.schema().unwrap(), &schema);
+        assert_eq!(
+            f.stored_schema().unwrap().field(1).data_type(),
+            &DataType::Utf8
+        );
+        assert!(f.schema().unwrap().field(1).metadata().is_empty());
         let got =
             arrow_select::concat::concat_batches(&schema, &f.read_all(None).unwrap()).unwrap();
         let want = arrow_select::concat::concat_batches(&schema, &batches).unwrap();

@@ -12,7 +12,7 @@ use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
 use common::*;
 use proptest::prelude::*;
-use sift_format::{Error, ReadOptions, Scalar, SiftFile, SiftWriter, WriteOptions};
+use sift_format::{Error, FooterCounts, ReadOptions, Scalar, SiftFile, SiftWriter, WriteOptions};
 
 const DEFAULT_BLOCK: usize = sift_format::MAX_BLOCK_ROWS;
 
@@ -35,8 +35,9 @@ fn round_trip(batch: &RecordBatch, block_rows: usize) -> (SiftFile, RecordBatch)
 
 /// The encoding description of every column of block 0, by name.
 fn encodings(f: &SiftFile, block: usize) -> HashMap<String, String> {
-    let meta = &f.footer().blocks[block];
+    let meta = &f.decode_footer().unwrap().blocks[block];
     f.schema()
+        .unwrap()
         .fields()
         .iter()
         .zip(&meta.columns)
@@ -61,7 +62,13 @@ fn every_type_at_block_boundaries() {
     for n in [65_535, 65_536, 65_537] {
         let batch = batch_of(all_types(n, Nulls::Some));
         let (f, _) = round_trip(&batch, DEFAULT_BLOCK);
-        let rows: Vec<u32> = f.footer().blocks.iter().map(|b| b.rows).collect();
+        let rows: Vec<u32> = f
+            .decode_footer()
+            .unwrap()
+            .blocks
+            .iter()
+            .map(|b| b.rows)
+            .collect();
         match n {
             65_537 => assert_eq!(rows, vec![65_536, 1]),
             _ => assert_eq!(rows, vec![n as u32]),
@@ -315,7 +322,7 @@ fn projection_and_block_ranges() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    let tail = arrow::compute::concat_batches(f.schema(), &tail).unwrap();
+    let tail = arrow::compute::concat_batches(f.schema().unwrap(), &tail).unwrap();
     assert_same(&batch.slice(600, 400), &tail);
     assert_eq!(f.batches(None, 3..3).unwrap().count(), 0);
     #[allow(clippy::reversed_empty_ranges)]
@@ -393,7 +400,13 @@ fn mixed_batch_sizes_across_block_boundaries() {
         }
         let (f, out) = read(&path);
         assert_same(&batch, &out);
-        let rows: Vec<usize> = f.footer().blocks.iter().map(|b| b.rows as usize).collect();
+        let rows: Vec<usize> = f
+            .decode_footer()
+            .unwrap()
+            .blocks
+            .iter()
+            .map(|b| b.rows as usize)
+            .collect();
         let mut expect = vec![block_rows.min(3000); 3000 / block_rows.min(3000)];
         if 3000 % block_rows != 0 && block_rows < 3000 {
             expect.push(3000 % block_rows);
@@ -464,7 +477,7 @@ fn write_rejects_mismatched_batches() {
     assert_eq!(w.rows(), 2);
     w.finish().unwrap();
     let (f, out) = read(&dir.path().join("x.sift"));
-    assert_eq!(f.schema().field(0).name(), "a");
+    assert_eq!(f.schema().unwrap().field(0).name(), "a");
     assert_eq!(out.num_rows(), 2);
 }
 
@@ -583,7 +596,7 @@ fn footer_statistics_match_the_data() {
     let batch = mixed_batch(1000);
     let (f, _) = round_trip(&batch, 300);
     let mut start = 0;
-    for (b, block) in f.footer().blocks.iter().enumerate() {
+    for (b, block) in f.decode_footer().unwrap().blocks.iter().enumerate() {
         let rows = block.rows as usize;
         for (c, field) in batch.schema().fields().iter().enumerate() {
             let col = batch.column(c).slice(start, rows);
@@ -658,7 +671,7 @@ fn footer_statistics_match_the_data() {
     }
     // All-null chunks have no bounds.
     let (f, _) = round_trip(&batch_of(all_types(10, Nulls::All)), DEFAULT_BLOCK);
-    for c in &f.footer().blocks[0].columns {
+    for c in &f.decode_footer().unwrap().blocks[0].columns {
         assert_eq!(c.stats.null_count, 10);
         assert_eq!((&c.stats.min, &c.stats.max), (&None, &None));
     }
@@ -679,7 +692,8 @@ fn checksums_and_mapping_can_be_turned_off() {
             },
         )
         .unwrap();
-        let out = arrow::compute::concat_batches(f.schema(), &f.read_all(None).unwrap()).unwrap();
+        let out = arrow::compute::concat_batches(f.schema().unwrap(), &f.read_all(None).unwrap())
+            .unwrap();
         assert_same(&batch, &out);
     }
 }
@@ -724,4 +738,46 @@ proptest! {
         prop_assert_eq!(f.num_blocks(), len.div_ceil(block_rows));
         assert_same(&batch, &out);
     }
+}
+
+/// Opening a wide file decodes no per-column metadata; reading one column decodes that
+/// column's field and its chunks' records, and nothing else.
+#[test]
+fn footer_work_follows_the_projection() {
+    const COLUMNS: usize = 2_000;
+    const ROWS: usize = 30;
+    let fields: Vec<Field> = (0..COLUMNS)
+        .map(|c| Field::new(format!("c{c}"), DataType::Int64, false))
+        .collect();
+    let columns: Vec<ArrayRef> = (0..COLUMNS)
+        .map(|c| {
+            Arc::new(Int64Array::from_iter_values(
+                (0..ROWS as i64).map(|r| r * 7 + c as i64),
+            )) as ArrayRef
+        })
+        .collect();
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.sift");
+    write(&path, &batch.schema(), std::slice::from_ref(&batch), 10);
+    let f = SiftFile::open(&path).unwrap();
+    assert_eq!(f.num_blocks(), 3);
+    assert_eq!(f.footer_counts(), FooterCounts::default());
+    let projection = f.projection(&["c1234"]).unwrap();
+    assert_eq!(f.footer_counts(), FooterCounts::default(), "name lookup");
+    for _ in 0..2 {
+        let out = f.read_all(Some(projection.clone())).unwrap();
+        let out = arrow::compute::concat_batches(&out[0].schema(), &out).unwrap();
+        assert_eq!(out.schema().field(0).name(), "c1234");
+        assert_eq!(out.column(0).as_ref(), batch.column(1234).as_ref());
+        let want = FooterCounts {
+            fields: 1,
+            chunks: 3,
+        };
+        assert_eq!(f.footer_counts(), want, "one column read (again)");
+    }
+    // The whole schema needs every field, once.
+    assert_eq!(f.schema().unwrap().fields().len(), COLUMNS);
+    assert_eq!(f.footer_counts().fields, COLUMNS);
+    assert_eq!(f.footer_counts().chunks, 3);
 }

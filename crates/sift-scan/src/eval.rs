@@ -1,17 +1,15 @@
 //! Evaluating a bound filter on one block, and decoding the projected rows.
 //!
 //! The pipeline of Parquet-Select §4: the first predicate of a conjunction runs on the
-//! encoded chunk (`sift_encoding::filter_chunk`); later ones see the rows still selected
-//! and, when those are few, select their codes first (`decode_selected`, PEXT) and
+//! encoded chunk (`Chunk::filter`); later ones see the rows still selected and, when those
+//! are few, select their codes first (`Chunk::decode_selected`, PEXT) and
 //! evaluate only them, depositing the verdicts back (`sift_bits::levels::deposit`). An OR
 //! evaluates each branch only on the rows the branches before it left unmatched.
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, BooleanArray};
 use arrow_buffer::{BooleanBuffer, Buffer};
 use arrow_schema::DataType;
-use sift_encoding::{Bitmap, ValuePredicate, float_key};
+use sift_encoding::{Bitmap, ValuePredicate};
 
 use crate::bind::{Bound, Leaf, LeafOp};
 use crate::error::{Error, Result};
@@ -80,10 +78,10 @@ impl BlockEval<'_, '_> {
             LeafOp::Value(p) => self.value_leaf(l.column, p, input)?,
             LeafOp::Null { negated } => {
                 let valid = match self.data.column(l.column)? {
-                    ColumnData::Encoded(c) => {
-                        sift_encoding::chunk_validity(&c.meta.encoding, c.rows, &c.buffers())
-                            .map_err(|e| self.decode_error(l.column, e))?
-                    }
+                    ColumnData::Encoded(c) => c
+                        .view()
+                        .validity()
+                        .map_err(|e| self.decode_error(l.column, e))?,
                     ColumnData::Decoded(a) => a.logical_nulls().map(|n| bitmap_of(n.inner())),
                 };
                 let mut bm = valid.unwrap_or_else(|| Bitmap::ones(self.rows));
@@ -138,58 +136,37 @@ impl BlockEval<'_, '_> {
                 let compact = match input {
                     Some(s) if s.count_ones() < self.rows => {
                         let a = arrow_select::filter::filter(&a, &boolean_of(s))?;
-                        return self.deposit(eval_array(p, &a)?, input);
+                        return self.deposit(matches(p, &a)?, input);
                     }
-                    _ => eval_array(p, &a)?,
+                    _ => matches(p, &a)?,
                 };
                 Ok(and_input(compact, input))
             }
-            ColumnData::Encoded(c) if sift_encoding::lookup_source(&c.meta.encoding).is_some() => {
-                // A table over another column's codes: decoded (only the rows still
-                // selected), then evaluated; the table's own entries are few, but the
-                // codes are the source's and are read either way.
-                let a = self.read(col, input, false)?;
-                self.deposit(eval_array(p, &a)?, input)
-            }
             ColumnData::Encoded(c) => {
+                let view = c.view();
                 let sparse = input
                     .filter(|s| (s.count_ones() as f64) < SELECT_FIRST_BELOW * self.rows as f64);
-                let native = native_filter(c.data_type);
-                if let (Some(s), true) = (sparse, native) {
-                    self.stats.bytes_read += payload_bytes(&c, s);
-                    let values = sift_encoding::decode_selected(
-                        &c.meta.encoding,
-                        c.data_type,
-                        c.rows,
-                        &c.buffers(),
-                        s,
-                    )
-                    .map_err(|e| self.decode_error(col, e))?;
-                    self.stats.values_decoded += values.len() as u64;
-                    return self.deposit(eval_array(p, &values)?, input);
+                if view.filters_encoded() && sparse.is_none() {
+                    self.stats.bytes_read += c.stored_bytes();
+                    let bm = view.filter(p).map_err(|e| self.decode_error(col, e))?;
+                    return Ok(and_input(bm, input));
                 }
-                self.stats.bytes_read += c.meta.stored_bytes();
-                let bm = if native {
-                    sift_encoding::filter_chunk(
-                        &c.meta.encoding,
-                        c.data_type,
-                        c.rows,
-                        &c.buffers(),
-                        p,
-                    )
-                    .map_err(|e| self.decode_error(col, e))?
-                } else {
-                    let a = sift_encoding::decode_array(
-                        &c.meta.encoding,
-                        c.data_type,
-                        c.rows,
-                        &c.buffers(),
-                    )
-                    .map_err(|e| self.decode_error(col, e))?;
-                    self.stats.values_decoded += a.len() as u64;
-                    eval_array(p, &a)?
+                // Few rows left, or a chunk that cannot be filtered encoded: decode the
+                // rows still selected, evaluate them, and put the verdicts back on the rows.
+                let sel = input.filter(|s| s.count_ones() != self.rows);
+                self.stats.bytes_read += match sel {
+                    Some(s) => payload_bytes(&c, s),
+                    None => c.stored_bytes(),
                 };
-                Ok(and_input(bm, input))
+                let values = view
+                    .decode_rows(sel)
+                    .map_err(|e| self.decode_error(col, e))?;
+                self.stats.values_decoded += values.len() as u64;
+                let verdicts = matches(p, &values)?;
+                match sel {
+                    Some(_) => self.deposit(verdicts, input),
+                    None => Ok(and_input(verdicts, input)),
+                }
             }
         }
     }
@@ -229,24 +206,20 @@ impl BlockEval<'_, '_> {
                 Some(s) => arrow_select::filter::filter(&a, &boolean_of(s))?,
                 None => a,
             },
-            ColumnData::Encoded(c) if sift_encoding::lookup_source(&c.meta.encoding).is_some() => {
-                self.read_lookup(col, &c, sel)?
-            }
             ColumnData::Encoded(c) => {
-                let (enc, dt, rows, bufs) = (&c.meta.encoding, c.data_type, c.rows, c.buffers());
+                let view = c.view();
                 self.stats.bytes_read += match sel {
                     Some(s) => payload_bytes(&c, s),
-                    None => c.meta.stored_bytes(),
+                    None => c.stored_bytes(),
                 };
                 let stored_dictionary = match dictionary {
-                    true => sift_encoding::decode_dictionary(enc, dt, rows, &bufs, sel),
+                    true => view.decode_dictionary(sel),
                     false => Ok(None),
                 };
                 stored_dictionary
-                    .and_then(|d| match (d, sel) {
-                        (Some(d), _) => Ok(d),
-                        (None, Some(s)) => sift_encoding::decode_selected(enc, dt, rows, &bufs, s),
-                        (None, None) => sift_encoding::decode_array(enc, dt, rows, &bufs),
+                    .and_then(|d| match d {
+                        Some(d) => Ok(d),
+                        None => view.decode_rows(sel),
                     })
                     .map_err(|e| self.decode_error(col, e))?
             }
@@ -256,42 +229,13 @@ impl BlockEval<'_, '_> {
         Ok(out)
     }
 
-    /// The rows of `sel` (all if `None`) of a lookup chunk `c` of column `col`, through its
-    /// source chunk's dictionary codes (both chunks are read whole).
-    fn read_lookup(
-        &mut self,
-        col: usize,
-        c: &sift_format::ChunkRef<'_>,
-        sel: Option<&Bitmap>,
-    ) -> Result<ArrayRef> {
-        let enc = &c.meta.encoding;
-        let source = sift_encoding::lookup_source(enc).unwrap_or(col);
-        let ColumnData::Encoded(src) = self.data.dictionary_column(source)? else {
-            return Err(self.decode_error(col, "a lookup outside a Sift file"));
-        };
-        self.stats.bytes_read += c.meta.stored_bytes() + src.meta.stored_bytes();
-        sift_encoding::decode_lookup(
-            enc,
-            c.data_type,
-            c.rows,
-            &c.buffers(),
-            (&src.meta.encoding, &src.buffers()),
-            sel,
-        )
-        .map_err(|e| self.decode_error(col, e))
-    }
-
     /// Refuses nulls decoded in a column the schema declares non-nullable (a damaged
     /// footer's validity or nullability), which Arrow would otherwise reject later without
     /// naming the file or the chunk.
     fn check_nulls(&self, col: usize, a: &ArrayRef) -> Result<()> {
         if let BlockData::Sift { file, .. } = self.data
             && a.null_count() > 0
-            && file
-                .schema()
-                .fields()
-                .get(col)
-                .is_some_and(|f| !f.is_nullable())
+            && file.field(col).is_ok_and(|f| !f.nullable)
         {
             return Err(self.decode_error(
                 col,
@@ -322,16 +266,11 @@ impl BlockEval<'_, '_> {
     }
 }
 
-/// Types whose predicates `filter_chunk` evaluates on the encoding itself.
-fn native_filter(dt: &DataType) -> bool {
-    !matches!(dt, DataType::Float16 | DataType::Float32 | DataType::Null)
-}
-
-/// Bytes of a chunk a selective decode touches: bit-packed roots (`for`, `alp(for)`) are
-/// read only in mini-blocks with a selected row; any other encoding is read whole.
+/// Bytes of a chunk a selective decode touches: row-addressable encodings (bit-packed
+/// codes) are read only in mini-blocks with a selected row; any other is read whole.
 fn payload_bytes(c: &sift_format::ChunkRef<'_>, sel: &Bitmap) -> u64 {
-    let total = c.meta.stored_bytes();
-    if !c.meta.encoding.row_addressable() || c.rows == 0 {
+    let total = c.stored_bytes();
+    if !c.view().row_addressable() || c.rows == 0 {
         return total;
     }
     let minis = c.rows.div_ceil(MINI_BLOCK);
@@ -394,97 +333,10 @@ fn common_type(a: ArrayRef, b: ArrayRef) -> Result<(ArrayRef, ArrayRef)> {
     ))
 }
 
-/// Evaluates a value predicate on a decoded array (nulls never match).
-pub(crate) fn eval_array(p: &ValuePredicate, a: &dyn Array) -> Result<Bitmap> {
-    let n = a.len();
-    let nulls = a.logical_nulls();
-    let valid = |i: usize| nulls.as_ref().is_none_or(|nb| nb.is_valid(i));
-    let mut words = vec![0u64; n.div_ceil(64)];
-    let mut put = |i: usize, v: bool| {
-        if v && valid(i) {
-            words[i / 64] |= 1 << (i % 64);
-        }
-    };
-    macro_rules! ints {
-        ($t:ty) => {{
-            let vals = a.as_primitive::<$t>().values();
-            for (i, &v) in vals.iter().enumerate() {
-                put(i, int_matches(p, v as i128));
-            }
-        }};
-    }
-    use DataType as D;
-    match a.data_type() {
-        D::Int8 => ints!(Int8Type),
-        D::Int16 => ints!(Int16Type),
-        D::Int32 => ints!(Int32Type),
-        D::Int64 => ints!(Int64Type),
-        D::UInt8 => ints!(UInt8Type),
-        D::UInt16 => ints!(UInt16Type),
-        D::UInt32 => ints!(UInt32Type),
-        D::UInt64 => ints!(UInt64Type),
-        D::Date32 => ints!(Date32Type),
-        D::Date64 => ints!(Date64Type),
-        D::Decimal128(..) => ints!(Decimal128Type),
-        D::Time32(_) | D::Time64(_) | D::Timestamp(..) | D::Duration(_) => {
-            let c = arrow_cast::cast(
-                a,
-                &if matches!(a.data_type(), D::Time32(_)) {
-                    D::Int32
-                } else {
-                    D::Int64
-                },
-            )?;
-            return eval_array(p, &c);
-        }
-        D::Float16 | D::Float32 => {
-            let c = arrow_cast::cast(a, &D::Float64)?;
-            return eval_array(p, &c);
-        }
-        D::Float64 => {
-            for (i, &v) in a.as_primitive::<Float64Type>().values().iter().enumerate() {
-                put(i, float_matches(p, v));
-            }
-        }
-        D::Boolean => {
-            let ValuePredicate::Bool { value } = p else {
-                return Err(mismatch(p, a));
-            };
-            for (i, v) in a.as_boolean().values().iter().enumerate() {
-                put(i, v == *value);
-            }
-        }
-        dt if sift_encoding::is_byte_string(dt) => {
-            let ValuePredicate::Bytes(m, _) = p else {
-                return Err(mismatch(p, a));
-            };
-            // `put` drops a null row's verdict; the matcher sees the empty string there.
-            sift_encoding::for_each_bytes(a, |i, v| put(i, m(v.unwrap_or_default())))
-                .map_err(|e| Error::Type(e.to_string()))?;
-        }
-        D::Null => {}
-        _ => return Err(mismatch(p, a)),
-    }
-    Bitmap::from_words(words, n).ok_or_else(|| Error::Invalid("bitmap".into()))
-}
-
-fn mismatch(p: &ValuePredicate, a: &dyn Array) -> Error {
-    Error::Type(format!("predicate {p:?} on a {} array", a.data_type()))
-}
-
-fn int_matches(p: &ValuePredicate, v: i128) -> bool {
-    match p {
-        ValuePredicate::IntRange { lo, hi, negate } => (*lo <= v && v <= *hi) != *negate,
-        ValuePredicate::IntIn { values, negate } => values.binary_search(&v).is_ok() != *negate,
-        _ => false,
-    }
-}
-
-fn float_matches(p: &ValuePredicate, v: f64) -> bool {
-    let k = float_key(v);
-    match p {
-        ValuePredicate::FloatRange { lo, hi, negate } => (*lo <= k && k <= *hi) != *negate,
-        ValuePredicate::FloatIn { keys, negate } => keys.binary_search(&k).is_ok() != *negate,
-        _ => false,
-    }
+/// The rows of a decoded array whose value matches `p` (see `ValuePredicate::eval_array`).
+fn matches(p: &ValuePredicate, a: &ArrayRef) -> Result<Bitmap> {
+    p.eval_array(a.as_ref()).map_err(|e| match e {
+        sift_encoding::EncodingError::Arrow(e) => Error::Arrow(e),
+        e => Error::Type(e.to_string()),
+    })
 }

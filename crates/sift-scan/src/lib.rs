@@ -14,8 +14,8 @@
 //!
 //! Data flow per block: prune by zone maps (`prune.rs`) → order the filters by observed
 //! selectivity and cost (`order.rs`) → evaluate them on the encoded chunks, later ones
-//! only on the rows still selected (`eval.rs`, with `sift_encoding::filter_chunk` and
-//! `decode_selected`) → decode only the selected rows of the projected columns.
+//! only on the rows still selected (`eval.rs`, with `Chunk::filter` and
+//! `Chunk::decode_selected`) → decode only the selected rows of the projected columns.
 
 #![forbid(unsafe_code)]
 

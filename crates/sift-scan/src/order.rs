@@ -97,10 +97,7 @@ fn scan_cost(b: &Bound, data: &BlockData<'_>) -> f64 {
             let BlockData::Sift { file, block } = data else {
                 return 1.0;
             };
-            file.footer()
-                .blocks
-                .get(*block)
-                .and_then(|m| m.columns.get(l.column))
+            file.chunk_meta(*block, l.column)
                 .map_or(0.0, |c| c.encoding.scan_cost())
         }
     }

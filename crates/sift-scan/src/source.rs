@@ -4,9 +4,10 @@
 
 use std::cell::OnceCell;
 use std::path::Path;
+use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::{DataType, SchemaRef};
+use arrow_schema::{DataType, Schema, SchemaRef};
 use sift_format::{ChunkRef, ChunkStats, SiftFile};
 
 use crate::error::{Error, Result};
@@ -63,14 +64,19 @@ impl Source {
             verify_checksums,
             ..Default::default()
         };
-        Ok(Source::Sift(SiftFile::open_with(path, options)?))
+        let file = SiftFile::open_with(path, options)?;
+        file.stored_schema()?;
+        Ok(Source::Sift(file))
     }
 
     pub(crate) fn schema(&self) -> SchemaRef {
         match self {
             // Chunks decode to the stored types: a column written as a dictionary is
             // filtered and returned as its values (`read_dictionary` asks for a dictionary).
-            Source::Sift(f) => f.stored_schema().clone(),
+            // Built and checked when the source was opened, so never the empty fallback.
+            Source::Sift(f) => f
+                .stored_schema()
+                .map_or_else(|_| SchemaRef::new(Schema::empty()), Arc::clone),
             #[cfg(feature = "parquet")]
             Source::Parquet(p) => p.schema(),
         }
@@ -86,7 +92,7 @@ impl Source {
 
     pub(crate) fn block_rows(&self, b: usize) -> usize {
         match self {
-            Source::Sift(f) => f.footer().blocks.get(b).map_or(0, |m| m.rows as usize),
+            Source::Sift(f) => f.block_rows(b).map_or(0, |r| r as usize),
             #[cfg(feature = "parquet")]
             Source::Parquet(p) => p.block_rows(b),
         }
@@ -95,12 +101,8 @@ impl Source {
     /// The zone map of a column in a block (Sift only; Parquet row groups are not pruned).
     pub(crate) fn stats(&self, b: usize, col: usize) -> Option<&ChunkStats> {
         match self {
-            Source::Sift(f) => f
-                .footer()
-                .blocks
-                .get(b)
-                .and_then(|m| m.columns.get(col))
-                .map(|c| &c.stats),
+            // A chunk whose metadata does not decode is not pruned: reading it reports why.
+            Source::Sift(f) => f.chunk_meta(b, col).ok().map(|c| &c.stats),
             #[cfg(feature = "parquet")]
             Source::Parquet(_) => None,
         }

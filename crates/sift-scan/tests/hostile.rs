@@ -1,5 +1,5 @@
 //! Damaged and hostile files through the scan engine's encoded-domain paths: predicates on
-//! encoded data (`sift_encoding::filter_chunk`), selective decode (`decode_selected`) and
+//! encoded data (`Chunk::filter`), selective decode (`Chunk::decode_selected`) and
 //! dictionary reads (`decode_dictionary`, via `ScanBuilder::read_dictionary`).
 //!
 //! A small table whose columns reach most encodings is written with small blocks; then
@@ -27,7 +27,7 @@ use std::time::Duration;
 use arrow::array::*;
 use arrow::record_batch::RecordBatch;
 use common::Rng;
-use sift_format::{SiftFile, TRAILER_LEN};
+use sift_format::{FOOTER_HEADER_LEN, SiftFile, TRAILER_LEN, seal_footer};
 use sift_scan::{Expr, Literal, ScanBuilder, Table, col};
 use tracking::tracked;
 
@@ -47,7 +47,7 @@ const BLOCK_ROWS: usize = 1024;
 const BLOCKS: usize = ROWS.div_ceil(BLOCK_ROWS);
 
 /// The table's columns, and the encodings they are shaped for.
-const COLUMNS: [&str; 19] = [
+const COLUMNS: [&str; 20] = [
     "s_low",      // low cardinality, some nulls: dictionary
     "s_view",     // low cardinality Utf8View, some nulls: dictionary
     "s_uniq",     // unique: FSST
@@ -61,7 +61,8 @@ const COLUMNS: [&str; 19] = [
     "u_big",      // u64 above i64::MAX: bit-packed over its own range
     "dec",        // decimal(12, 2): bit-packed, read as i128
     "f_price",    // two decimals, some nulls: ALP
-    "f_real",     // x / 7: ALP-RD
+    "f_real",     // x / 7: byte-stream split (the repeating sevenths cascade per byte)
+    "f_rd",       // in [1, 2), random mantissas: ALP-RD
     "i_const",    // constant
     "b",          // booleans, some nulls: bitmap
     "b_runs",     // boolean runs
@@ -148,6 +149,9 @@ fn table() -> RecordBatch {
         .collect();
     let f_real =
         Float64Array::from_iter_values((0..n).map(|_| rng.range(0, 1_000_000) as f64 / 7.0));
+    let f_rd = Float64Array::from_iter_values(
+        (0..n).map(|_| 1.0 + (rng.next() >> 12) as f64 / (1u64 << 52) as f64),
+    );
     let i_const = Int64Array::from(vec![42i64; n]);
     let b: BooleanArray = (0..n)
         .map(|i| v_bool[i].then(|| rng.below(3) == 0))
@@ -175,6 +179,7 @@ fn table() -> RecordBatch {
         Arc::new(dec),
         Arc::new(f_price),
         Arc::new(f_real),
+        Arc::new(f_rd),
         Arc::new(i_const),
         Arc::new(b),
         Arc::new(b_runs),
@@ -231,11 +236,9 @@ fn sample() -> &'static Sample {
 }
 
 /// Where each chunk's segments lie in the file, and its metadata in the footer. The
-/// footer is postcard: a chunk's metadata ends with its segment list (a varint count, then
-/// offset, length and CRC as varints), found by value; it starts where the previous
-/// chunk's ends, after the block header (rows and column count) for a block's first
-/// column. The schema before the first chunk and the writer name after the last stay
-/// untargeted (every scan runs for damage there).
+/// footer's chunk offset table gives each chunk's record; a block's entry in the block
+/// rows table belongs to the whole block. The header, schema and tables stay untargeted
+/// (every scan runs for damage there).
 #[allow(clippy::type_complexity)]
 fn chunk_ranges(
     file: &SiftFile,
@@ -243,57 +246,35 @@ fn chunk_ranges(
 ) -> (Vec<(Target, Range<usize>)>, Vec<(Target, Range<usize>)>) {
     let start = footer_offset(bytes);
     let footer = &bytes[start..bytes.len() - TRAILER_LEN];
+    let u32_at = |at: usize| u32::from_le_bytes(footer[at..at + 4].try_into().unwrap()) as usize;
+    let (columns, blocks) = (file.num_columns(), file.num_blocks());
+    let rows_table = FOOTER_HEADER_LEN + u32_at(16);
+    let chunk_table = rows_table + 4 * blocks + 8 * (columns + 1) + u32_at(20) + u32_at(24);
+    let chunks = chunk_table + 4 * (blocks * columns + 1);
     let mut data = Vec::new();
     let mut meta = Vec::new();
-    let mut prev_end: Option<usize> = None;
-    for (b, block) in file.footer().blocks.iter().enumerate() {
-        for (c, chunk) in block.columns.iter().enumerate() {
+    for b in 0..blocks {
+        let whole_block = Target {
+            block: Some(b),
+            column: None,
+        };
+        meta.push((whole_block, rows_table + 4 * b..rows_table + 4 * b + 4));
+        for c in 0..columns {
             let t = Target {
                 block: Some(b),
                 column: Some(c),
             };
-            let mut list = Vec::new();
-            varint(&mut list, chunk.segments.len() as u64);
-            for s in &chunk.segments {
-                varint(&mut list, s.offset);
-                varint(&mut list, s.len);
-                varint(&mut list, u64::from(s.crc32));
+            for s in &file.chunk_meta(b, c).unwrap().segments {
                 data.push((t, s.offset as usize..(s.offset + s.len) as usize));
             }
-            let from = prev_end.unwrap_or(0);
-            let at = footer[from..]
-                .windows(list.len())
-                .position(|w| w == list.as_slice())
-                .map(|p| from + p)
-                .unwrap_or_else(|| panic!("block {b} column {c}: segments not in the footer"));
-            let end = at + list.len();
-            if let Some(mut begin) = prev_end {
-                if c == 0 {
-                    let mut header = Vec::new();
-                    varint(&mut header, u64::from(block.rows));
-                    varint(&mut header, block.columns.len() as u64);
-                    let whole_block = Target {
-                        block: Some(b),
-                        column: None,
-                    };
-                    meta.push((whole_block, begin..begin + header.len()));
-                    begin += header.len();
-                }
-                meta.push((t, begin..end));
-            }
-            prev_end = Some(end);
+            let i = b * columns + c;
+            let record =
+                chunks + u32_at(chunk_table + 4 * i)..chunks + u32_at(chunk_table + 4 * i + 4);
+            meta.push((t, record));
         }
     }
+    assert_eq!(chunks + u32_at(32), footer.len());
     (data, meta)
-}
-
-/// A postcard (LEB128) varint.
-fn varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 /// Where the footer starts (from the trailer of a valid file).
@@ -307,24 +288,38 @@ fn footer_offset(bytes: &[u8]) -> usize {
     n - TRAILER_LEN - len as usize
 }
 
-/// CRC-32 (IEEE), as the footer checksum is computed (no dependency for one function).
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
-        }
-    }
-    !crc
+/// Where a version-3 footer's field records and their offset table are, from its header.
+struct Sections {
+    fields: Range<usize>,
+    field_table: usize,
 }
 
-/// `bytes` with the footer checksum recomputed over the (possibly damaged) footer.
+impl Sections {
+    fn of(footer: &[u8]) -> Sections {
+        let u32_at =
+            |at: usize| u32::from_le_bytes(footer[at..at + 4].try_into().unwrap()) as usize;
+        let (columns, blocks) = (u32_at(8), u32_at(12));
+        let field_table =
+            FOOTER_HEADER_LEN + u32_at(16) + 4 * blocks + 4 * (columns + 1) + u32_at(20);
+        let fields = field_table + 4 * (columns + 1);
+        Sections {
+            fields: fields..fields + u32_at(24),
+            field_table,
+        }
+    }
+
+    fn entry(footer: &[u8], table: usize, i: usize) -> usize {
+        u32::from_le_bytes(footer[table + 4 * i..table + 4 * i + 4].try_into().unwrap()) as usize
+    }
+}
+
+/// `bytes` with every footer checksum recomputed over the (possibly damaged) footer, as a
+/// hostile writer would.
 fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
     let start = footer_offset(&bytes);
-    let at = bytes.len() - TRAILER_LEN + 8;
-    let crc = crc32(&bytes[start..bytes.len() - TRAILER_LEN]);
-    bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+    let end = bytes.len() - TRAILER_LEN;
+    let crc = seal_footer(&mut bytes[start..end]).unwrap_or(0);
+    bytes[end + 8..end + 12].copy_from_slice(&crc.to_le_bytes());
     bytes
 }
 
@@ -564,6 +559,7 @@ fn predicates() -> Vec<Expr> {
         col("f_price").in_list([12.34, 99.99, 5000.0]),
         col("f_real").gt(100_000.0),
         col("f_real").between(10.0, 50_000.0),
+        col("f_rd").lt(1.5),
         col("i_const").eq(42),
         col("i_const").lt(0),
         col("b").eq(true),
@@ -856,13 +852,13 @@ fn sample_reaches_the_encodings_and_scans_match_the_reference() {
     let file = SiftFile::open(&path).unwrap();
     assert_eq!(file.num_blocks(), BLOCKS);
     let mut seen = std::collections::BTreeSet::new();
-    for block in &file.footer().blocks {
+    for block in &file.decode_footer().unwrap().blocks {
         for chunk in &block.columns {
             seen.extend(chunk.encoding.nodes.iter().map(|n| n.name()));
         }
     }
     for scheme in [
-        "dict", "fsst", "delta", "for", "rle", "patch", "alp", "alprd", "const", "bitmap",
+        "dict", "fsst", "delta", "for", "rle", "patch", "alp", "alprd", "bss", "const", "bitmap",
     ] {
         assert!(seen.contains(scheme), "no {scheme} in {seen:?}");
     }
@@ -877,11 +873,12 @@ fn sample_reaches_the_encodings_and_scans_match_the_reference() {
         ("u_big", "for"),
         ("dec", "for"),
         ("f_price", "alp"),
-        ("f_real", "alprd"),
+        ("f_real", "bss"),
+        ("f_rd", "alprd"),
         ("i_const", "const"),
     ] {
         let c = COLUMNS.iter().position(|n| *n == c).unwrap();
-        let root = file.footer().blocks[0].columns[c].encoding.nodes[0].name();
+        let root = file.chunk_meta(0, c).unwrap().encoding.nodes[0].name();
         assert_eq!(root, scheme, "{}", COLUMNS[c]);
     }
     // The footer checksum is the one `reseal` computes.
@@ -889,7 +886,8 @@ fn sample_reaches_the_encodings_and_scans_match_the_reference() {
     // Every chunk's segments and metadata were located.
     assert_eq!(
         s.data_ranges.len(),
-        file.footer()
+        file.decode_footer()
+            .unwrap()
             .blocks
             .iter()
             .map(|b| b.columns.iter().map(|c| c.segments.len()).sum::<usize>())
@@ -901,11 +899,7 @@ fn sample_reaches_the_encodings_and_scans_match_the_reference() {
         .iter()
         .filter(|(t, _)| t.column.is_some())
         .count();
-    assert_eq!(
-        targeted,
-        chunks - 1,
-        "the first chunk's start is not located"
-    );
+    assert_eq!(targeted, chunks, "every chunk's record is located");
     // Every scan succeeds on the valid file and returns what the reference returns.
     let t = Table::open(&path).unwrap();
     for spec in scans() {
@@ -1064,19 +1058,14 @@ fn damaged_footers_with_valid_checksums_never_panic_in_scans() {
             target,
         });
     }
-    // Each field's type, nullability and metadata count (the bytes after its name): type
-    // confusion, and nulls where the schema allows none.
-    let mut from = footer;
+    // Each field's type, nullability and metadata count (the first bytes of its record):
+    // type confusion, and nulls where the schema allows none.
+    let l = Sections::of(&s.bytes[footer..end]);
     for (c, name) in COLUMNS.into_iter().enumerate() {
-        let mut key = Vec::new();
-        varint(&mut key, name.len() as u64);
-        key.extend_from_slice(name.as_bytes());
-        from += s.bytes[from..end]
-            .windows(key.len())
-            .position(|w| w == key.as_slice())
-            .unwrap_or_else(|| panic!("field {name} not in the footer"))
-            + key.len();
-        for p in from..from + 4 {
+        let record =
+            |i| footer + l.fields.start + Sections::entry(&s.bytes[footer..], l.field_table, i);
+        let from = record(c);
+        for p in from..record(c + 1).min(from + 4) {
             for m in [0x00, s.bytes[p] ^ 0x01, s.bytes[p].wrapping_add(1)] {
                 if m == s.bytes[p] {
                     continue;

@@ -1225,7 +1225,7 @@ fn lookup_columns_filter_like_the_reference() {
         1024,
     );
     let file = sift_format::SiftFile::open(dir.path().join("small1024.sift")).unwrap();
-    for block in &file.footer().blocks {
+    for block in &file.decode_footer().unwrap().blocks {
         for c in [2, 3] {
             assert_eq!(
                 sift_encoding::lookup_source(&block.columns[c].encoding),

@@ -18,6 +18,7 @@ use crate::error::{Result, corrupt};
 use crate::predicate::{DomainPred, IntRange, float_key};
 use crate::sample::sample;
 use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 use sift_bits::pack::bit_width;
 
 /// Float = `ints[i]` × 10^`factor` × 10^-`exponent`.
@@ -268,6 +269,20 @@ impl Encoding for Alp {
     const NAME: &'static str = "alp";
     const DOMAINS: &'static [Domain] = &[Domain::Float];
 
+    fn write(&self, w: &mut Writer) {
+        w.u8(self.exponent);
+        w.u8(self.factor);
+        w.varint(u64::from(self.ints));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            exponent: r.u8("alp exponent")?,
+            factor: r.u8("alp factor")?,
+            ints: r.varint_u32("alp ints")?,
+        })
+    }
+
     fn label(&self) -> String {
         format!("alp[e{},f{}]", self.exponent, self.factor)
     }
@@ -341,13 +356,17 @@ impl Encoding for Alp {
         }))
     }
 
-    fn scan_cost(&self, enc: &ColumnEncoding) -> Option<f64> {
-        let ints = enc.node(self.ints).ok().and_then(|n| n.scan_cost(enc));
+    fn scan_cost(&self, enc: &ColumnEncoding, id: NodeId) -> Option<f64> {
+        let ints = enc
+            .child(id, self.ints)
+            .ok()
+            .and_then(|n| n.scan_cost(enc, self.ints));
         Some(ints.unwrap_or(DECODE_ROW_COST))
     }
 
-    fn row_addressable(&self, enc: &ColumnEncoding) -> bool {
-        enc.node(self.ints).is_ok_and(|n| n.row_addressable(enc))
+    fn row_addressable(&self, enc: &ColumnEncoding, id: NodeId) -> bool {
+        enc.child(id, self.ints)
+            .is_ok_and(|n| n.row_addressable(enc, self.ints))
     }
 }
 #[cfg(test)]
@@ -355,8 +374,8 @@ mod tests {
     use super::*;
     use crate::Node;
     use crate::Validity;
-    use crate::chooser::MAX_CASCADE;
     use crate::tree::ColumnEncoding;
+    use crate::tree::MAX_CASCADE;
     use proptest::prelude::*;
 
     /// A small deterministic generator (splitmix64), so the size checks are reproducible.

@@ -11,6 +11,7 @@ use crate::encoding::Encoding;
 use crate::error::{Result, corrupt};
 use crate::sample::sample;
 use crate::tree::{BufferSink, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// Bit pattern = `left[i]` << `right_bits` | `right[i]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +88,20 @@ impl Encoding for AlpRd {
     const ID: u8 = 10;
     const NAME: &'static str = "alprd";
     const DOMAINS: &'static [Domain] = &[Domain::Float];
+
+    fn write(&self, w: &mut Writer) {
+        w.u8(self.right_bits);
+        w.varint(u64::from(self.left));
+        w.varint(u64::from(self.right));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            right_bits: r.u8("alprd right_bits")?,
+            left: r.varint_u32("alprd left")?,
+            right: r.varint_u32("alprd right")?,
+        })
+    }
 
     fn label(&self) -> String {
         format!("alprd[{}]", self.right_bits)

@@ -10,6 +10,7 @@ use crate::encoding::Encoding;
 use crate::error::{Result, corrupt};
 use crate::predicate::DomainPred;
 use crate::tree::{BufferSink, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// Booleans as a bitmap in buffer `buffer`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +48,16 @@ impl Encoding for Bitmap {
     const ID: u8 = 2;
     const NAME: &'static str = "bitmap";
     const DOMAINS: &'static [Domain] = &[Domain::Bool];
+
+    fn write(&self, w: &mut Writer) {
+        w.varint(u64::from(self.buffer));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            buffer: r.varint_u32("bitmap buffer")?,
+        })
+    }
 
     fn decode<V: Value>(
         &self,
@@ -101,7 +112,7 @@ mod tests {
 
     fn round_trip(values: &[bool]) -> std::result::Result<String, TestCaseError> {
         let mut sink = BufferSink::default();
-        let root = bool::encode(values, &mut sink, crate::chooser::MAX_CASCADE);
+        let root = bool::encode(values, &mut sink, crate::tree::MAX_CASCADE);
         prop_assert_eq!(root, 0);
         let out = sink
             .decode_with(|ctx| bool::decode(ctx, 0, values.len(), 0))

@@ -11,6 +11,7 @@ use crate::domain::{Domain, FloatBits, Value, decode_indices};
 use crate::encoding::Encoding;
 use crate::error::{Result, corrupt};
 use crate::tree::{BufferSink, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// Bytes per value: doubles.
 const STREAMS: usize = 8;
@@ -56,6 +57,20 @@ impl Encoding for ByteStreamSplit {
     const ID: u8 = 13;
     const NAME: &'static str = "bss";
     const DOMAINS: &'static [Domain] = &[Domain::Float];
+
+    fn write(&self, w: &mut Writer) {
+        for &s in &self.streams {
+            w.varint(u64::from(s));
+        }
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        let mut streams = [0; STREAMS];
+        for s in &mut streams {
+            *s = r.varint_u32("bss stream")?;
+        }
+        Ok(Self { streams })
+    }
 
     fn children(&self) -> Vec<NodeId> {
         self.streams.to_vec()
@@ -110,9 +125,9 @@ impl Encoding for ByteStreamSplit {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::chooser::MAX_CASCADE;
     use crate::encodings::Constant;
     use crate::tree::ColumnEncoding;
+    use crate::tree::MAX_CASCADE;
     use crate::{Node, Validity};
 
     /// Temperatures with two decimals' worth of noise in the low mantissa bits: real

@@ -10,6 +10,7 @@ use crate::encoding::Encoding;
 use crate::encodings::plain;
 use crate::error::Result;
 use crate::tree::{BufferSink, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// Variable-length byte strings: integer `lengths` (a node) and concatenated bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +43,18 @@ impl Encoding for Bytes {
     const ID: u8 = 3;
     const NAME: &'static str = "bytes";
     const DOMAINS: &'static [Domain] = &[Domain::Bytes];
+
+    fn write(&self, w: &mut Writer) {
+        w.varint(u64::from(self.lengths));
+        w.varint(u64::from(self.data));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            lengths: r.varint_u32("bytes lengths")?,
+            data: r.varint_u32("bytes data")?,
+        })
+    }
 
     fn children(&self) -> Vec<NodeId> {
         vec![self.lengths]

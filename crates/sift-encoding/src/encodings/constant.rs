@@ -10,6 +10,7 @@ use crate::encoding::Encoding;
 use crate::error::Result;
 use crate::predicate::{BytesMatcher, BytesShape, DomainPred};
 use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// Every value equal to `value`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +35,16 @@ impl Encoding for Constant {
     const ID: u8 = 5;
     const NAME: &'static str = "const";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float, Domain::Bool, Domain::Bytes];
+
+    fn write(&self, w: &mut Writer) {
+        w.bytes(&self.value);
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            value: r.bytes("constant value")?.to_vec(),
+        })
+    }
 
     fn inline_bytes(&self) -> usize {
         self.value.len()
@@ -99,7 +110,7 @@ impl Encoding for Constant {
         Ok(Some(uniform(count, m(&self.value))))
     }
 
-    fn scan_cost(&self, _enc: &ColumnEncoding) -> Option<f64> {
+    fn scan_cost(&self, _enc: &ColumnEncoding, _id: NodeId) -> Option<f64> {
         Some(0.0)
     }
 }

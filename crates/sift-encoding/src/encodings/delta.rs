@@ -7,6 +7,7 @@ use crate::domain::{Domain, Value};
 use crate::encoding::Encoding;
 use crate::error::Result;
 use crate::tree::{BufferSink, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// Value `i` = value `i - 1` + `deltas[i]` (wrapping), where value `-1` is `first`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +51,18 @@ impl Encoding for Delta {
     const ID: u8 = 8;
     const NAME: &'static str = "delta";
     const DOMAINS: &'static [Domain] = &[Domain::Int];
+
+    fn write(&self, w: &mut Writer) {
+        w.zigzag(self.first);
+        w.varint(u64::from(self.deltas));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            first: r.zigzag("delta first")?,
+            deltas: r.varint_u32("delta deltas")?,
+        })
+    }
 
     fn children(&self) -> Vec<NodeId> {
         vec![self.deltas]

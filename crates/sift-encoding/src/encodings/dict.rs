@@ -14,6 +14,7 @@ use crate::encoding::{DECODE_ROW_COST, Encoding};
 use crate::error::Result;
 use crate::predicate::{BytesMatcher, BytesShape, DomainPred, IntRange};
 use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// A sorted dictionary of `len` distinct values (child `values`) and one integer code per
 /// value (child `codes`).
@@ -180,6 +181,20 @@ impl Encoding for Dict {
     const NAME: &'static str = "dict";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float, Domain::Bool, Domain::Bytes];
 
+    fn write(&self, w: &mut Writer) {
+        w.varint(u64::from(self.values));
+        w.varint(u64::from(self.len));
+        w.varint(u64::from(self.codes));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            values: r.varint_u32("dict values")?,
+            len: r.varint_u32("dict len")?,
+            codes: r.varint_u32("dict codes")?,
+        })
+    }
+
     fn label(&self) -> String {
         format!("dict[{}]", self.len)
     }
@@ -271,8 +286,11 @@ impl Encoding for Dict {
         self.filter_codes(ctx, id, count, depth, &mask).map(Some)
     }
 
-    fn scan_cost(&self, enc: &ColumnEncoding) -> Option<f64> {
-        let codes = enc.node(self.codes).ok().and_then(|c| c.scan_cost(enc));
+    fn scan_cost(&self, enc: &ColumnEncoding, id: NodeId) -> Option<f64> {
+        let codes = enc
+            .child(id, self.codes)
+            .ok()
+            .and_then(|c| c.scan_cost(enc, self.codes));
         Some(0.3 + codes.unwrap_or(DECODE_ROW_COST / 2.0))
     }
 }

@@ -19,6 +19,7 @@ use crate::encodings::plain;
 use crate::error::{Result, corrupt};
 use crate::predicate::DomainPred;
 use crate::tree::{BufferSink, Buffers, ColumnEncoding, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// Frame of reference plus bit-packing: value = `base` + code, codes `bits` wide, packed
 /// little-endian contiguously in buffer `buffer`.
@@ -227,6 +228,20 @@ impl Encoding for For {
     const NAME: &'static str = "for";
     const DOMAINS: &'static [Domain] = &[Domain::Int];
 
+    fn write(&self, w: &mut Writer) {
+        w.zigzag128(self.base);
+        w.u8(self.bits);
+        w.varint(u64::from(self.buffer));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            base: r.zigzag128("for base")?,
+            bits: r.u8("for bits")?,
+            buffer: r.varint_u32("for buffer")?,
+        })
+    }
+
     fn label(&self) -> String {
         format!("for{}", self.bits)
     }
@@ -314,11 +329,11 @@ impl Encoding for For {
             || self.base.saturating_add((1i128 << self.bits) - 1) > i128::from(i64::MAX)
     }
 
-    fn scan_cost(&self, _enc: &ColumnEncoding) -> Option<f64> {
+    fn scan_cost(&self, _enc: &ColumnEncoding, _id: NodeId) -> Option<f64> {
         Some(0.1 + f64::from(self.bits) / 16.0)
     }
 
-    fn row_addressable(&self, _enc: &ColumnEncoding) -> bool {
+    fn row_addressable(&self, _enc: &ColumnEncoding, _id: NodeId) -> bool {
         true
     }
 }

@@ -24,6 +24,7 @@ use crate::encoding::Encoding;
 use crate::error::{Result, corrupt};
 use crate::predicate::{BytesMatcher, BytesShape};
 use crate::tree::{BufferSink, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// FSST-compressed strings: a symbol table (buffer `symbols`), compressed lengths (child
 /// `lengths`) and the compressed bytes (buffer `data`).
@@ -163,6 +164,20 @@ impl Encoding for Fsst {
     const ID: u8 = 11;
     const NAME: &'static str = "fsst";
     const DOMAINS: &'static [Domain] = &[Domain::Bytes];
+
+    fn write(&self, w: &mut Writer) {
+        w.varint(u64::from(self.symbols));
+        w.varint(u64::from(self.lengths));
+        w.varint(u64::from(self.data));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            symbols: r.varint_u32("fsst symbols")?,
+            lengths: r.varint_u32("fsst lengths")?,
+            data: r.varint_u32("fsst data")?,
+        })
+    }
 
     fn children(&self) -> Vec<NodeId> {
         vec![self.lengths]

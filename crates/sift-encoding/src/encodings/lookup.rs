@@ -15,12 +15,13 @@ use sift_bits::Bitmap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::chooser::MAX_CASCADE;
 use crate::column::{EncodedColumn, PhysicalKind, check_selection, int_array, physical_kind};
 use crate::domain::{Domain, Value};
 use crate::encoding::Encoding;
 use crate::error::{Result, corrupt};
+use crate::tree::MAX_CASCADE;
 use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId, Validity};
+use crate::wire::{Reader, Writer};
 
 /// Integers that are a function of column `column` of the same block: value `i` =
 /// `table[k_i]`, where `k_i` is row `i`'s dictionary code in that column's chunk (which has
@@ -40,6 +41,20 @@ impl Encoding for Lookup {
     const ID: u8 = 12;
     const NAME: &'static str = "lookup";
     const DOMAINS: &'static [Domain] = &[Domain::Int];
+
+    fn write(&self, w: &mut Writer) {
+        w.varint(u64::from(self.column));
+        w.varint(u64::from(self.len));
+        w.varint(u64::from(self.table));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            column: r.varint_u32("lookup column")?,
+            len: r.varint_u32("lookup len")?,
+            table: r.varint_u32("lookup table")?,
+        })
+    }
 
     fn label(&self) -> String {
         format!("lookup[#{}:{}]", self.column, self.len)
@@ -228,7 +243,7 @@ fn stored_size(c: &EncodedColumn) -> usize {
 
 /// Decodes a lookup chunk of `len` rows of type `dt` (all rows, or those set in
 /// `selection`) given its source chunk of the same block (`source`, `source_buffers`).
-pub fn decode_lookup(
+pub(crate) fn decode_lookup(
     enc: &ColumnEncoding,
     dt: &DataType,
     len: usize,
@@ -305,7 +320,7 @@ mod tests {
             }
             None => match sel {
                 None => decode_array(&cols[c].encoding, dt, n, &b),
-                Some(s) => crate::column::decode_selected(&cols[c].encoding, dt, n, &b, s),
+                Some(s) => crate::column::decode_rows(&cols[c].encoding, dt, n, &b, Some(s)),
             },
         }
     }
@@ -455,10 +470,15 @@ mod tests {
         .err()
         .map(|e| e.to_string());
         assert!(err.is_some_and(|e| e.contains("selection of 10 rows for a chunk of 5000")));
-        let plain =
-            crate::column::decode_selected(&cols[3].encoding, &dt, 5_000, &bufs(&cols[3]), &short)
-                .err()
-                .map(|e| e.to_string());
+        let plain = crate::column::decode_rows(
+            &cols[3].encoding,
+            &dt,
+            5_000,
+            &bufs(&cols[3]),
+            Some(&short),
+        )
+        .err()
+        .map(|e| e.to_string());
         assert!(plain.is_some_and(|e| e.contains("selection of 10 rows for a chunk of 5000")));
         // Decoded without its source, a lookup is an error naming the source.
         let plain = decode_array(&hour.encoding, &dt, 5_000, &hb)

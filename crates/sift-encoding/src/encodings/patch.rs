@@ -15,6 +15,7 @@ use crate::encodings::frame::{encode_for, encode_ints};
 use crate::error::{Result, corrupt};
 use crate::predicate::DomainPred;
 use crate::tree::{BufferSink, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// Exceptions over a base: decode `inner`, then overwrite the values at `positions`
 /// (strictly increasing integers) with `values`; `exceptions` of them.
@@ -165,6 +166,22 @@ impl Encoding for Patch {
     const ID: u8 = 7;
     const NAME: &'static str = "patch";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float, Domain::Bool];
+
+    fn write(&self, w: &mut Writer) {
+        w.varint(u64::from(self.inner));
+        w.varint(u64::from(self.exceptions));
+        w.varint(u64::from(self.positions));
+        w.varint(u64::from(self.values));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            inner: r.varint_u32("patch inner")?,
+            exceptions: r.varint_u32("patch exceptions")?,
+            positions: r.varint_u32("patch positions")?,
+            values: r.varint_u32("patch values")?,
+        })
+    }
 
     fn label(&self) -> String {
         format!("patch[{}]", self.exceptions)

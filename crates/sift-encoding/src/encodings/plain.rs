@@ -10,6 +10,7 @@ use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
 use crate::error::Result;
 use crate::tree::{BufferSink, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// Fixed-width little-endian values, `width` bytes each, in buffer `buffer`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,8 +59,20 @@ impl Encoding for Plain {
     const NAME: &'static str = "plain";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float, Domain::Bytes];
 
+    fn write(&self, w: &mut Writer) {
+        w.varint(u64::from(self.width));
+        w.varint(u64::from(self.buffer));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            width: r.varint_u32("plain width")?,
+            buffer: r.varint_u32("plain buffer")?,
+        })
+    }
+
     fn label(&self) -> String {
-        format!("plain{}", self.width * 8)
+        format!("plain{}", u64::from(self.width) * 8)
     }
 
     fn decode<V: Value>(

@@ -9,6 +9,7 @@ use crate::encoding::Encoding;
 use crate::error::{Result, corrupt};
 use crate::predicate::DomainPred;
 use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
 
 /// `runs` runs: their values (child `values`) and lengths (child `lengths`, integers ≥ 1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +99,20 @@ impl Encoding for Rle {
     const NAME: &'static str = "rle";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float, Domain::Bool];
 
+    fn write(&self, w: &mut Writer) {
+        w.varint(u64::from(self.values));
+        w.varint(u64::from(self.runs));
+        w.varint(u64::from(self.lengths));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            values: r.varint_u32("rle values")?,
+            runs: r.varint_u32("rle runs")?,
+            lengths: r.varint_u32("rle lengths")?,
+        })
+    }
+
     fn label(&self) -> String {
         format!("rle[{}]", self.runs)
     }
@@ -166,7 +181,7 @@ impl Encoding for Rle {
             .map(Some)
     }
 
-    fn scan_cost(&self, _enc: &ColumnEncoding) -> Option<f64> {
+    fn scan_cost(&self, _enc: &ColumnEncoding, _id: NodeId) -> Option<f64> {
         Some(0.2)
     }
 }

@@ -11,10 +11,7 @@ use std::collections::BTreeSet;
 use arrow::array::{Array, ArrayRef, BooleanArray};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use sift_encoding::{
-    Bitmap, EncodedColumn, ValuePredicate, chunk_validity, decode_array, decode_selected,
-    encode_array, filter_chunk,
-};
+use sift_encoding::{Bitmap, EncodedColumn, ValuePredicate, encode_array};
 
 /// Predicates evaluated per generated column.
 pub const PREDICATES: usize = 12;
@@ -177,10 +174,6 @@ impl Checked {
         self.input.logical_nulls().is_none_or(|n| n.is_valid(i))
     }
 
-    fn buffers(&self) -> Vec<&[u8]> {
-        self.col.buffers.iter().map(Vec::as_slice).collect()
-    }
-
     /// The cascade with its parameters, e.g. `patch(for3, for10, for12)`.
     pub fn describe(&self) -> String {
         self.col.encoding.describe()
@@ -196,19 +189,21 @@ impl Checked {
         )
     }
 
-    /// `decode_array` gives the input back and `chunk_validity` its nulls.
+    /// `decode` gives the input back and `validity` its nulls.
     pub fn check_round_trip(&self) -> Result<(), TestCaseError> {
         let (dt, n) = (self.input.data_type(), self.len());
-        let bufs = self.buffers();
-        let decoded = decode_array(&self.col.encoding, dt, n, &bufs)
+        let chunk = self.col.chunk(dt, n);
+        let decoded = chunk
+            .decode()
             .map_err(|e| TestCaseError::fail(format!("decode failed: {e}; {}", self.context())))?;
         prop_assert!(
             decoded.to_data() == self.input.to_data(),
-            "decode_array differs from the input; {}",
+            "decode differs from the input; {}",
             self.context()
         );
-        let validity = chunk_validity(&self.col.encoding, n, &bufs)
-            .map_err(|e| TestCaseError::fail(format!("chunk_validity: {e}; {}", self.context())))?;
+        let validity = chunk
+            .validity()
+            .map_err(|e| TestCaseError::fail(format!("validity: {e}; {}", self.context())))?;
         match validity {
             None => prop_assert_eq!(self.input.logical_null_count(), 0, "{}", self.context()),
             Some(v) => {
@@ -221,7 +216,7 @@ impl Checked {
         Ok(())
     }
 
-    /// `filter_chunk` sets exactly the non-null rows for which `reference` holds; `show`
+    /// `Chunk::filter` sets exactly the non-null rows for which `reference` holds; `show`
     /// renders a row's value for the failure message. Returns the answer.
     pub fn check_filter(
         &self,
@@ -231,19 +226,16 @@ impl Checked {
         show: impl Fn(usize) -> String,
     ) -> Result<Bitmap, TestCaseError> {
         let n = self.len();
-        let got = filter_chunk(
-            &self.col.encoding,
-            self.input.data_type(),
-            n,
-            &self.buffers(),
-            pred,
-        )
-        .map_err(|e| {
-            TestCaseError::fail(format!(
-                "filter_chunk failed: {e}; {what}; {}",
-                self.context()
-            ))
-        })?;
+        let got = self
+            .col
+            .chunk(self.input.data_type(), n)
+            .filter(pred)
+            .map_err(|e| {
+                TestCaseError::fail(format!(
+                    "Chunk::filter failed: {e}; {what}; {}",
+                    self.context()
+                ))
+            })?;
         prop_assert_eq!(got.len(), n, "{}; {}", what, self.context());
         let valid: Vec<bool> = (0..n).map(|i| self.is_valid(i)).collect();
         let bad: Vec<usize> = (0..n)
@@ -252,7 +244,7 @@ impl Checked {
         if let Some(&row) = bad.first() {
             let value = if valid[row] { show(row) } else { "null".into() };
             return Err(TestCaseError::fail(format!(
-                "{} of {n} rows differ; first row {row} = {value}: filter_chunk says {}; {what}; {}",
+                "{} of {n} rows differ; first row {row} = {value}: Chunk::filter says {}; {what}; {}",
                 bad.len(),
                 got.get(row),
                 self.context()
@@ -264,8 +256,8 @@ impl Checked {
     /// `decode_selected` equals Arrow's filter of both the decoded chunk and the input.
     pub fn check_selected(&self, sel: &Bitmap, what: &str) -> Result<(), TestCaseError> {
         let (dt, n) = (self.input.data_type(), self.len());
-        let bufs = self.buffers();
-        let got = decode_selected(&self.col.encoding, dt, n, &bufs, sel).map_err(|e| {
+        let chunk = self.col.chunk(dt, n);
+        let got = chunk.decode_selected(sel).map_err(|e| {
             TestCaseError::fail(format!(
                 "decode_selected failed: {e}; {what} selecting {} rows; {}",
                 sel.count_ones(),
@@ -273,7 +265,8 @@ impl Checked {
             ))
         })?;
         let mask = BooleanArray::from((0..n).map(|i| sel.get(i)).collect::<Vec<bool>>());
-        let decoded = decode_array(&self.col.encoding, dt, n, &bufs)
+        let decoded = chunk
+            .decode()
             .map_err(|e| TestCaseError::fail(format!("decode failed: {e}; {}", self.context())))?;
         let from_decoded = arrow::compute::filter(decoded.as_ref(), &mask)
             .map_err(|e| TestCaseError::fail(format!("arrow filter: {e}")))?;

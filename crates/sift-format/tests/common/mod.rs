@@ -426,7 +426,7 @@ pub fn write(
 pub fn read(path: &Path) -> (SiftFile, RecordBatch) {
     let f = SiftFile::open(path).unwrap();
     let batches = f.read_all(None).unwrap();
-    let all = arrow::compute::concat_batches(f.schema(), &batches).unwrap();
+    let all = arrow::compute::concat_batches(f.schema().unwrap(), &batches).unwrap();
     (f, all)
 }
 
