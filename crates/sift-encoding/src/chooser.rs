@@ -197,7 +197,7 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
     sink: &mut BufferSink,
     depth: u8,
     schemes: &[Scheme<V>],
-    constant: fn(V, &mut BufferSink) -> NodeId,
+    constant: ConstantEncoder<V>,
 ) -> NodeId {
     let s = sample(values);
     let stats = Stats::of(values, &s);
@@ -236,17 +236,28 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
     run(best, values, sink)
 }
 
+/// A constant's encoder.
+pub(crate) type ConstantEncoder<V> = fn(V, &mut BufferSink) -> NodeId;
+
+/// The boolean schemes: a constant, runs, a bitmap.
+pub(crate) struct BoolSchemes {
+    pub constant: ConstantEncoder<bool>,
+    pub runs: Encoder<bool>,
+    pub bitmap: Encoder<bool>,
+}
+
 /// Encodes booleans: a constant, runs when they are long, else a bitmap.
 pub(crate) fn encode_bools(
     values: &[bool],
     sink: &mut BufferSink,
     depth: u8,
-    (constant, runs, bitmap): (
-        fn(bool, &mut BufferSink) -> NodeId,
-        Encoder<bool>,
-        Encoder<bool>,
-    ),
+    schemes: &BoolSchemes,
 ) -> NodeId {
+    let BoolSchemes {
+        constant,
+        runs,
+        bitmap,
+    } = schemes;
     if let Some(&first) = values.first()
         && values.iter().all(|&v| v == first)
     {

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use sift_bits::Bitmap;
 
 use crate::byte_values::ByteValues;
-use crate::chooser::{self, Scheme, StringSchemes, When};
+use crate::chooser::{self, BoolSchemes, Scheme, StringSchemes, When};
 use crate::domain::{Domain, FloatBits, Strings, Value, compact, eval_all, exact_count, uniform};
 use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
@@ -379,15 +379,17 @@ impl Value for bool {
         b[0] != 0
     }
     fn encode(values: &[bool], sink: &mut BufferSink, depth: u8) -> NodeId {
-        chooser::encode_bools(
-            values,
-            sink,
-            depth,
-            (constant::encode, rle::encode::<bool>, bitmap::encode),
-        )
+        chooser::encode_bools(values, sink, depth, &BOOL_SCHEMES)
     }
     dispatch!();
 }
+
+/// Boolean schemes.
+const BOOL_SCHEMES: BoolSchemes = BoolSchemes {
+    constant: constant::encode,
+    runs: rle::encode::<bool>,
+    bitmap: bitmap::encode,
+};
 
 /// Byte-string schemes.
 const STRING_SCHEMES: StringSchemes = StringSchemes {

@@ -11,7 +11,6 @@ use crate::source::BlockData;
 
 /// Cycles per selected row of the select-then-evaluate path (see `eval.rs`).
 const SELECTED_ROW_COST: f64 = 8.0;
-/// Cycles per row of a predicate that must decode its column.
 
 /// Observed selectivities, per leaf.
 #[derive(Debug, Default, Clone)]
