@@ -23,7 +23,7 @@ use sift_encoding::{ChunkStats, ColumnEncoding, lookup_source};
 
 use crate::error::{Error, Result, corrupt};
 use crate::schema::{ColumnType, StoredField, read_pairs, utf8, write_pairs};
-use crate::writer::MAX_BLOCK_ROWS;
+use crate::writer::{MAX_BLOCK_ROWS, SEGMENT_ALIGN};
 
 /// The magic bytes at the start and the end of every Sift file.
 pub const MAGIC: [u8; 8] = *b"SIFTDATA";
@@ -38,11 +38,11 @@ pub const TRAILER_LEN: usize = 24;
 pub const FOOTER_HEADER_LEN: usize = 36;
 
 /// The smallest chunk record: its CRC, a validity tag, a node count, null count, two
-/// absent bounds, the NaN flag and a segment count.
-const MIN_CHUNK_RECORD: usize = 11;
+/// absent bounds, the NaN flag, a segment count and the chunk's CRC.
+const MIN_CHUNK_RECORD: usize = 15;
 
-/// The smallest segment: offset (or gap), length, CRC-32.
-const MIN_SEGMENT_BYTES: usize = 6;
+/// The smallest segment: offset (or gap), length.
+const MIN_SEGMENT_BYTES: usize = 2;
 
 /// One contiguous byte range of the file holding one buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,8 +51,6 @@ pub struct Segment {
     pub offset: u64,
     /// Length in bytes.
     pub len: u64,
-    /// CRC-32 (IEEE) of the bytes.
-    pub crc32: u32,
 }
 
 /// One column of one block.
@@ -64,6 +62,10 @@ pub struct ChunkMeta {
     pub stats: ChunkStats,
     /// Buffer `i` of the encoding is `segments[i]`; in file order, within the data area.
     pub segments: Vec<Segment>,
+    /// CRC-32 (IEEE) of the chunk's bytes: its [`byte_range`](Self::byte_range), the
+    /// padding between segments included. One per chunk, because a chunk is read and
+    /// verified whole.
+    pub crc32: u32,
 }
 
 impl ChunkMeta {
@@ -156,19 +158,33 @@ fn chunk_record(block: usize, column: usize, chunk: &ChunkMeta) -> Vec<u8> {
     chunk.encoding.write_wire(&mut w);
     chunk.stats.write_wire(&mut w);
     w.varint(chunk.segments.len() as u64);
-    let mut end = None;
+    let mut end: Option<u64> = None;
     for s in &chunk.segments {
-        // The first offset is absolute, later ones the gap after the previous segment,
-        // which keeps them small and in order. A writer never goes backwards; a footer
+        // The first segment's offset is absolute. Every later length carries a flag in its
+        // lowest bit: 0 means the segment starts where the previous one ends,
+        // rounded up to the segment alignment, as the writer places it; flag 1 is followed
+        // by the gap after the previous segment. A writer never goes backwards; a footer
         // built by hand that does is written with its absolute offset (and refused).
         match end {
-            Some(e) if s.offset >= e => w.varint(s.offset - e),
-            _ => w.varint(s.offset),
+            None => {
+                w.varint(s.offset);
+                w.varint(s.len);
+            }
+            Some(e) if e.checked_next_multiple_of(SEGMENT_ALIGN) == Some(s.offset) => {
+                w.varint(s.len << 1)
+            }
+            Some(e) if s.offset >= e => {
+                w.varint(s.len << 1 | 1);
+                w.varint(s.offset - e);
+            }
+            Some(_) => {
+                w.varint(s.len << 1 | 1);
+                w.varint(s.offset);
+            }
         }
-        w.varint(s.len);
-        w.u32_le(s.crc32);
         end = Some(s.offset.saturating_add(s.len));
     }
+    w.u32_le(chunk.crc32);
     let mut bytes = w.into_bytes();
     let crc = chunk_crc(block, column, &bytes[4..]);
     bytes[..4].copy_from_slice(&crc.to_le_bytes());
@@ -716,15 +732,18 @@ fn read_chunk(r: &mut Reader<'_>, footer_offset: u64) -> sift_encoding::Result<C
     let mut segments = Vec::with_capacity(n);
     let mut end = MAGIC.len() as u64;
     for s in 0..n {
-        let step = r.varint("segment offset")?;
-        let offset = if s == 0 {
-            Some(step)
+        let (offset, len) = if s == 0 {
+            let offset = r.varint("segment offset")?;
+            (Some(offset), r.varint("segment length")?)
         } else {
-            end.checked_add(step)
-        }
-        .filter(|&o| o >= MAGIC.len() as u64);
-        let len = r.varint("segment length")?;
-        let crc32 = r.u32_le("segment checksum")?;
+            let flagged = r.varint("segment length")?;
+            let offset = match flagged & 1 {
+                0 => end.checked_next_multiple_of(SEGMENT_ALIGN),
+                _ => end.checked_add(r.varint("segment gap")?),
+            };
+            (offset, flagged >> 1)
+        };
+        let offset = offset.filter(|&o| o >= MAGIC.len() as u64);
         let seg_end = offset.and_then(|o| o.checked_add(len));
         let (Some(offset), Some(seg_end)) = (offset, seg_end.filter(|&e| e <= footer_offset))
         else {
@@ -732,13 +751,15 @@ fn read_chunk(r: &mut Reader<'_>, footer_offset: u64) -> sift_encoding::Result<C
                 "segment {s} (+{len} bytes) lies outside the data area [8, {footer_offset})"
             )));
         };
-        segments.push(Segment { offset, len, crc32 });
+        segments.push(Segment { offset, len });
         end = seg_end;
     }
+    let crc32 = r.u32_le("chunk checksum")?;
     r.finish()?;
     Ok(ChunkMeta {
         encoding,
         stats,
         segments,
+        crc32,
     })
 }

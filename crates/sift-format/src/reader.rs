@@ -82,12 +82,17 @@ impl ChunkRef<'_> {
         self.meta.stored_bytes() + self.source.as_ref().map_or(0, |s| s.meta.stored_bytes())
     }
 
-    /// The chunk's buffers (segment `i` is buffer `i` of the encoding).
-    pub fn buffers(&self) -> Vec<&[u8]> {
-        let bytes: &[u8] = match &self.bytes {
+    /// The chunk's whole byte range (its segments and the padding between them).
+    fn bytes(&self) -> &[u8] {
+        match &self.bytes {
             ChunkBytes::Mapped(b) => b,
             ChunkBytes::Read(words, len) => &bytemuck::cast_slice::<u64, u8>(words)[..*len],
-        };
+        }
+    }
+
+    /// The chunk's buffers (segment `i` is buffer `i` of the encoding).
+    pub fn buffers(&self) -> Vec<&[u8]> {
+        let bytes = self.bytes();
         self.meta
             .segments
             .iter()
@@ -542,17 +547,15 @@ impl SiftFile {
             && let Some(flag) = verified
             && !flag.load(Ordering::Relaxed)
         {
-            for (i, (s, b)) in chunk.segments.iter().zip(out.buffers()).enumerate() {
-                let actual = crc32fast::hash(b);
-                if actual != s.crc32 {
-                    return Err(corrupt(
-                        &self.path,
-                        format!(
-                            "block {block} column '{}' at offset {}: segment {i} checksum mismatch (stored {:#010x}, computed {actual:#010x})",
-                            col.field.name, s.offset, s.crc32
-                        ),
-                    ));
-                }
+            let actual = crc32fast::hash(out.bytes());
+            if actual != chunk.crc32 {
+                return Err(corrupt(
+                    &self.path,
+                    format!(
+                        "block {block} column '{}' at offset {start}: checksum mismatch over its {len} bytes (stored {:#010x}, computed {actual:#010x})",
+                        col.field.name, chunk.crc32
+                    ),
+                ));
             }
             flag.store(true, Ordering::Relaxed);
         }

@@ -20,6 +20,9 @@ pub const MAX_BLOCK_ROWS: usize = 1 << 16;
 /// Alignment of segment offsets in the file.
 pub const SEGMENT_ALIGN: u64 = 8;
 
+/// The zeros written before a segment to align it.
+const PADDING: [u8; SEGMENT_ALIGN as usize] = [0; SEGMENT_ALIGN as usize];
+
 /// Writer settings.
 #[derive(Debug, Clone)]
 pub struct WriteOptions {
@@ -222,13 +225,22 @@ impl SiftWriter {
         let mut columns = Vec::with_capacity(block.num_columns());
         for encoded in encoded_columns {
             let mut segments = Vec::with_capacity(encoded.buffers.len());
-            for buffer in &encoded.buffers {
-                segments.push(self.write_segment(buffer)?);
+            let mut crc = crc32fast::Hasher::new();
+            for (i, buffer) in encoded.buffers.iter().enumerate() {
+                let (segment, pad) = self.write_segment(buffer)?;
+                // The chunk's checksum covers its byte range: the padding between its
+                // segments, not the one before its first.
+                if i > 0 {
+                    crc.update(&PADDING[..pad]);
+                }
+                crc.update(buffer);
+                segments.push(segment);
             }
             columns.push(ChunkMeta {
                 encoding: encoded.encoding,
                 stats: encoded.stats,
                 segments,
+                crc32: crc.finalize(),
             });
         }
         self.blocks.push(BlockMeta {
@@ -239,7 +251,9 @@ impl SiftWriter {
         Ok(())
     }
 
-    fn write_segment(&mut self, bytes: &[u8]) -> Result<Segment> {
+    /// Writes one buffer at the next multiple of 8; returns its segment and the padding
+    /// written before it.
+    fn write_segment(&mut self, bytes: &[u8]) -> Result<(Segment, usize)> {
         let out = self
             .out
             .as_mut()
@@ -247,17 +261,16 @@ impl SiftWriter {
         // Segments start at multiples of 8 so that readers can use packed 64-bit words in
         // place instead of copying them out.
         let pad = self.offset.next_multiple_of(SEGMENT_ALIGN) - self.offset;
-        out.write_all(&[0u8; SEGMENT_ALIGN as usize][..pad as usize])
+        out.write_all(&PADDING[..pad as usize])
             .map_err(io_err(self.tmp.path()))?;
         self.offset += pad;
         out.write_all(bytes).map_err(io_err(self.tmp.path()))?;
         let seg = Segment {
             offset: self.offset,
             len: bytes.len() as u64,
-            crc32: crc32fast::hash(bytes),
         };
         self.offset += bytes.len() as u64;
-        Ok(seg)
+        Ok((seg, pad as usize))
     }
 
     /// Writes the remaining rows and the footer, syncs, and renames the file into place.

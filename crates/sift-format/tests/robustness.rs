@@ -600,7 +600,7 @@ fn hostile_cases() -> Vec<Hostile> {
         f.blocks[0].columns[high].segments.pop();
     });
     add("segment crc", Checksum, &|f| {
-        f.blocks[2].columns[low].segments[0].crc32 ^= 1
+        f.blocks[2].columns[low].crc32 ^= 1
     });
     add("segment shifted", Error, &|f| {
         for seg in &mut f.blocks[2].columns[low].segments {
@@ -1265,10 +1265,10 @@ fn crafted(rows: u32, encoding: ColumnEncoding, data: &[&[u8]]) -> Vec<u8> {
         segments.push(Segment {
             offset: bytes.len() as u64,
             len: d.len() as u64,
-            crc32: crc32fast::hash(d),
         });
         bytes.extend_from_slice(d);
     }
+    let crc32 = crc32fast::hash(&bytes[MAGIC.len()..]);
     let footer = Footer {
         fields: vec![StoredField {
             name: "s".into(),
@@ -1284,6 +1284,7 @@ fn crafted(rows: u32, encoding: ColumnEncoding, data: &[&[u8]]) -> Vec<u8> {
                 encoding,
                 stats: ChunkStats::default(),
                 segments,
+                crc32,
             }],
         }],
         created_by: "robustness test".into(),
@@ -1475,7 +1476,7 @@ fn write_fuzz_seeds() {
         ),
         (
             "schemes-other",
-            make_sample("so", scheme_batch(400, 8..15), 400).bytes,
+            make_sample("so", scheme_batch(400, 8..16), 400).bytes,
         ),
         ("empty", sample("empty.sift").bytes.clone()),
     ];
@@ -1556,6 +1557,12 @@ fn scheme_batch(n: usize, columns: std::ops::Range<usize>) -> RecordBatch {
             )),
         ),
         (
+            "mantissa",
+            Arc::new(Float64Array::from_iter_values((0..n64).map(|i| {
+                1.0 + (hash(i as u64) >> 12) as f64 / (1u64 << 52) as f64
+            }))),
+        ),
+        (
             "flag",
             Arc::new(BooleanArray::from_iter(
                 (0..n).map(|i| Some(hash(i as u64).is_multiple_of(3))),
@@ -1611,7 +1618,7 @@ fn fuzz_seeds_reach_every_scheme() {
     }
     let all = [
         "plain", "for", "bitmap", "bytes", "dict", "const", "rle", "patch", "delta", "alp",
-        "alprd", "fsst", "lookup",
+        "alprd", "bss", "fsst", "lookup",
     ];
     let missing: Vec<&str> = all.iter().copied().filter(|s| !seen.contains(s)).collect();
     assert!(
