@@ -41,8 +41,8 @@ pub const FOOTER_HEADER_LEN: usize = 36;
 /// absent bounds, the NaN flag, a segment count and the chunk's CRC.
 const MIN_CHUNK_RECORD: usize = 15;
 
-/// The smallest segment: offset (or gap), length.
-const MIN_SEGMENT_BYTES: usize = 2;
+/// The smallest segment: a later segment at its aligned place is one length varint.
+const MIN_SEGMENT_BYTES: usize = 1;
 
 /// One contiguous byte range of the file holding one buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
