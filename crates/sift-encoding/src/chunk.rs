@@ -81,7 +81,6 @@ impl<'a> Chunk<'a> {
     /// All rows (`sel` = `None`) or the rows set in `sel`, decoding only those where the
     /// encoding allows.
     pub fn decode_rows(&self, sel: Option<&Bitmap>) -> Result<ArrayRef> {
-        column::check_selection(sel, self.rows)?;
         match self.needs_source() {
             None => {
                 column::decode_rows(self.encoding, self.data_type, self.rows, &self.buffers, sel)

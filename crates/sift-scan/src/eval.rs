@@ -270,7 +270,7 @@ impl BlockEval<'_, '_> {
 /// codes) are read only in mini-blocks with a selected row; any other is read whole.
 fn payload_bytes(c: &sift_format::ChunkRef<'_>, sel: &Bitmap) -> u64 {
     let total = c.stored_bytes();
-    if !c.view().row_addressable() || c.rows == 0 {
+    if !c.meta.encoding.row_addressable() || c.rows == 0 {
         return total;
     }
     let minis = c.rows.div_ceil(MINI_BLOCK);

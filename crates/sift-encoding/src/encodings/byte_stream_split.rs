@@ -7,9 +7,9 @@
 use serde::{Deserialize, Serialize};
 use sift_bits::Bitmap;
 
-use crate::domain::{Domain, FloatBits, Value, decode_indices};
+use crate::domain::{Domain, FloatBits, Value, decode_indices, select_indices};
 use crate::encoding::Encoding;
-use crate::error::{Result, corrupt};
+use crate::error::Result;
 use crate::tree::{BufferSink, Ctx, NodeId};
 use crate::wire::{Reader, Writer};
 
@@ -109,13 +109,7 @@ impl Encoding for ByteStreamSplit {
         let streams = self
             .streams
             .iter()
-            .map(|&s| {
-                let bytes = i64::select(ctx, ctx.child(id, s)?, count, depth + 1, sel)?;
-                match bytes.iter().find(|&&b| !(0..=0xFF).contains(&b)) {
-                    Some(bad) => Err(corrupt(format!("node {id}: stream byte {bad} > 255"))),
-                    None => Ok(bytes.into_iter().map(|b| b as u64).collect()),
-                }
-            })
+            .map(|&s| select_indices(ctx, ctx.child(id, s)?, count, 0x100, depth + 1, sel))
             .collect::<Result<Vec<_>>>()?;
         Ok(V::from_floats(Self::join(streams)))
     }
@@ -198,6 +192,6 @@ mod tests {
         let err = FloatBits::select(&ctx, 0, 4, 0, &sel)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("stream byte 256"), "{err}");
+        assert!(err.contains("index 256 out of range 0..=255"), "{err}");
     }
 }
