@@ -23,7 +23,9 @@ use crate::ui::Ui;
 /// The filter is evaluated by Sift's engine: blocks whose statistics rule it out are
 /// skipped, predicates run on the compressed data where the encoding allows, and only
 /// the selected rows of the requested columns are decoded. Parquet files go through the
-/// same engine (decoded per row group).
+/// same engine: row groups are skipped by their column statistics and Bloom filters
+/// (equality and IN), pages by the page index when the file has one, and the rest is
+/// decoded per row group.
 ///
 /// Filter syntax: comparisons (= <> != < <= > >=) between a column and a literal or
 /// two columns; `col [not] between a and b`; `col [not] in (a, b, …)`; `col is [not]

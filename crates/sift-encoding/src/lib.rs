@@ -49,6 +49,6 @@ pub use error::{EncodingError, Result};
 pub use predicate::{BytesMatcher, BytesShape, ValuePredicate, float_from_key, float_key};
 pub use registry::ENCODINGS;
 pub use sift_bits::Bitmap;
-pub use stats::{ChunkStats, MAX_STAT_BYTES, Scalar};
+pub use stats::{ChunkStats, MAX_STAT_BYTES, Scalar, arrow_bound};
 pub use strings::{for_each_bytes, is_byte_string};
 pub use tree::{ColumnEncoding, MAX_DEPTH, Node, NodeId, Validity};

@@ -82,6 +82,77 @@ pub(crate) fn bytes_bounds(values: &[&[u8]]) -> (Option<Scalar>, Option<Scalar>)
     (min, max)
 }
 
+/// Element `i` of `array` (statistics read from another format, such as Parquet's
+/// column and page statistics decoded by the `parquet` crate) as a lower bound
+/// (`upper == false`) or an upper bound of the values it describes, in the domain Sift's
+/// zone maps use for the array's type. `None` when the element is null, NaN, or of a type
+/// with no zone-map domain. A zero float is widened to the signed zero on the outer side
+/// (a writer may record `+0.0` as the minimum of a chunk holding `-0.0`), and long byte
+/// strings are truncated to [`MAX_STAT_BYTES`] as Sift's own bounds are.
+pub fn arrow_bound(array: &dyn arrow_array::Array, i: usize, upper: bool) -> Option<Scalar> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_schema::{DataType, IntervalUnit, TimeUnit};
+    if i >= array.len() || array.is_null(i) {
+        return None;
+    }
+    macro_rules! int {
+        ($t:ty) => {
+            Scalar::Int(i128::from(array.as_primitive::<$t>().value(i)))
+        };
+    }
+    let bytes = |v: &[u8]| match upper {
+        false => Some(Scalar::Bytes(v[..v.len().min(MAX_STAT_BYTES)].to_vec())),
+        true => truncated_upper_bound(v).map(Scalar::Bytes),
+    };
+    let float = |v: f64| match v {
+        _ if v.is_nan() => None,
+        0.0 if upper => Some(Scalar::Float(0.0)),
+        0.0 => Some(Scalar::Float(-0.0)),
+        _ => Some(Scalar::Float(v)),
+    };
+    Some(match array.data_type() {
+        DataType::Int8 => int!(Int8Type),
+        DataType::Int16 => int!(Int16Type),
+        DataType::Int32 => int!(Int32Type),
+        DataType::Int64 => int!(Int64Type),
+        DataType::UInt8 => int!(UInt8Type),
+        DataType::UInt16 => int!(UInt16Type),
+        DataType::UInt32 => int!(UInt32Type),
+        DataType::UInt64 => int!(UInt64Type),
+        DataType::Date32 => int!(Date32Type),
+        DataType::Date64 => int!(Date64Type),
+        DataType::Time32(TimeUnit::Second) => int!(Time32SecondType),
+        DataType::Time32(TimeUnit::Millisecond) => int!(Time32MillisecondType),
+        DataType::Time64(TimeUnit::Microsecond) => int!(Time64MicrosecondType),
+        DataType::Time64(TimeUnit::Nanosecond) => int!(Time64NanosecondType),
+        DataType::Timestamp(TimeUnit::Second, _) => int!(TimestampSecondType),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => int!(TimestampMillisecondType),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => int!(TimestampMicrosecondType),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => int!(TimestampNanosecondType),
+        DataType::Duration(TimeUnit::Second) => int!(DurationSecondType),
+        DataType::Duration(TimeUnit::Millisecond) => int!(DurationMillisecondType),
+        DataType::Duration(TimeUnit::Microsecond) => int!(DurationMicrosecondType),
+        DataType::Duration(TimeUnit::Nanosecond) => int!(DurationNanosecondType),
+        DataType::Interval(IntervalUnit::YearMonth) => int!(IntervalYearMonthType),
+        DataType::Decimal32(..) => int!(Decimal32Type),
+        DataType::Decimal64(..) => int!(Decimal64Type),
+        DataType::Decimal128(..) => Scalar::Int(array.as_primitive::<Decimal128Type>().value(i)),
+        DataType::Float16 => float(f64::from(array.as_primitive::<Float16Type>().value(i)))?,
+        DataType::Float32 => float(f64::from(array.as_primitive::<Float32Type>().value(i)))?,
+        DataType::Float64 => float(array.as_primitive::<Float64Type>().value(i))?,
+        DataType::Boolean => Scalar::Bool(array.as_boolean().value(i)),
+        DataType::Utf8 => bytes(array.as_string::<i32>().value(i).as_bytes())?,
+        DataType::LargeUtf8 => bytes(array.as_string::<i64>().value(i).as_bytes())?,
+        DataType::Utf8View => bytes(array.as_string_view().value(i).as_bytes())?,
+        DataType::Binary => bytes(array.as_binary::<i32>().value(i))?,
+        DataType::LargeBinary => bytes(array.as_binary::<i64>().value(i))?,
+        DataType::BinaryView => bytes(array.as_binary_view().value(i))?,
+        DataType::FixedSizeBinary(_) => bytes(array.as_fixed_size_binary().value(i))?,
+        _ => return None,
+    })
+}
+
 /// The shortest prefix-based value of at most [`MAX_STAT_BYTES`] bytes that is >= `v`:
 /// `v` itself if short enough, else a prefix with its last non-0xFF byte incremented.
 fn truncated_upper_bound(v: &[u8]) -> Option<Vec<u8>> {
@@ -113,6 +184,29 @@ mod tests {
         expect.push(b'b');
         assert_eq!(max, Some(Scalar::Bytes(expect)));
         assert_eq!(truncated_upper_bound(&[0xFF; 70]), None);
+    }
+
+    #[test]
+    fn arrow_bounds_widen_zeros_and_truncate() {
+        use arrow_array::{Float64Array, Int16Array, StringArray};
+        let f = Float64Array::from(vec![Some(0.0), Some(-0.0), None, Some(f64::NAN), Some(2.5)]);
+        assert_eq!(arrow_bound(&f, 0, false), Some(Scalar::Float(-0.0)));
+        assert!(matches!(arrow_bound(&f, 1, true), Some(Scalar::Float(z)) if z.to_bits() == 0));
+        assert_eq!(arrow_bound(&f, 2, false), None);
+        assert_eq!(arrow_bound(&f, 3, true), None);
+        assert_eq!(arrow_bound(&f, 4, true), Some(Scalar::Float(2.5)));
+        assert_eq!(arrow_bound(&f, 9, true), None);
+        let i = Int16Array::from(vec![-7]);
+        assert_eq!(arrow_bound(&i, 0, true), Some(Scalar::Int(-7)));
+        let long = "z".repeat(100);
+        let s = StringArray::from(vec![long.as_str()]);
+        assert_eq!(
+            arrow_bound(&s, 0, false),
+            Some(Scalar::Bytes(vec![b'z'; 64]))
+        );
+        let mut up = vec![b'z'; 63];
+        up.push(b'{');
+        assert_eq!(arrow_bound(&s, 0, true), Some(Scalar::Bytes(up)));
     }
 
     #[test]

@@ -28,6 +28,8 @@ mod like;
 mod order;
 #[cfg(feature = "parquet")]
 mod parquet_source;
+#[cfg(feature = "parquet")]
+mod parquet_zones;
 mod parse;
 mod prune;
 mod scan;

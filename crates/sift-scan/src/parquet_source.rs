@@ -1,37 +1,75 @@
-//! Parquet files as a scan source: row groups decoded by the `parquet` crate, evaluated on
-//! Arrow arrays (feature `parquet`).
+//! Parquet files as a scan source: row groups (only the pages of the candidate rows, when
+//! the file has a page index) decoded by the `parquet` crate, evaluated on Arrow arrays
+//! (feature `parquet`). Pruning reads the file's metadata through `parquet_zones.rs`.
 
 use std::cell::OnceCell;
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use arrow_schema::{DataType, Schema, SchemaRef};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
+use parquet::file::metadata::PageIndexPolicy;
 
+use crate::bind::Bound;
 use crate::error::{Error, Result};
+use crate::parquet_zones::ParquetZones;
+use crate::prune::{Membership, candidate_rows};
 use crate::source::BlockData;
+use sift_format::ChunkStats;
 
 /// A Parquet file opened once: its metadata is parsed once and reused per row group.
 pub(crate) struct ParquetSource {
     path: PathBuf,
-    file: File,
+    file: Arc<File>,
     meta: ArrowReaderMetadata,
+    zones: ParquetZones,
 }
 
 impl ParquetSource {
     pub(crate) fn open(path: &Path) -> Result<ParquetSource> {
-        let file =
-            File::open(path).map_err(|e| Error::Parquet(format!("{}: {e}", path.display())))?;
-        let meta = ArrowReaderMetadata::load(&file, Default::default())
-            .map_err(|e| Error::Parquet(format!("{}: {e}", path.display())))?;
+        let err = |e: &dyn std::fmt::Display| Error::Parquet(format!("{}: {e}", path.display()));
+        let file = Arc::new(File::open(path).map_err(|e| err(&e))?);
+        // The page index (when the writer stored one) prunes pages; one that does not
+        // parse only costs that pruning, never the file.
+        let with_index =
+            ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+        let meta = match ArrowReaderMetadata::load(file.as_ref(), with_index) {
+            Ok(m) => m,
+            Err(_) => {
+                ArrowReaderMetadata::load(file.as_ref(), Default::default()).map_err(|e| err(&e))?
+            }
+        };
         Ok(ParquetSource {
             path: path.to_path_buf(),
+            zones: ParquetZones::new(&meta, file.clone()),
             file,
             meta,
         })
+    }
+
+    /// The statistics of column `col` in row group `b`.
+    pub(crate) fn stats(&self, b: usize, col: usize) -> Option<&ChunkStats> {
+        self.zones.row_group(b, col)
+    }
+
+    /// The Bloom filter of column `col` in row group `b`.
+    pub(crate) fn members(&self, b: usize, col: usize) -> Option<&dyn Membership> {
+        self.zones.members(b, col)
+    }
+
+    /// The rows of row group `b` where `filter` may be true by the page index; `None`
+    /// without one.
+    pub(crate) fn candidates(&self, b: usize, filter: &Bound) -> Option<Vec<Range<usize>>> {
+        if !self.zones.has_page_index() {
+            return None;
+        }
+        let parts = |c: usize| self.zones.pages(b, c);
+        Some(candidate_rows(filter, self.block_rows(b), &parts))
     }
 
     pub(crate) fn schema(&self) -> SchemaRef {
@@ -50,12 +88,15 @@ impl ParquetSource {
             .map_or(0, |g| g.num_rows().max(0) as usize)
     }
 
-    /// Row group `b`, decoded for `needed` columns (see [`crate::source::Source::block`]).
+    /// Row group `b`, decoded for `needed` columns (see [`crate::source::Source::block`]),
+    /// only at `rows` if given (sorted, disjoint ranges): pages without such rows are not
+    /// read when the file has an offset index.
     pub(crate) fn block(
         &self,
         b: usize,
         needed: &[usize],
         dictionary: &[usize],
+        rows: Option<&[Range<usize>]>,
     ) -> Result<BlockData<'_>> {
         let err = |e: &dyn std::fmt::Display| {
             Error::Parquet(format!("{}: row group {b}: {e}", self.path.display()))
@@ -66,21 +107,32 @@ impl ParquetSource {
         sorted.sort_unstable();
         sorted.dedup();
         let mask = ProjectionMask::roots(schema_descr, sorted.iter().copied());
-        let rows = self.block_rows(b);
+        let total = self.block_rows(b);
         let meta = self.dictionary_meta(dictionary, &sorted);
         let meta = meta.as_ref().unwrap_or(&self.meta);
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
+        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
             .with_row_groups(vec![b])
             .with_projection(mask)
-            .with_batch_size(rows.max(1))
-            .build()
-            .map_err(|e| err(&e))?;
+            .with_batch_size(total.max(1));
+        if let Some(rows) = rows {
+            let selection = RowSelection::from_consecutive_ranges(rows.iter().cloned(), total);
+            builder = builder.with_row_selection(selection);
+        }
+        let reader = builder.build().map_err(|e| err(&e))?;
+        let bytes = sorted.iter().map(|&c| self.chunk_bytes(b, c, rows)).sum();
         let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| err(&e))?;
         let schema = match batches.first() {
             Some(first) => first.schema(),
             None => SchemaRef::new(meta.schema().project(&sorted)?),
         };
         let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
+        let want = rows.map_or(total, |r| r.iter().map(ExactSizeIterator::len).sum());
+        if batch.num_rows() != want {
+            return Err(err(&format!(
+                "decoded {} rows where the metadata promises {want}",
+                batch.num_rows()
+            )));
+        }
         let fields = self.meta.schema().fields();
         let mut columns = vec![None; fields.len()];
         let mut plain: Vec<_> = (0..fields.len()).map(|_| None).collect();
@@ -95,7 +147,55 @@ impl ParquetSource {
             batch,
             columns,
             plain,
+            bytes,
         })
+    }
+
+    /// Stored bytes of column `col` in row group `b` that a read of `rows` fetches: with
+    /// an offset index, the dictionary page and the pages holding those rows; otherwise
+    /// the whole column chunk.
+    fn chunk_bytes(&self, b: usize, col: usize, rows: Option<&[Range<usize>]>) -> u64 {
+        let md = self.meta.metadata();
+        let Some(leaves) = self.leaves(col) else {
+            return 0;
+        };
+        let mut total = 0u64;
+        for leaf in leaves {
+            let Some(chunk) = md.row_groups().get(b).map(|g| g.column(leaf)) else {
+                continue;
+            };
+            let whole = u64::try_from(chunk.compressed_size()).unwrap_or(0);
+            let index = md.page_index().and_then(|p| p.offset_index(b, leaf));
+            let (Some(rows), Some(index)) = (rows, index) else {
+                total += whole;
+                continue;
+            };
+            let pages = index.page_locations();
+            let start = chunk.byte_range().0;
+            let first_page = pages.first().map_or(start, |p| p.offset.max(0) as u64);
+            // The dictionary page (if any) lies before the first data page.
+            total += first_page.saturating_sub(start).min(whole);
+            for (i, p) in pages.iter().enumerate() {
+                let lo = p.first_row_index.max(0) as usize;
+                let hi = pages
+                    .get(i + 1)
+                    .map_or(usize::MAX, |n| n.first_row_index.max(0) as usize);
+                if rows.iter().any(|r| r.start < hi && lo < r.end) {
+                    total += p.compressed_page_size.max(0) as u64;
+                }
+            }
+        }
+        total
+    }
+
+    /// The Parquet leaf columns of schema column `col` (one for the flat types the scan
+    /// reads).
+    fn leaves(&self, col: usize) -> Option<Range<usize>> {
+        let descr = self.meta.parquet_schema();
+        let leaves: Vec<usize> = (0..descr.num_columns())
+            .filter(|&l| descr.get_column_root_idx(l) == col)
+            .collect();
+        Some(*leaves.first()?..*leaves.last()? + 1)
     }
 
     /// Reader metadata whose schema asks for columns `dictionary ∩ needed` as

@@ -1,8 +1,12 @@
-//! Zone-map pruning: blocks whose statistics prove the filter false are never read.
+//! Zone-map pruning: blocks whose statistics prove the filter false are never read, and
+//! within a block, parts whose own zone maps prove it false (Parquet pages) are skipped.
+//! One logic for Sift blocks and Parquet row groups and pages: Parquet statistics and
+//! Bloom filters are translated into the same [`ChunkStats`] and [`Membership`] first.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 
-use sift_encoding::ValuePredicate;
+use sift_encoding::{BytesShape, ValuePredicate};
 use sift_format::{ChunkStats, Scalar};
 
 use crate::bind::{Bound, Leaf, LeafOp};
@@ -12,6 +16,40 @@ use crate::coerce::scalar_cmp;
 pub(crate) struct Zone<'a> {
     pub rows: u64,
     pub stats: Option<&'a ChunkStats>,
+    /// A membership test of the column's values (a Bloom filter), if the block has one.
+    pub members: Option<&'a dyn Membership>,
+}
+
+impl<'a> Zone<'a> {
+    /// A zone known only by its statistics.
+    pub(crate) fn of(rows: u64, stats: Option<&'a ChunkStats>) -> Zone<'a> {
+        Zone {
+            rows,
+            stats,
+            members: None,
+        }
+    }
+}
+
+/// A value looked up in a [`Membership`] test: an integer (every integer-like type,
+/// in the column's own type) or a byte string.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Probe<'a> {
+    Int(i128),
+    Bytes(&'a [u8]),
+}
+
+/// A test that may answer "present" for absent values but never "absent" for present
+/// ones: false proves that no value of the block equals the probe.
+pub(crate) trait Membership {
+    fn may_contain(&self, probe: Probe<'_>) -> bool;
+}
+
+/// The zone of one part of a block (a Parquet page): its rows and their statistics.
+#[derive(Debug, Clone)]
+pub(crate) struct PartZone {
+    pub rows: Range<usize>,
+    pub stats: Option<ChunkStats>,
 }
 
 /// True when the filter is false for every row of the block whose zones are `zone(col)`.
@@ -25,6 +63,111 @@ pub(crate) fn prunes<'a>(b: &Bound, zone: &dyn Fn(usize) -> Zone<'a>) -> bool {
 }
 
 fn leaf_prunes(l: &Leaf, z: &Zone<'_>) -> bool {
+    stats_prune(l, z) || members_prune(l, z)
+}
+
+/// True when a membership test proves an equality or IN leaf false for the block.
+fn members_prune(l: &Leaf, z: &Zone<'_>) -> bool {
+    let Some(m) = z.members else { return false };
+    match &l.op {
+        LeafOp::Value(ValuePredicate::IntRange {
+            lo,
+            hi,
+            negate: false,
+        }) if lo == hi => !m.may_contain(Probe::Int(*lo)),
+        LeafOp::Value(ValuePredicate::IntIn {
+            values,
+            negate: false,
+        }) => values.iter().all(|v| !m.may_contain(Probe::Int(*v))),
+        LeafOp::Value(ValuePredicate::Bytes(
+            _,
+            BytesShape::OneOf {
+                values,
+                outside: false,
+            },
+        )) => values.iter().all(|v| !m.may_contain(Probe::Bytes(v))),
+        _ => false,
+    }
+}
+
+/// The rows of a block where the filter may be true, given zone maps of consecutive parts
+/// of some columns (`parts(col)`, `None` for a column without them): a leaf keeps the parts
+/// its zone does not prune, `And` intersects, `Or` unites. Sorted, disjoint, non-adjacent
+/// ranges within `0..rows`.
+pub(crate) fn candidate_rows<'a>(
+    b: &Bound,
+    rows: usize,
+    parts: &dyn Fn(usize) -> Option<&'a [PartZone]>,
+) -> Vec<Range<usize>> {
+    match b {
+        Bound::Const(true) => full(rows),
+        Bound::Const(false) => Vec::new(),
+        Bound::Leaf(l) => match parts(l.column) {
+            None => full(rows),
+            Some(ps) => {
+                let kept = ps.iter().filter(|p| {
+                    let zone = Zone::of(p.rows.len() as u64, p.stats.as_ref());
+                    !leaf_prunes(l, &zone)
+                });
+                let ranges = kept.map(|p| p.rows.start.min(rows)..p.rows.end.min(rows));
+                union(ranges.collect())
+            }
+        },
+        Bound::And(v) => v.iter().fold(full(rows), |acc, c| {
+            if acc.is_empty() {
+                return acc;
+            }
+            intersect(&acc, &candidate_rows(c, rows, parts))
+        }),
+        Bound::Or(v) => union(
+            v.iter()
+                .flat_map(|c| candidate_rows(c, rows, parts))
+                .collect(),
+        ),
+    }
+}
+
+fn full(rows: usize) -> Vec<Range<usize>> {
+    match rows {
+        0 => Vec::new(),
+        _ => std::iter::once(0..rows).collect(),
+    }
+}
+
+/// Sorted, merged ranges covering the same rows as `ranges`.
+pub(crate) fn union(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    ranges.retain(|r| !r.is_empty());
+    ranges.sort_unstable_by_key(|r| r.start);
+    let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// The rows in both `a` and `b` (each sorted and disjoint).
+pub(crate) fn intersect(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < a.len() && j < b.len() {
+        let lo = a[i].start.max(b[j].start);
+        let hi = a[i].end.min(b[j].end);
+        if lo < hi {
+            out.push(lo..hi);
+        }
+        match a[i].end <= b[j].end {
+            true => i += 1,
+            false => j += 1,
+        }
+    }
+    out
+}
+
+/// True when the statistics prove the leaf false for every row of the block.
+fn stats_prune(l: &Leaf, z: &Zone<'_>) -> bool {
     let Some(stats) = z.stats else { return false };
     let all_null = stats.null_count == z.rows;
     match &l.op {

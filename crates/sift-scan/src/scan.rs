@@ -321,30 +321,63 @@ impl Scan {
             return Ok(None);
         };
         let source = table.source.clone();
-        let rows = source.block_rows(b);
+        let block_rows = source.block_rows(b);
         self.stats.blocks_total += 1;
         let zone = |c: usize| Zone {
-            rows: rows as u64,
+            rows: block_rows as u64,
             stats: source.stats(b, c),
+            members: source.members(b, c),
         };
         if prunes(&self.filter, &zone) {
             self.stats.blocks_pruned += 1;
             return Ok(None);
         }
         // Rows of this block inside the requested range.
-        let lo = self.range.start.saturating_sub(first_row).min(rows as u64) as usize;
-        let hi = self.range.end.saturating_sub(first_row).min(rows as u64) as usize;
-        let input = (lo > 0 || hi < rows).then(|| {
-            let mut bm = Bitmap::zeros(rows);
-            for i in lo..hi {
-                bm.set(i, true);
-            }
-            bm
-        });
+        let lo = self
+            .range
+            .start
+            .saturating_sub(first_row)
+            .min(block_rows as u64) as usize;
+        let hi = self
+            .range
+            .end
+            .saturating_sub(first_row)
+            .min(block_rows as u64) as usize;
         let dictionary: Vec<usize> = (self.projection.iter().zip(&self.dictionary))
             .filter_map(|(&c, &dict)| dict.then_some(c))
             .collect();
-        let data = source.block(b, &self.needed, &dictionary)?;
+        // A source that reads row ranges is read only at the range's rows that the finer
+        // zone maps (a page index) leave; the block's rows are then those rows alone.
+        let (data, rows, input) = match source.reads_row_ranges() {
+            true => {
+                let candidates = source
+                    .candidates(b, &self.filter)
+                    .unwrap_or_else(|| std::iter::once(0..block_rows).collect());
+                let ranges = crate::prune::intersect(&candidates, std::slice::from_ref(&(lo..hi)));
+                let rows: usize = ranges.iter().map(ExactSizeIterator::len).sum();
+                if rows == 0 {
+                    self.stats.blocks_pruned += 1;
+                    return Ok(None);
+                }
+                let ranges = (rows < block_rows).then_some(ranges.as_slice());
+                let data = source.block(b, &self.needed, &dictionary, ranges)?;
+                (data, rows, None)
+            }
+            false => {
+                let input = (lo > 0 || hi < block_rows).then(|| {
+                    let mut bm = Bitmap::zeros(block_rows);
+                    for i in lo..hi {
+                        bm.set(i, true);
+                    }
+                    bm
+                });
+                let data = source.block(b, &self.needed, &dictionary, None)?;
+                (data, block_rows, input)
+            }
+        };
+        if let crate::source::BlockData::Arrow { bytes, .. } = &data {
+            self.stats.bytes_read += bytes;
+        }
         self.stats.rows_scanned += rows as u64;
         let mut ev = BlockEval {
             data: &data,

@@ -3,6 +3,7 @@
 //! on Arrow arrays; `parquet_source.rs`).
 
 use std::cell::OnceCell;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -10,9 +11,11 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Schema, SchemaRef};
 use sift_format::{ChunkRef, ChunkStats, SiftFile};
 
+use crate::bind::Bound;
 use crate::error::{Error, Result};
 #[cfg(feature = "parquet")]
 use crate::parquet_source::ParquetSource;
+use crate::prune::Membership;
 
 /// A file the scan reads.
 pub(crate) enum Source {
@@ -35,6 +38,8 @@ pub(crate) enum BlockData<'a> {
         batch: RecordBatch,
         columns: Vec<Option<usize>>,
         plain: Vec<Option<OnceCell<ArrayRef>>>,
+        /// Stored bytes read to decode the batch.
+        bytes: u64,
     },
 }
 
@@ -98,17 +103,45 @@ impl Source {
         }
     }
 
-    /// The zone map of a column in a block (Sift only; Parquet row groups are not pruned).
+    /// The zone map of a column in a block (a Parquet row group's column statistics).
     pub(crate) fn stats(&self, b: usize, col: usize) -> Option<&ChunkStats> {
         match self {
             // A chunk whose metadata does not decode is not pruned: reading it reports why.
             Source::Sift(f) => f.chunk_meta(b, col).ok().map(|c| &c.stats),
             #[cfg(feature = "parquet")]
-            Source::Parquet(_) => None,
+            Source::Parquet(p) => p.stats(b, col),
         }
     }
 
-    /// Opens block `b`; a Parquet row group is decoded for `needed` columns here, and those
+    /// A membership test of a column's values in a block (a Parquet Bloom filter).
+    #[cfg_attr(not(feature = "parquet"), allow(unused_variables))]
+    pub(crate) fn members(&self, b: usize, col: usize) -> Option<&dyn Membership> {
+        match self {
+            Source::Sift(_) => None,
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.members(b, col),
+        }
+    }
+
+    /// Whether a block can be read at some of its rows only ([`block`](Self::block)'s
+    /// `rows`), skipping the storage of the others.
+    pub(crate) fn reads_row_ranges(&self) -> bool {
+        !matches!(self, Source::Sift(_))
+    }
+
+    /// The rows of block `b` where `filter` may be true by zone maps finer than the
+    /// block's (a Parquet page index); `None` without them.
+    #[cfg_attr(not(feature = "parquet"), allow(unused_variables))]
+    pub(crate) fn candidates(&self, b: usize, filter: &Bound) -> Option<Vec<Range<usize>>> {
+        match self {
+            Source::Sift(_) => None,
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.candidates(b, filter),
+        }
+    }
+
+    /// Opens block `b`; a Parquet row group is decoded for `needed` columns here (only at
+    /// `rows` if given, when [`reads_row_ranges`](Self::reads_row_ranges)), and those
     /// of `dictionary` that the Parquet reader can return as `Dictionary(Int32, type)` come
     /// out as such: dictionary-encoded pages keep their dictionary and only the keys are
     /// decoded (the reader builds a dictionary itself for pages stored plain).
@@ -118,11 +151,12 @@ impl Source {
         b: usize,
         needed: &[usize],
         dictionary: &[usize],
+        rows: Option<&[Range<usize>]>,
     ) -> Result<BlockData<'_>> {
         match self {
             Source::Sift(f) => Ok(BlockData::Sift { file: f, block: b }),
             #[cfg(feature = "parquet")]
-            Source::Parquet(p) => p.block(b, needed, dictionary),
+            Source::Parquet(p) => p.block(b, needed, dictionary, rows),
         }
     }
 }

@@ -551,16 +551,18 @@ fn tables(dir: &std::path::Path, spec: &TableSpec) -> (RecordBatch, Table, Table
     let sift = dir.join("t.sift");
     let pq = dir.join("t.parquet");
     common::write_sift(&sift, &batch, spec.block_rows);
-    // Row groups of a different size than the Sift blocks, fed in two pieces.
+    // Row groups of a different size than the Sift blocks, fed in two pieces, with small
+    // pages and varied statistics and Bloom filters (all pruning paths).
     let half = batch.num_rows() / 2;
-    common::write_parquet(
+    let layout = common::ParquetLayout::from_seed(spec.seed, spec.block_rows * 2 / 3 + 1);
+    common::write_parquet_layout(
         &pq,
         batch.schema(),
         &[
             batch.slice(0, half),
             batch.slice(half, batch.num_rows() - half),
         ],
-        spec.block_rows * 2 / 3 + 1,
+        layout,
     );
     (
         batch,

@@ -323,6 +323,63 @@ pub fn write_parquet(path: &Path, schema: SchemaRef, batches: &[RecordBatch], gr
     let props = parquet::file::properties::WriterProperties::builder()
         .set_max_row_group_row_count(Some(group_rows))
         .build();
+    write_parquet_with(path, schema, batches, props);
+}
+
+/// How the pruning metadata of a Parquet file is written.
+#[derive(Debug, Clone, Copy)]
+pub struct ParquetLayout {
+    pub group_rows: usize,
+    /// Rows per data page (at most).
+    pub page_rows: usize,
+    /// Statistics per page (a page index), per row group only, or none.
+    pub statistics: parquet::file::properties::EnabledStatistics,
+    pub bloom_filters: bool,
+}
+
+impl ParquetLayout {
+    /// A layout picked by `seed`: pages of 7 to 300 rows, each statistics level, Bloom
+    /// filters on or off.
+    pub fn from_seed(seed: u64, group_rows: usize) -> Self {
+        use parquet::file::properties::EnabledStatistics;
+        let mut rng = Rng::new(seed ^ 0x005e_ed0f_9a9e);
+        let statistics = match rng.below(4) {
+            0 => EnabledStatistics::None,
+            1 => EnabledStatistics::Chunk,
+            _ => EnabledStatistics::Page,
+        };
+        ParquetLayout {
+            group_rows,
+            page_rows: 7 + rng.below(294) as usize,
+            statistics,
+            bloom_filters: rng.below(2) == 0,
+        }
+    }
+}
+
+/// Writes `batches` as a Parquet file laid out as `layout`.
+pub fn write_parquet_layout(
+    path: &Path,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+    layout: ParquetLayout,
+) {
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(layout.group_rows))
+        .set_data_page_row_count_limit(layout.page_rows)
+        .set_write_batch_size(layout.page_rows)
+        .set_statistics_enabled(layout.statistics)
+        .set_bloom_filter_enabled(layout.bloom_filters)
+        .build();
+    write_parquet_with(path, schema, batches, props);
+}
+
+fn write_parquet_with(
+    path: &Path,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+    props: parquet::file::properties::WriterProperties,
+) {
     let file = std::fs::File::create(path).unwrap();
     let mut w = parquet::arrow::ArrowWriter::try_new(file, schema, Some(props)).unwrap();
     for b in batches {
@@ -372,7 +429,17 @@ pub fn literal_cmp(a: &ArrayRef, op: CmpOp, lit: &Literal) -> BooleanArray {
     match (a.data_type(), lit) {
         // Integers compare exactly with any integer, in or out of the column type's range:
         // widen both sides to a 38-digit decimal.
-        (DataType::Int64 | DataType::Int32, Literal::Int(v)) => {
+        (
+            DataType::Int64
+            | DataType::Int32
+            | DataType::Int16
+            | DataType::Int8
+            | DataType::UInt64
+            | DataType::UInt32
+            | DataType::UInt16
+            | DataType::UInt8,
+            Literal::Int(v),
+        ) => {
             let wide = cast(a, &DataType::Decimal128(38, 0)).unwrap();
             kernel(op, &wide, &decimal_scalar(*v))
         }
@@ -404,6 +471,10 @@ pub fn literal_cmp(a: &ArrayRef, op: CmpOp, lit: &Literal) -> BooleanArray {
             let d = parsed.as_primitive::<Date32Type>();
             assert!(d.is_valid(0), "{s} is not a date");
             kernel(op, a, &Date32Array::new_scalar(d.value(0)))
+        }
+        // Every 32-bit float is exactly a 64-bit one.
+        (DataType::Float32, Literal::Float(_) | Literal::Int(_)) => {
+            literal_cmp(&cast(a, &DataType::Float64).unwrap(), op, lit)
         }
         (DataType::Float64, Literal::Float(_) | Literal::Int(_)) => {
             let x = match lit {
@@ -464,6 +535,7 @@ pub fn literal_cmp(a: &ArrayRef, op: CmpOp, lit: &Literal) -> BooleanArray {
         }
         (DataType::Utf8, Literal::Str(s)) => kernel(op, a, &StringArray::new_scalar(s)),
         (DataType::Utf8View, Literal::Str(s)) => kernel(op, a, &StringViewArray::new_scalar(s)),
+        (DataType::LargeUtf8, Literal::Str(s)) => kernel(op, a, &LargeStringArray::new_scalar(s)),
         (DataType::Boolean, Literal::Bool(b)) => kernel(op, a, &BooleanArray::new_scalar(*b)),
         (DataType::Boolean, Literal::Str(s)) => {
             let b = match s.to_ascii_lowercase().as_str() {
