@@ -56,6 +56,49 @@ impl Bitmap {
         Some(b)
     }
 
+    /// Appends the bits of `other` after the last bit, a word at a time (the bitmaps of
+    /// consecutive parts of a column, such as pages, joined into one).
+    pub fn append(&mut self, other: &Bitmap) {
+        let shift = self.len % 64;
+        if shift == 0 {
+            self.words.extend_from_slice(&other.words);
+        } else {
+            self.words.reserve(other.words.len());
+            for &w in &other.words {
+                if let Some(last) = self.words.last_mut() {
+                    *last |= w << shift;
+                }
+                self.words.push(w >> (64 - shift));
+            }
+        }
+        self.len += other.len;
+        self.words.truncate(self.len.div_ceil(64));
+    }
+
+    /// Bits `range` as a bitmap of their own (bit `range.start` becomes bit 0), a word at
+    /// a time; the range is clipped to the bitmap.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Bitmap {
+        let end = range.end.min(self.len);
+        let start = range.start.min(end);
+        let len = end - start;
+        let (first, shift) = (start / 64, start % 64);
+        let words = (0..len.div_ceil(64))
+            .map(|i| {
+                let lo = self.words.get(first + i).copied().unwrap_or(0);
+                match shift {
+                    0 => lo,
+                    _ => {
+                        let hi = self.words.get(first + i + 1).copied().unwrap_or(0);
+                        (lo >> shift) | (hi << (64 - shift))
+                    }
+                }
+            })
+            .collect();
+        let mut b = Bitmap { words, len };
+        b.clear_tail();
+        b
+    }
+
     fn clear_tail(&mut self) {
         let rem = self.len % 64;
         if let (true, Some(w)) = (rem != 0, self.words.last_mut()) {
@@ -344,6 +387,21 @@ mod tests {
             for (i, &x) in bits.iter().enumerate() {
                 prop_assert_eq!(b.get(i), x);
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn append_and_slice(a in proptest::collection::vec(any::<bool>(), 0..300),
+                            b in proptest::collection::vec(any::<bool>(), 0..300),
+                            lo in 0usize..700, n in 0usize..400) {
+            let mut x = Bitmap::from_bools(a.iter().copied());
+            x.append(&Bitmap::from_bools(b.iter().copied()));
+            let joined: Vec<bool> = a.iter().chain(&b).copied().collect();
+            prop_assert_eq!(&x, &Bitmap::from_bools(joined.iter().copied()));
+            let end = (lo + n).min(joined.len());
+            let start = lo.min(end);
+            prop_assert_eq!(x.slice(lo..lo + n), Bitmap::from_bools(joined[start..end].iter().copied()));
         }
     }
 

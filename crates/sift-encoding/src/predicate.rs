@@ -217,6 +217,45 @@ pub(crate) trait DomainPred<V: Value>: Sized {
     fn key_range(&self) -> Option<(u64, u64, bool)> {
         None
     }
+
+    /// The predicate as a set of dictionary codes, if it is one ([`CodeMask`]).
+    fn code_mask(&self) -> Option<&CodeMask<'_>> {
+        None
+    }
+}
+
+/// The codes `c` of a dictionary whose entry matched (`mask[c]`), evaluated on the codes
+/// of a chunk: what a predicate becomes once it has been evaluated once per dictionary
+/// entry. A code beyond the dictionary matches nothing and is remembered, so that the
+/// dictionary reports the corruption after the filter.
+pub(crate) struct CodeMask<'a> {
+    pub mask: &'a [bool],
+    pub out_of_range: std::cell::Cell<bool>,
+}
+
+impl<'a> CodeMask<'a> {
+    pub(crate) fn new(mask: &'a [bool]) -> Self {
+        CodeMask {
+            mask,
+            out_of_range: std::cell::Cell::new(false),
+        }
+    }
+}
+
+impl DomainPred<i64> for CodeMask<'_> {
+    fn eval(&self, v: i64) -> bool {
+        match usize::try_from(v).ok().and_then(|c| self.mask.get(c)) {
+            Some(&m) => m,
+            None => {
+                self.out_of_range.set(true);
+                false
+            }
+        }
+    }
+
+    fn code_mask(&self) -> Option<&CodeMask<'_>> {
+        Some(self)
+    }
 }
 
 /// `lo <= v <= hi` (xor `negate`) on integers.

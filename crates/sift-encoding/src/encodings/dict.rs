@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use sift_bits::Bitmap;
 
 use crate::byte_values::{ByteValues, gather};
-use crate::domain::{Domain, Strings, Value, decode_indices, eval_all, select_indices};
+use crate::domain::{Domain, Strings, Value, decode_indices, select_indices};
 use crate::encoding::{DECODE_ROW_COST, Encoding};
-use crate::error::Result;
-use crate::predicate::{BytesMatcher, BytesShape, DomainPred, IntRange};
+use crate::error::{Result, corrupt};
+use crate::predicate::{BytesMatcher, BytesShape, CodeMask, DomainPred, IntRange};
 use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
 use crate::wire::{Reader, Writer};
 
@@ -94,8 +94,15 @@ pub(crate) fn encode_bytes(
 }
 
 impl Dict {
-    /// The entry count, checked against the `count` values it serves.
+    /// The entry count, checked against the `count` values it serves. A dictionary shared
+    /// by several chunks (a Parquet column chunk's dictionary page, read with each of its
+    /// data pages) may have more entries than one chunk has values, as long as the chunk's
+    /// bytes hold one per entry, so that decoding it allocates what the file justifies.
     pub(crate) fn checked_len(&self, ctx: &Ctx<'_>, count: usize) -> Result<usize> {
+        let len = self.len as usize;
+        if count > 0 && len > count && len <= ctx.encoded {
+            return Ok(len);
+        }
         ctx.declared("dictionary entries", self.len, count)
     }
 
@@ -170,9 +177,16 @@ impl Dict {
                 return i64::filter(ctx, codes, count, depth, &range);
             }
         }
-        let max = n.saturating_sub(1) as u64;
-        let codes = decode_indices(ctx, codes, count, max, depth)?;
-        Ok(eval_all(&codes, |c| mask[c as usize]))
+        // Any other set: tested code by code on the codes' own encoding where it can
+        // (without materialising the codes), else on the decoded codes.
+        let set = CodeMask::new(mask);
+        let out = i64::filter(ctx, codes, count, depth, &set)?;
+        if set.out_of_range.get() {
+            return Err(corrupt(format!(
+                "a dictionary code beyond the dictionary's {n} entries"
+            )));
+        }
+        Ok(out)
     }
 }
 

@@ -1,6 +1,8 @@
 //! Plain: fixed-width little-endian values, `width` bytes each, in one buffer. The
 //! terminal scheme for doubles, fixed-size binary values and integers whose range does
-//! not fit a narrower bit-packing; 2- and 4-byte floats are stored only so.
+//! not fit a narrower bit-packing; 2- and 4-byte floats are stored only so. As integers of
+//! the `i64` cascade, 4-byte values are signed (Parquet's PLAIN INT32 pages, read in
+//! place, are such a node).
 
 use serde::{Deserialize, Serialize};
 
@@ -83,9 +85,16 @@ impl Encoding for Plain {
         _depth: usize,
     ) -> Result<Option<Vec<V>>> {
         match V::DOMAIN {
-            Domain::Int => Ok(self
-                .decode_native::<i64>(ctx, id, count)?
-                .and_then(V::from_ints)),
+            // Narrower values are signed (Parquet's INT32 pages read in place).
+            Domain::Int => {
+                let wide: Option<Vec<i64>> = match self.width {
+                    4 => self
+                        .decode_native::<i32>(ctx, id, count)?
+                        .map(|v| v.into_iter().map(i64::from).collect()),
+                    _ => self.decode_native::<i64>(ctx, id, count)?,
+                };
+                Ok(wide.and_then(V::from_ints))
+            }
             Domain::Float if self.width == 8 => {
                 let bits = self
                     .decode_native::<u64>(ctx, id, count)?

@@ -1,0 +1,1284 @@
+//! Parquet's RLE/bit-packed hybrid: small unsigned integers (`bits` wide, 0–32) as a stream
+//! of runs, read in place. Parquet stores dictionary indices and repetition/definition
+//! levels so; a node of this encoding over such a stream lets a Parquet page be read through
+//! the same tree as a Sift chunk (a dictionary page under `Dict`, its indices here, its
+//! definition levels as the validity root), without converting it first. Sift's writer never
+//! chooses it: its own cascades (`Rle`, `For`) do the same work with separately compressed
+//! children.
+//!
+//! The buffer holds only the run stream (a data page's leading bit-width byte, or the
+//! 4-byte length before version-1 levels, is the caller's). Each run starts with a ULEB128
+//! header `h`:
+//!
+//! - `h & 1 == 0`: `h >> 1` repetitions of one value, stored in `ceil(bits / 8)` bytes,
+//!   little-endian;
+//! - `h & 1 == 1`: `h >> 1` groups of 8 values, `bits` wide, packed LSB-first
+//!   contiguously (the layout of `For`'s codes), `(h >> 1) · bits` bytes. The last run may
+//!   be padded past the values wanted; the padding is ignored and need not be present.
+//!
+//! Every operation first parses the headers into a run table (start, length, and the value
+//! or the byte offset of the packed data), bounded by the values asked for: runs past
+//! them are never read, a run is clipped to them, and empty runs are skipped, so the table
+//! has at most one entry per value and per byte of the stream, whatever the headers claim.
+//!
+//! Runs are then evaluated whole: a repeated value is compared once and its rows set as a
+//! bit range, decoded by a fill, selected by a count. Consecutive bit-packed runs (writers
+//! emit them up to 512 values long) join into spans of up to [`SPAN`] values, copied into
+//! one aligned scratch buffer (the run headers between them dropped: each run holds whole
+//! bytes) and handed to the kernels of `sift_bits` at once: the range compare on packed
+//! codes (`packed_cmp`), whose bits are ORed into the result a word at a time, and the
+//! unpacker. A selection gathers the selected codes of a sparsely selected span one by one
+//! and unpacks a denser one into L1 to compact it (`compact`); spans without selected rows
+//! are not even copied. (The fused `select::unpack_selected_into` sets up block-sized
+//! buffers on every call, which costs more than it saves on spans this short.)
+
+use serde::{Deserialize, Serialize};
+use sift_bits::compact::SLACK;
+use sift_bits::pack::{low_mask, packed_words};
+use sift_bits::predicate::Predicate;
+use sift_bits::{Bitmap, Level};
+
+use crate::domain::{Domain, Value, set_range, uniform};
+use crate::encoding::Encoding;
+use crate::encodings::frame::NativeInt;
+use crate::error::{Result, corrupt};
+use crate::predicate::{CodeMask, DomainPred};
+use crate::tree::{ColumnEncoding, Ctx, NodeId};
+use crate::wire::{Reader, Writer};
+
+/// Parquet's RLE/bit-packed hybrid run stream of `bits`-wide unsigned integers in buffer
+/// `buffer`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hybrid {
+    /// Bits per value (0–32; 0: every value is 0).
+    pub bits: u8,
+    /// The buffer holding the run stream (run headers and run data, nothing before).
+    pub buffer: u32,
+}
+
+/// The widest values the hybrid stream holds here (Parquet's dictionary indices and levels
+/// are 32-bit).
+pub const MAX_BITS: u8 = 32;
+
+/// Values of consecutive bit-packed runs handed to a kernel at once (a multiple of 8, so
+/// that spans split runs on bytes): large enough that a kernel call's fixed cost vanishes,
+/// small enough that the scratch copy (at most 32 KiB) stays in L1/L2.
+const SPAN: usize = 8192;
+
+/// A span is gathered value by value when at most one value in this many is selected (a
+/// gathered value costs about as much as unpacking and compacting 16), else unpacked and
+/// compacted.
+const GATHER_EVERY: usize = 16;
+
+/// One run of the table, clipped to the values asked for (never empty).
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    /// The first value's index.
+    start: usize,
+    /// Values of the run used.
+    len: usize,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// One value repeated (also a bit-packed run of 0-bit values).
+    Repeat(u64),
+    /// Bit-packed values starting at this byte of the stream.
+    Packed(usize),
+}
+
+/// What [`Hybrid::walk`] hands over for a range of values.
+enum Segment<'s> {
+    /// Every value equals this one.
+    Repeat(u64),
+    /// The values, packed from bit 0 of these words.
+    Packed(&'s [u64]),
+}
+
+/// The next ULEB128 varint at `*pos`, or `None` at the end of the stream.
+fn varint(bytes: &[u8], pos: &mut usize) -> std::result::Result<Option<u64>, String> {
+    let start = *pos;
+    if start >= bytes.len() {
+        return Ok(None);
+    }
+    let mut v = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let Some(&b) = bytes.get(*pos) else {
+            return Err(format!("run header at byte {start} is cut off"));
+        };
+        *pos += 1;
+        let low = u64::from(b & 0x7F);
+        if shift > 63 || (shift == 63 && b > 1) {
+            return Err(format!("run header at byte {start} overflows 64 bits"));
+        }
+        v |= low << shift;
+        if b & 0x80 == 0 {
+            return Ok(Some(v));
+        }
+        shift += 7;
+    }
+}
+
+/// Parses the run stream `bytes` of `bits`-wide values into the runs covering the first
+/// `count` values.
+fn parse(bits: u8, bytes: &[u8], count: usize) -> std::result::Result<Vec<Run>, String> {
+    if bits > MAX_BITS {
+        return Err(format!("bit width {bits} > {MAX_BITS}"));
+    }
+    let width = usize::from(bits);
+    let value_bytes = width.div_ceil(8);
+    let max = low_mask(u32::from(bits));
+    let mut runs: Vec<Run> = Vec::new();
+    let mut pos = 0usize;
+    let mut row = 0usize;
+    while row < count {
+        let at = pos;
+        let Some(h) = varint(bytes, &mut pos)? else {
+            return Err(format!(
+                "the run stream ends after {row} of {count} values ({} bytes)",
+                bytes.len()
+            ));
+        };
+        let n = h >> 1;
+        let left = count - row;
+        if h & 1 == 0 {
+            let Some(raw) = bytes.get(pos..pos + value_bytes) else {
+                return Err(format!("the value of the run at byte {at} is cut off"));
+            };
+            pos += value_bytes;
+            let mut le = [0u8; 8];
+            le[..value_bytes].copy_from_slice(raw);
+            let value = u64::from_le_bytes(le);
+            if value > max {
+                return Err(format!(
+                    "the run at byte {at} repeats {value}, wider than {bits} bits"
+                ));
+            }
+            let len = usize::try_from(n).map_or(left, |n| n.min(left));
+            push(&mut runs, row, len, Kind::Repeat(value));
+            row += len;
+        } else {
+            // The run's full extent (saturated: a hostile header only ends the stream).
+            let values = usize::try_from(n.saturating_mul(8)).unwrap_or(usize::MAX);
+            let run_bytes =
+                usize::try_from(n.saturating_mul(u64::from(bits))).unwrap_or(usize::MAX);
+            let len = values.min(left);
+            let needed = len
+                .checked_mul(width)
+                .ok_or_else(|| format!("{count} values of {bits} bits overflow"))?
+                .div_ceil(8);
+            if needed > bytes.len() - pos {
+                return Err(format!(
+                    "the bit-packed run at byte {at} needs {needed} bytes for {len} values, {} left",
+                    bytes.len() - pos
+                ));
+            }
+            let kind = if bits == 0 {
+                Kind::Repeat(0)
+            } else {
+                Kind::Packed(pos)
+            };
+            push(&mut runs, row, len, kind);
+            row += len;
+            pos = pos.saturating_add(run_bytes);
+        }
+    }
+    Ok(runs)
+}
+
+/// Appends a run of `len` values at `start`, joined to the previous one when both repeat
+/// the same value; empty runs are dropped.
+fn push(runs: &mut Vec<Run>, start: usize, len: usize, kind: Kind) {
+    if len == 0 {
+        return;
+    }
+    if let (Kind::Repeat(v), Some(last)) = (kind, runs.last_mut())
+        && let Kind::Repeat(w) = last.kind
+        && v == w
+    {
+        last.len += len;
+        return;
+    }
+    runs.push(Run { start, len, kind });
+}
+
+/// The number of set bits `start..start + len` of `words`.
+fn count_range(words: &[u64], start: usize, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    let end = start + len;
+    let (sw, ew) = (start / 64, (end - 1) / 64);
+    let lo = u64::MAX << (start % 64);
+    let hi = u64::MAX >> (63 - (end - 1) % 64);
+    let word = |i: usize| words.get(i).copied().unwrap_or(0);
+    if sw == ew {
+        return (word(sw) & lo & hi).count_ones() as usize;
+    }
+    let inner: usize = words
+        .get(sw + 1..ew)
+        .unwrap_or_default()
+        .iter()
+        .map(|w| w.count_ones() as usize)
+        .sum();
+    (word(sw) & lo).count_ones() as usize + inner + (word(ew) & hi).count_ones() as usize
+}
+
+/// Bits `start..start + len` of `words`, shifted to bit 0, into `out` (cleared first; no
+/// bit set past `len`).
+fn bits_range(words: &[u64], start: usize, len: usize, out: &mut Vec<u64>) {
+    out.clear();
+    let (first, shift) = (start / 64, start % 64);
+    let word = |i: usize| words.get(i).copied().unwrap_or(0);
+    out.extend((0..len.div_ceil(64)).map(|i| match shift {
+        0 => word(first + i),
+        s => (word(first + i) >> s) | (word(first + i + 1) << (64 - s)),
+    }));
+    if let (false, Some(last)) = (len.is_multiple_of(64), out.last_mut()) {
+        *last &= low_mask((len % 64) as u32);
+    }
+}
+
+/// Appends the values of `packed` (`bits` wide) whose bit is set in `sel`.
+fn gather(packed: &[u64], bits: u32, sel: &[u64], out: &mut Vec<u64>) {
+    let (width, mask) = (bits as usize, low_mask(bits));
+    let word = |i: usize| packed.get(i).copied().unwrap_or(0);
+    for (c, &b) in sel.iter().enumerate() {
+        let mut b = b;
+        while b != 0 {
+            let bit = (c * 64 + b.trailing_zeros() as usize) * width;
+            b &= b - 1;
+            let (w, s) = (bit / 64, bit % 64);
+            let hi = if s + width > 64 {
+                word(w + 1) << (64 - s)
+            } else {
+                0
+            };
+            out.push(((word(w) >> s) | hi) & mask);
+        }
+    }
+}
+
+/// ORs the bits of `src` (a span's results) into `dst` from bit `start` on, a word at a
+/// time.
+fn or_at(dst: &mut [u64], start: usize, src: &[u64]) {
+    let (first, shift) = (start / 64, start % 64);
+    for (i, &w) in src.iter().enumerate() {
+        if let Some(d) = dst.get_mut(first + i) {
+            *d |= w << shift;
+        }
+        if shift != 0
+            && let Some(d) = dst.get_mut(first + i + 1)
+        {
+            *d |= w >> (64 - shift);
+        }
+    }
+}
+
+impl Hybrid {
+    /// The node's label, for errors.
+    fn context(&self, id: NodeId) -> impl Fn(String) -> crate::EncodingError + '_ {
+        move |msg| corrupt(format!("node {id} ({}): {msg}", self.label()))
+    }
+
+    /// The run stream and its run table for the first `count` values.
+    fn runs<'a>(&self, ctx: &Ctx<'a>, id: NodeId, count: usize) -> Result<(&'a [u8], Vec<Run>)> {
+        let bytes = ctx.bufs.get(self.buffer, 0)?;
+        let runs = parse(self.bits, bytes, count).map_err(self.context(id))?;
+        Ok((bytes, runs))
+    }
+
+    /// Hands `f` the values of `runs` in order as `(start, len, segment)`: each repeated
+    /// run whole, and the bit-packed runs joined into spans of up to [`SPAN`] values,
+    /// copied into one scratch buffer reused across spans, for the spans `want(start, len)`
+    /// asks for.
+    fn walk(
+        &self,
+        bytes: &[u8],
+        runs: &[Run],
+        mut want: impl FnMut(usize, usize) -> bool,
+        mut f: impl FnMut(usize, usize, Segment<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let bits = usize::from(self.bits);
+        let mut scratch: Vec<u64> = Vec::new();
+        let (mut i, mut done) = (0usize, 0usize);
+        while let Some(run) = runs.get(i) {
+            let Kind::Packed(_) = run.kind else {
+                if let Kind::Repeat(v) = run.kind {
+                    f(run.start, run.len, Segment::Repeat(v))?;
+                }
+                i += 1;
+                continue;
+            };
+            // The span: from value `done` of run `i` through as many bit-packed runs as fit.
+            // Runs are split only at multiples of 8 values, so every piece but a clipped
+            // last run starts and ends on a byte.
+            let start = run.start + done;
+            let (mut j, mut d, mut len) = (i, done, 0usize);
+            while let Some(r) = runs.get(j) {
+                if !matches!(r.kind, Kind::Packed(_)) || len == SPAN {
+                    break;
+                }
+                let take = (r.len - d).min(SPAN - len);
+                len += take;
+                if d + take < r.len {
+                    d += take;
+                    break;
+                }
+                j += 1;
+                d = 0;
+            }
+            if want(start, len) {
+                let words = packed_words(len, u32::from(self.bits))
+                    .ok_or_else(|| corrupt("packed span overflows"))?;
+                if scratch.len() < words {
+                    scratch.resize(words, 0);
+                }
+                let span = &mut scratch[..words];
+                let dst: &mut [u8] = bytemuck::cast_slice_mut(span);
+                let (mut at, mut left, mut k, mut dd) = (0usize, len, i, done);
+                while left > 0 {
+                    let Some(&Run {
+                        len: rlen,
+                        kind: Kind::Packed(off),
+                        ..
+                    }) = runs.get(k)
+                    else {
+                        return Err(corrupt("bit-packed span ends early"));
+                    };
+                    let take = (rlen - dd).min(left);
+                    let from = off + dd * bits / 8;
+                    let n = (take * bits).div_ceil(8);
+                    let (Some(src), Some(to)) =
+                        (bytes.get(from..from + n), dst.get_mut(at..at + n))
+                    else {
+                        return Err(corrupt("bit-packed run outside its stream"));
+                    };
+                    to.copy_from_slice(src);
+                    at += n;
+                    left -= take;
+                    k += 1;
+                    dd = 0;
+                }
+                // The last word's bytes past the span (left from a longer one).
+                if let Some(tail) = dst.get_mut(at..) {
+                    tail.fill(0);
+                }
+                if cfg!(target_endian = "big") {
+                    span.iter_mut().for_each(|w| *w = u64::from_le(*w));
+                }
+                f(start, len, Segment::Packed(span))?;
+            }
+            (i, done) = (j, d);
+        }
+        Ok(())
+    }
+
+    /// All `count` values.
+    fn codes(&self, ctx: &Ctx<'_>, id: NodeId, count: usize) -> Result<Vec<u64>> {
+        let (bytes, runs) = self.runs(ctx, id, count)?;
+        let bits = u32::from(self.bits);
+        let mut out = vec![0u64; count];
+        self.walk(
+            bytes,
+            &runs,
+            |_, _| true,
+            |start, len, seg| {
+                let Some(dst) = out.get_mut(start..start + len) else {
+                    return Err(corrupt("run outside the values"));
+                };
+                match seg {
+                    Segment::Repeat(v) => dst.fill(v),
+                    Segment::Packed(words) => sift_bits::unpack::unpack_to(words, bits, dst)
+                        .map_err(|e| corrupt(format!("packed run: {e}")))?,
+                }
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
+    /// The values selected by `sel` (over `count` values).
+    fn selected(&self, ctx: &Ctx<'_>, id: NodeId, count: usize, sel: &Bitmap) -> Result<Vec<u64>> {
+        if sel.len() != count {
+            return Err(self.context(id)(format!(
+                "selection of {} values for {count}",
+                sel.len()
+            )));
+        }
+        let (bytes, runs) = self.runs(ctx, id, count)?;
+        let (bits, level) = (u32::from(self.bits), Level::active());
+        let words = sel.words();
+        let mut out = Vec::with_capacity(sel.count_ones());
+        let mut part = Vec::new();
+        let (mut narrow, mut kept): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+        self.walk(
+            bytes,
+            &runs,
+            |start, len| count_range(words, start, len) > 0,
+            |start, len, seg| {
+                match seg {
+                    Segment::Repeat(v) => {
+                        out.extend(std::iter::repeat_n(v, count_range(words, start, len)));
+                    }
+                    Segment::Packed(packed) => {
+                        bits_range(words, start, len, &mut part);
+                        let ones = count_range(words, start, len);
+                        if ones * GATHER_EVERY <= len {
+                            gather(packed, bits, &part, &mut out);
+                        } else {
+                            // Unpacked into L1 (codes are at most 32 bits), then compacted
+                            // (VPCOMPRESS where available) and widened.
+                            narrow.resize(len, 0u32);
+                            sift_bits::unpack::unpack_to(packed, bits, &mut narrow[..len])
+                                .map_err(|e| corrupt(format!("packed run: {e}")))?;
+                            kept.resize(ones + SLACK, 0u32);
+                            let k = sift_bits::compact::compact_words(
+                                level,
+                                &narrow[..len],
+                                &part,
+                                &mut kept,
+                            );
+                            out.extend(kept[..k.min(ones)].iter().map(|&v| u64::from(v)));
+                        }
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
+    /// The values in `lo..=hi` (both within the codes' span, `lo <= hi`).
+    fn in_range(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        lo: u64,
+        hi: u64,
+    ) -> Result<Bitmap> {
+        let (bytes, runs) = self.runs(ctx, id, count)?;
+        let (bits, level) = (u32::from(self.bits), Level::active());
+        if lo == 0 && hi >= low_mask(bits) {
+            return Ok(Bitmap::ones(count));
+        }
+        let mut out = vec![0u64; count.div_ceil(64)];
+        let mut part = Bitmap::default();
+        self.walk(
+            bytes,
+            &runs,
+            |_, _| true,
+            |start, len, seg| {
+                match seg {
+                    Segment::Repeat(v) => {
+                        if lo <= v && v <= hi {
+                            set_range(&mut out, start, start + len);
+                        }
+                    }
+                    Segment::Packed(packed) => {
+                        sift_bits::packed_cmp::compare_into(
+                            level,
+                            packed,
+                            bits,
+                            len,
+                            Predicate::Between(lo, hi),
+                            &mut part,
+                        )
+                        .map_err(|e| corrupt(format!("packed run: {e}")))?;
+                        or_at(&mut out, start, part.words());
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        Bitmap::from_words(out, count).ok_or_else(|| corrupt("hybrid bitmap"))
+    }
+
+    /// The values `v` with `set.mask[v]` (a dictionary's matching codes): repeated runs
+    /// decided once, bit-packed blocks unpacked into a small reused buffer and looked up
+    /// there, so that no code is materialised beyond one block. A value beyond the mask
+    /// matches nothing and is flagged in `set`.
+    fn in_set(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        set: &CodeMask<'_>,
+    ) -> Result<Bitmap> {
+        let (bytes, runs) = self.runs(ctx, id, count)?;
+        let bits = u32::from(self.bits);
+        let mask = set.mask;
+        let hit = |v: u64| match usize::try_from(v).ok().and_then(|c| mask.get(c)) {
+            Some(&m) => m,
+            None => {
+                set.out_of_range.set(true);
+                false
+            }
+        };
+        let mut out = vec![0u64; count.div_ceil(64)];
+        let mut codes: Vec<u32> = Vec::new();
+        let mut words: Vec<u64> = Vec::new();
+        self.walk(
+            bytes,
+            &runs,
+            |_, _| true,
+            |start, len, seg| {
+                match seg {
+                    Segment::Repeat(v) => {
+                        if hit(v) {
+                            set_range(&mut out, start, start + len);
+                        }
+                    }
+                    Segment::Packed(packed) => {
+                        codes.resize(len, 0);
+                        sift_bits::unpack::unpack_to::<u32>(packed, bits, &mut codes)
+                            .map_err(|e| corrupt(format!("packed run: {e:?}")))?;
+                        words.clear();
+                        words.extend(codes.chunks(64).map(|c| {
+                            c.iter()
+                                .enumerate()
+                                .fold(0u64, |w, (i, &v)| w | (u64::from(hit(u64::from(v))) << i))
+                        }));
+                        or_at(&mut out, start, &words);
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        Bitmap::from_words(out, count).ok_or_else(|| corrupt("hybrid bitmap"))
+    }
+
+    /// `lo <= v <= hi` (xor `negate`) on the values, moved into the codes' span.
+    fn range(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        lo: i128,
+        hi: i128,
+        negate: bool,
+    ) -> Result<Bitmap> {
+        let max = i128::from(low_mask(u32::from(self.bits.min(MAX_BITS))));
+        let (lo, hi) = (lo.max(0), hi.min(max));
+        if lo > hi {
+            // Still checks the stream, as every other answer does.
+            self.runs(ctx, id, count)?;
+            return Ok(uniform(count, negate));
+        }
+        // Both lie in 0..=max, so the casts are exact.
+        let mut out = self.in_range(ctx, id, count, lo as u64, hi as u64)?;
+        if negate {
+            out.not_assign();
+        }
+        Ok(out)
+    }
+
+    /// Whether this node holds booleans (one bit per value, 1 = true).
+    fn boolean(&self) -> bool {
+        self.bits == 1
+    }
+
+    /// Whether this node holds values of `domain`: integers, and booleans at one bit.
+    fn holds(&self, domain: Domain) -> bool {
+        domain == Domain::Int || (domain == Domain::Bool && self.boolean())
+    }
+}
+
+/// Codes as values of domain `V`: integers, or booleans from 1-bit codes.
+fn values<V: Value>(codes: Vec<u64>, boolean: bool) -> Option<Vec<V>> {
+    match V::DOMAIN {
+        // Codes are below 2^32, so the cast is exact; the collect reuses the allocation.
+        Domain::Int => V::from_ints(codes.into_iter().map(|c| c as i64).collect()),
+        Domain::Bool if boolean => Some(
+            codes
+                .into_iter()
+                .map(|c| V::from_le_bytes8([u8::from(c != 0), 0, 0, 0, 0, 0, 0, 0]))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+impl Encoding for Hybrid {
+    const ID: u8 = 14;
+    const NAME: &'static str = "hybrid";
+    const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Bool];
+
+    fn write(&self, w: &mut Writer) {
+        w.u8(self.bits);
+        w.varint(u64::from(self.buffer));
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        let bits = r.u8("hybrid bits")?;
+        if bits > MAX_BITS {
+            return Err(r.error(format!("hybrid bit width {bits} > {MAX_BITS}")));
+        }
+        Ok(Self {
+            bits,
+            buffer: r.varint_u32("hybrid buffer")?,
+        })
+    }
+
+    fn label(&self) -> String {
+        format!("hybrid{}", self.bits)
+    }
+
+    fn decode<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        _depth: usize,
+    ) -> Result<Option<Vec<V>>> {
+        if !self.holds(V::DOMAIN) {
+            return Ok(None);
+        }
+        Ok(values(self.codes(ctx, id, count)?, self.boolean()))
+    }
+
+    fn select<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        _depth: usize,
+        sel: &Bitmap,
+    ) -> Result<Option<Vec<V>>> {
+        if !self.holds(V::DOMAIN) {
+            return Ok(None);
+        }
+        Ok(values(self.selected(ctx, id, count, sel)?, self.boolean()))
+    }
+
+    /// Integer ranges on the codes; a boolean predicate (1-bit codes) is its answers for
+    /// `true` and `false`: the codes equal to 1, to 0, or uniform.
+    fn filter<V: Value, P: DomainPred<V>>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        _depth: usize,
+        p: &P,
+    ) -> Result<Option<Bitmap>> {
+        match V::DOMAIN {
+            Domain::Bool if self.boolean() => {
+                let on = |b: bool| p.eval(V::from_le_bytes8([u8::from(b), 0, 0, 0, 0, 0, 0, 0]));
+                let code = match (on(false), on(true)) {
+                    (false, true) => 1,
+                    (true, false) => 0,
+                    (both, _) => {
+                        // Still checks the stream, as every other answer does.
+                        self.runs(ctx, id, count)?;
+                        return Ok(Some(uniform(count, both)));
+                    }
+                };
+                self.range(ctx, id, count, code, code, false).map(Some)
+            }
+            Domain::Int => {
+                if let Some(set) = p.code_mask() {
+                    return self.in_set(ctx, id, count, set).map(Some);
+                }
+                let Some((lo, hi, negate)) = p.int_range() else {
+                    return Ok(None);
+                };
+                self.range(ctx, id, count, lo, hi, negate).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn decode_native<T: NativeInt>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+    ) -> Result<Option<Vec<T>>> {
+        let codes = self.codes(ctx, id, count)?;
+        let max = low_mask(u32::from(self.bits));
+        if T::from_i128(i128::from(max)).is_some() {
+            // Every code fits `T`, so adding it to 0 is exact.
+            return Ok(Some(
+                codes
+                    .into_iter()
+                    .map(|c| T::default().add_code(c))
+                    .collect(),
+            ));
+        }
+        codes
+            .into_iter()
+            .map(|c| {
+                T::from_i128(i128::from(c))
+                    .ok_or_else(|| self.context(id)(format!("value {c} out of the column's range")))
+            })
+            .collect::<Result<Vec<T>>>()
+            .map(Some)
+    }
+
+    fn scan_cost(&self, _enc: &ColumnEncoding, _id: NodeId) -> Option<f64> {
+        // Bit-packed like `For`, plus the copy out of the run stream and a little per run.
+        Some(0.15 + f64::from(self.bits) / 16.0)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::predicate::{BoolEq, IntRange};
+    use crate::tree::{Node, Validity};
+    use proptest::prelude::*;
+
+    fn mix(x: u64) -> u64 {
+        let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn uleb(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    /// One run for the reference writer.
+    #[derive(Debug, Clone)]
+    enum Spec {
+        /// `n` copies of one value.
+        Repeat { n: usize, seed: u64 },
+        /// `ceil(n / 8)` groups of 8 values; `few`: drawn from three values.
+        Packed { n: usize, seed: u64, few: bool },
+        /// A run of no values (`packed` or repeated).
+        Empty { packed: bool },
+    }
+
+    fn specs(max_runs: usize, max_len: usize) -> impl Strategy<Value = Vec<Spec>> {
+        let spec = (0u8..7, 1usize..max_len, any::<u64>()).prop_map(|(k, n, seed)| match k {
+            0 | 1 => Spec::Repeat { n, seed },
+            2 | 3 => Spec::Packed {
+                n,
+                seed,
+                few: false,
+            },
+            4 | 5 => Spec::Packed { n, seed, few: true },
+            _ => Spec::Empty {
+                packed: seed & 1 == 1,
+            },
+        });
+        proptest::collection::vec(spec, 0..max_runs)
+    }
+
+    /// The reference writer: the run stream of `specs` at `bits`, and every value its runs
+    /// hold (the padding of bit-packed runs included).
+    fn write_stream(bits: u8, specs: &[Spec]) -> (Vec<u8>, Vec<u64>) {
+        let mask = low_mask(u32::from(bits));
+        let value_bytes = usize::from(bits).div_ceil(8);
+        let (mut out, mut values) = (Vec::new(), Vec::new());
+        for s in specs {
+            match *s {
+                Spec::Repeat { n, seed } => {
+                    let v = mix(seed) & mask;
+                    uleb(&mut out, (n as u64) << 1);
+                    out.extend_from_slice(&v.to_le_bytes()[..value_bytes]);
+                    values.extend(std::iter::repeat_n(v, n));
+                }
+                Spec::Packed { n, seed, few } => {
+                    let groups = n.div_ceil(8);
+                    let vals: Vec<u64> = (0..groups * 8)
+                        .map(|i| {
+                            let r = mix(seed ^ (i as u64).wrapping_mul(0x100_0000_01B3));
+                            if few { (r % 3) & mask } else { r & mask }
+                        })
+                        .collect();
+                    uleb(&mut out, ((groups as u64) << 1) | 1);
+                    let mut bytes = Vec::new();
+                    sift_bits::pack::extend_le_bytes(
+                        &mut bytes,
+                        &sift_bits::pack::pack(&vals, u32::from(bits)),
+                    );
+                    out.extend_from_slice(&bytes[..groups * usize::from(bits)]);
+                    values.extend(vals);
+                }
+                Spec::Empty { packed } => {
+                    if packed {
+                        uleb(&mut out, 1);
+                    } else {
+                        uleb(&mut out, 0);
+                        out.extend(std::iter::repeat_n(0u8, value_bytes));
+                    }
+                }
+            }
+        }
+        (out, values)
+    }
+
+    /// Runs `f` on a chunk whose node 1 is a hybrid node over `stream` (node 0 a
+    /// placeholder, so that the node also serves as a validity root).
+    fn with_node<R>(bits: u8, stream: &[u8], f: impl FnOnce(&Ctx<'_>) -> R) -> R {
+        let enc = ColumnEncoding {
+            validity: Validity::Encoded { root: 1 },
+            nodes: vec![
+                Node::placeholder(),
+                Node::Hybrid(Hybrid { bits, buffer: 0 }),
+            ],
+        };
+        let bufs: Vec<&[u8]> = vec![stream];
+        f(&Ctx::new(&enc, &bufs))
+    }
+
+    fn bitmap(bits: impl IntoIterator<Item = bool>) -> Bitmap {
+        Bitmap::from_bools(bits)
+    }
+
+    /// A bound for a range predicate: a value of the data, anything around the codes'
+    /// span, or outside it on either side.
+    fn bound(r: u64, values: &[u64], bits: u8) -> i128 {
+        let max = i128::from(low_mask(u32::from(bits)));
+        match r % 5 {
+            0 if !values.is_empty() => i128::from(values[(r / 5) as usize % values.len()]),
+            1 => -1 - i128::from(r % 100),
+            2 => max + 1 + i128::from(r % 100),
+            3 => i128::from(r % 4),
+            _ => i128::from(r >> 3) % (max + 8) - 4,
+        }
+    }
+
+    fn check(
+        bits: u8,
+        stream: &[u8],
+        values: &[u64],
+        sel: &Bitmap,
+        ranges: &[(i128, i128)],
+    ) -> std::result::Result<(), TestCaseError> {
+        let count = values.len();
+        let fail = |e: crate::EncodingError| TestCaseError::fail(e.to_string());
+        with_node(bits, stream, |ctx| {
+            let ints: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+            prop_assert_eq!(&i64::decode(ctx, 1, count, 0).map_err(fail)?, &ints);
+            let node = ctx.node(1, 0).map_err(fail)?;
+            prop_assert_eq!(
+                node.decode_native::<u64>(ctx, 1, count).map_err(fail)?,
+                Some(values.to_vec())
+            );
+            let narrow = node.decode_native::<i16>(ctx, 1, count);
+            match values
+                .iter()
+                .map(|&v| i16::try_from(v).ok())
+                .collect::<Option<Vec<_>>>()
+            {
+                Some(want) => prop_assert_eq!(narrow.map_err(fail)?, Some(want)),
+                None => prop_assert!(narrow.is_err()),
+            }
+            let want: Vec<i64> = sel.iter_ones().map(|i| ints[i]).collect();
+            prop_assert_eq!(i64::select(ctx, 1, count, 0, sel).map_err(fail)?, want);
+            for &(lo, hi) in ranges {
+                for negate in [false, true] {
+                    let want = bitmap(
+                        values
+                            .iter()
+                            .map(|&v| (lo <= i128::from(v) && i128::from(v) <= hi) != negate),
+                    );
+                    let p = IntRange::new(lo, hi, negate);
+                    prop_assert_eq!(&i64::filter(ctx, 1, count, 0, &p).map_err(fail)?, &want);
+                    let own = node
+                        .clone()
+                        .into_hybrid()
+                        .filter::<i64, _>(ctx, 1, count, 0, &p)
+                        .map_err(fail)?;
+                    prop_assert_eq!(own.as_ref(), Some(&want), "[{}, {}] {}", lo, hi, negate);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    impl Node {
+        fn into_hybrid(self) -> Hybrid {
+            match self {
+                Node::Hybrid(h) => h,
+                _ => Hybrid { bits: 0, buffer: 0 },
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Decode, selection and range filters equal the values the reference wrote, for
+        /// every width, with the last run cut short (padding) and bytes after the stream.
+        #[test]
+        fn equals_the_reference(
+            bits in 0u8..=32,
+            specs in specs(24, 400),
+            cut in 0usize..12,
+            garbage in proptest::collection::vec(any::<u8>(), 0..4),
+            sel_seed in any::<u64>(),
+            density in 0u64..=4,
+            bounds in proptest::collection::vec((any::<u64>(), any::<u64>()), 1..4),
+        ) {
+            let (mut stream, mut values) = write_stream(bits, &specs);
+            values.truncate(values.len().saturating_sub(cut));
+            stream.extend_from_slice(&garbage);
+            let sel = bitmap((0..values.len() as u64).map(|i| mix(sel_seed ^ i) % 4 < density));
+            let ranges: Vec<(i128, i128)> = bounds
+                .iter()
+                .map(|&(a, b)| (bound(a, &values, bits), bound(b, &values, bits)))
+                .collect();
+            check(bits, &stream, &values, &sel, &ranges)?;
+        }
+
+        /// Streams long enough that bit-packed runs join into spans that are split (also
+        /// inside runs) and that go to the block-wise selection kernel.
+        #[test]
+        fn long_streams(
+            bits in 0u8..=32,
+            specs in specs(12, 12_000),
+            sel_seed in any::<u64>(),
+            density in 0u64..=4,
+            bounds in proptest::collection::vec((any::<u64>(), any::<u64>()), 1..3),
+        ) {
+            let (stream, values) = write_stream(bits, &specs);
+            let sel = bitmap((0..values.len() as u64).map(|i| mix(sel_seed ^ i) % 64 < density * density * 4));
+            let ranges: Vec<(i128, i128)> = bounds
+                .iter()
+                .map(|&(a, b)| (bound(a, &values, bits), bound(b, &values, bits)))
+                .collect();
+            check(bits, &stream, &values, &sel, &ranges)?;
+        }
+
+        /// One-bit streams as booleans: decoded, selected, filtered, and as a validity root.
+        #[test]
+        fn booleans(specs in specs(24, 400), cut in 0usize..12, sel_seed in any::<u64>()) {
+            let (stream, mut values) = write_stream(1, &specs);
+            values.truncate(values.len().saturating_sub(cut));
+            let count = values.len();
+            let bools: Vec<bool> = values.iter().map(|&v| v == 1).collect();
+            let sel = bitmap((0..count as u64).map(|i| mix(sel_seed ^ i).is_multiple_of(3)));
+            let fail = |e: crate::EncodingError| TestCaseError::fail(e.to_string());
+            with_node(1, &stream, |ctx| {
+                prop_assert_eq!(&bool::decode(ctx, 1, count, 0).map_err(fail)?, &bools);
+                let want: Vec<bool> = sel.iter_ones().map(|i| bools[i]).collect();
+                prop_assert_eq!(bool::select(ctx, 1, count, 0, &sel).map_err(fail)?, want);
+                let yes = bitmap(bools.iter().copied());
+                prop_assert_eq!(&bool::filter(ctx, 1, count, 0, &BoolEq(true)).map_err(fail)?, &yes);
+                prop_assert_eq!(bool::filter(ctx, 1, count, 0, &BoolEq(false)).map_err(fail)?, yes.not());
+                prop_assert_eq!(crate::validity::decode(ctx, count).map_err(fail)?, Some(yes));
+                Ok(())
+            })?;
+        }
+
+        /// A stream cut anywhere decodes to the same values or fails; it never panics.
+        #[test]
+        fn truncated_streams_fail_cleanly(bits in 0u8..=32, specs in specs(6, 400), at in any::<usize>()) {
+            let (stream, values) = write_stream(bits, &specs);
+            let cut = &stream[..at % (stream.len() + 1)];
+            let sel = Bitmap::ones(values.len());
+            with_node(bits, cut, |ctx| {
+                let ints: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+                if let Ok(out) = i64::decode(ctx, 1, values.len(), 0) {
+                    prop_assert_eq!(out, ints.clone());
+                }
+                if let Ok(out) = i64::select(ctx, 1, values.len(), 0, &sel) {
+                    prop_assert_eq!(out, ints);
+                }
+                let _ = i64::filter(ctx, 1, values.len(), 0, &IntRange::new(1, 5, false));
+                Ok(())
+            })?;
+        }
+    }
+
+    fn decode_err(bits: u8, stream: &[u8], count: usize) -> String {
+        with_node(bits, stream, |ctx| {
+            i64::decode(ctx, 1, count, 0)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        })
+    }
+
+    #[test]
+    fn hostile_streams_are_errors() {
+        let has = |err: String, want: &str| assert!(err.contains(want), "{err:?} lacks {want:?}");
+        has(decode_err(33, &[2, 0, 0, 0, 0, 0], 1), "bit width 33 > 32");
+        has(decode_err(8, &[0xFF; 11], 1), "overflows 64 bits");
+        has(decode_err(8, &[0x80, 0x80], 1), "cut off");
+        // The stream ends before the values asked for.
+        has(decode_err(8, &[10, 7], 6), "ends after 5 of 6 values");
+        has(
+            decode_err(8, &[10], 6),
+            "value of the run at byte 0 is cut off",
+        );
+        // A repeated value wider than the bit width.
+        has(decode_err(3, &[10, 9], 5), "repeats 9, wider than 3 bits");
+        // A bit-packed run claiming 2^62 groups over a few bytes.
+        let mut huge = Vec::new();
+        uleb(&mut huge, (1 << 63) | 1);
+        huge.extend_from_slice(&[0; 10]);
+        has(
+            decode_err(8, &huge, 100),
+            "needs 100 bytes for 100 values, 10 left",
+        );
+        // Runs of nothing, a megabyte of them: the stream ends, nothing is tabled.
+        has(decode_err(8, &vec![1u8; 1 << 20], 10), "ends after 0 of 10");
+        has(
+            decode_err(8, &[0, 7].repeat(1 << 19), 10),
+            "ends after 0 of 10",
+        );
+        // Booleans only at one bit.
+        with_node(2, &[8, 1], |ctx| {
+            let err = bool::decode(ctx, 1, 4, 0).err().map(|e| e.to_string());
+            assert!(err.is_some_and(|e| e.contains("cannot hold booleans")));
+        });
+        // A footer naming a width beyond 32.
+        let mut w = Writer::new();
+        w.u8(33);
+        w.varint(0);
+        assert!(Hybrid::read(&mut Reader::new(w.as_bytes())).is_err());
+    }
+
+    #[test]
+    fn huge_repeats_are_clipped_and_padding_need_not_be_present() {
+        let mut rle = Vec::new();
+        uleb(&mut rle, u64::MAX - 1);
+        rle.push(7);
+        with_node(3, &rle, |ctx| {
+            assert_eq!(i64::decode(ctx, 1, 1000, 0).unwrap(), vec![7; 1000]);
+        });
+        // 3 groups of 5-bit values (15 bytes) of which 20 values (13 bytes) are wanted.
+        let vals: Vec<u64> = (0..24).map(|i| (i * 7) % 32).collect();
+        let mut packed = vec![(3 << 1) | 1];
+        let mut bytes = Vec::new();
+        sift_bits::pack::extend_le_bytes(&mut bytes, &sift_bits::pack::pack(&vals, 5));
+        packed.extend_from_slice(&bytes[..13]);
+        with_node(5, &packed, |ctx| {
+            let want: Vec<i64> = vals[..20].iter().map(|&v| v as i64).collect();
+            assert_eq!(i64::decode(ctx, 1, 20, 0).unwrap(), want);
+        });
+        assert!(decode_err(5, &packed, 21).contains("needs 14 bytes for 21 values, 13 left"));
+    }
+
+    #[test]
+    fn wire_round_trip() {
+        let node = Node::Hybrid(Hybrid {
+            bits: 12,
+            buffer: 3,
+        });
+        let mut w = Writer::new();
+        node.write_wire(&mut w);
+        let mut r = Reader::new(w.as_bytes());
+        let id = r.u8("id").unwrap();
+        assert_eq!(id, 14);
+        assert_eq!(Node::read_wire(id, &mut r).unwrap(), node);
+        assert_eq!(node.label(), "hybrid12");
+    }
+
+    /// The pages of one column of a Parquet file written with dictionary encoding.
+    struct Pages {
+        /// The dictionary page's values.
+        dict: Vec<i64>,
+        /// The dictionary page's bytes (PLAIN: 8 bytes per value).
+        dict_bytes: Vec<u8>,
+        data: Vec<DataPage>,
+    }
+
+    /// A data page: its rows, the definition levels' run stream (nullable columns), the
+    /// indices' bit width and run stream.
+    type DataPage = (usize, Option<Vec<u8>>, u8, Vec<u8>);
+
+    fn pages(file: &[u8], column: usize, nullable: bool) -> Pages {
+        use parquet::basic::Encoding as E;
+        use parquet::column::page::Page;
+        use parquet::file::reader::FileReader;
+        let reader = parquet::file::serialized_reader::SerializedFileReader::new(
+            bytes::Bytes::copy_from_slice(file),
+        )
+        .unwrap();
+        let mut out = Pages {
+            dict: Vec::new(),
+            dict_bytes: Vec::new(),
+            data: Vec::new(),
+        };
+        let split = |rest: &[u8]| (rest[0], rest[1..].to_vec());
+        for page in reader
+            .get_row_group(0)
+            .unwrap()
+            .get_column_page_reader(column)
+            .unwrap()
+        {
+            match page.unwrap() {
+                Page::DictionaryPage { buf, .. } => {
+                    out.dict = buf
+                        .chunks_exact(8)
+                        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+                        .collect();
+                    out.dict_bytes = buf.to_vec();
+                }
+                Page::DataPage {
+                    buf,
+                    num_values,
+                    encoding,
+                    ..
+                } => {
+                    assert!(matches!(encoding, E::PLAIN_DICTIONARY | E::RLE_DICTIONARY));
+                    // Version 1: levels behind a 4-byte length, then the indices.
+                    let (def, rest) = if nullable {
+                        let len = u32::from_le_bytes(buf[..4].try_into().unwrap()) as usize;
+                        (Some(buf[4..4 + len].to_vec()), &buf[4 + len..])
+                    } else {
+                        (None, &buf[..])
+                    };
+                    let (bits, indices) = split(rest);
+                    out.data.push((num_values as usize, def, bits, indices));
+                }
+                Page::DataPageV2 {
+                    buf,
+                    num_values,
+                    encoding,
+                    def_levels_byte_len,
+                    rep_levels_byte_len,
+                    is_compressed,
+                    ..
+                } => {
+                    assert!(matches!(encoding, E::RLE_DICTIONARY) && !is_compressed);
+                    let (rep, def) = (rep_levels_byte_len as usize, def_levels_byte_len as usize);
+                    let def_stream = nullable.then(|| buf[rep..rep + def].to_vec());
+                    let (bits, indices) = split(&buf[rep + def..]);
+                    out.data
+                        .push((num_values as usize, def_stream, bits, indices));
+                }
+            }
+        }
+        out
+    }
+
+    /// Dictionary indices and definition levels of pages pyarrow-style writers produce
+    /// (arrow-rs here, versions 1 and 2 of the data page), read in place: each page as a
+    /// chunk `Dict { Plain(dictionary page), Hybrid(indices) }` with validity
+    /// `Hybrid { bits: 1 }(definition levels)`, decoded, filtered and selected like the
+    /// array written.
+    #[test]
+    fn reads_parquet_pages_in_place() {
+        use arrow::array::{Array, BooleanArray, Int64Array};
+        use arrow::datatypes::{DataType, Field, Schema};
+        use arrow::record_batch::RecordBatch;
+        use parquet::basic::Compression;
+        use parquet::file::properties::{WriterProperties, WriterVersion};
+        use std::sync::Arc;
+
+        let rows = 20_000u64;
+        // Long runs of one value among values drawn from 150.
+        let value = |i: u64| {
+            if (i / 700).is_multiple_of(3) {
+                1_000 + (i / 2100) as i64
+            } else {
+                (mix(i) % 150) as i64 * 37 - 2_000
+            }
+        };
+        let required = Int64Array::from_iter_values((0..rows).map(value));
+        let optional: Int64Array = (0..rows)
+            .map(|i| {
+                (!(3_000..3_500).contains(&i) && !mix(i ^ 77).is_multiple_of(11)).then(|| value(i))
+            })
+            .collect();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, false),
+            Field::new("b", DataType::Int64, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(required.clone()), Arc::new(optional.clone())],
+        )
+        .unwrap();
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            let props = WriterProperties::builder()
+                .set_writer_version(version)
+                .set_compression(Compression::UNCOMPRESSED)
+                .set_dictionary_enabled(true)
+                .set_data_page_row_count_limit(4096)
+                .set_write_batch_size(1024)
+                .build();
+            let mut file = Vec::new();
+            let mut writer =
+                parquet::arrow::ArrowWriter::try_new(&mut file, schema.clone(), Some(props))
+                    .unwrap();
+            writer.write(&batch).unwrap();
+            writer.close().unwrap();
+            let mut kinds = (0, 0);
+
+            for (column, array, nullable) in [(0, &required, false), (1, &optional, true)] {
+                let p = pages(&file, column, nullable);
+                assert!(p.data.len() > 1, "{} pages", p.data.len());
+                let mut row = 0usize;
+                for (n, def, bits, indices) in &p.data {
+                    let (n, bits) = (*n, *bits);
+                    let want = array.slice(row, n);
+                    let stored = n - want.null_count();
+                    // The indices alone: the dictionary positions of the page's values.
+                    let idx =
+                        with_node(bits, indices, |ctx| i64::decode(ctx, 1, stored, 0)).unwrap();
+                    let values: Vec<i64> = idx.iter().map(|&i| p.dict[i as usize]).collect();
+                    for run in parse(bits, indices, stored).unwrap() {
+                        match run.kind {
+                            Kind::Repeat(_) => kinds.0 += 1,
+                            Kind::Packed(_) => kinds.1 += 1,
+                        }
+                    }
+                    let present: Vec<i64> = want.iter().flatten().collect();
+                    assert_eq!(values, present);
+
+                    // The page as a chunk.
+                    let mut nodes = vec![
+                        Node::Dict(crate::encodings::Dict {
+                            values: 1,
+                            len: p.dict.len() as u32,
+                            codes: 2,
+                        }),
+                        Node::Plain(crate::encodings::Plain {
+                            width: 8,
+                            buffer: 0,
+                        }),
+                        Node::Hybrid(Hybrid { bits, buffer: 1 }),
+                    ];
+                    let mut buffers: Vec<&[u8]> = vec![&p.dict_bytes, indices];
+                    let validity = match def {
+                        Some(levels) => {
+                            nodes.push(Node::Hybrid(Hybrid { bits: 1, buffer: 2 }));
+                            buffers.push(levels);
+                            Validity::Encoded { root: 3 }
+                        }
+                        None => Validity::AllValid,
+                    };
+                    let enc = ColumnEncoding { validity, nodes };
+                    let chunk = crate::Chunk::new(&enc, &DataType::Int64, n, buffers);
+                    let got = chunk.decode().unwrap();
+                    assert_eq!(got.as_ref(), &want as &dyn Array);
+                    for (lo, hi, negate) in
+                        [(-500, 500, false), (1_000, 1_005, true), (0, 0, false)]
+                    {
+                        let pred = crate::ValuePredicate::IntRange { lo, hi, negate };
+                        assert_eq!(
+                            chunk.filter(&pred).unwrap(),
+                            pred.eval_array(&want).unwrap()
+                        );
+                    }
+                    let sel: Vec<bool> = (0..n as u64)
+                        .map(|i| mix(i ^ 5).is_multiple_of(5))
+                        .collect();
+                    let got = chunk.decode_selected(&bitmap(sel.iter().copied())).unwrap();
+                    let want = arrow::compute::filter(&want, &BooleanArray::from(sel)).unwrap();
+                    assert_eq!(got.as_ref(), want.as_ref());
+                    row += n;
+                }
+                assert_eq!(row, rows as usize);
+            }
+            // Both kinds of run were read.
+            assert!(kinds.0 > 10 && kinds.1 > 10, "{kinds:?}");
+        }
+    }
+}
