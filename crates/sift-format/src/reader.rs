@@ -172,6 +172,16 @@ impl std::fmt::Debug for SiftFile {
     }
 }
 
+/// Maps a data file (Sift or Parquet) read-only into memory, so that chunks and pages are
+/// read in place without a copy.
+pub fn map_file(file: &File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: the mapping is read-only and private to this process. Data files are
+    // immutable once written (writers rename a finished file into place), so the bytes do
+    // not change under us; a file truncated by another process while open would fault,
+    // the caveat every mmap-based reader accepts.
+    unsafe { memmap2::Mmap::map(file) }
+}
+
 impl SiftFile {
     /// Opens a file with default options.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
@@ -206,11 +216,7 @@ impl SiftFile {
             ));
         }
         let map = if options.mmap {
-            // SAFETY: the mapping is read-only and private to this process. Sift files are
-            // immutable once written (the writer renames a finished file into place), so
-            // the bytes do not change under us; a file truncated by another process while
-            // open would fault, the caveat every mmap-based reader accepts.
-            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err(&path))?;
+            let map = map_file(&file).map_err(io_err(&path))?;
             if map.len() as u64 != len {
                 return Err(corrupt(&path, "file changed size while opening"));
             }

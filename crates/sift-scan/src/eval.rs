@@ -82,6 +82,8 @@ impl BlockEval<'_, '_> {
                         .view()
                         .validity()
                         .map_err(|e| self.decode_error(l.column, e))?,
+                    #[cfg(feature = "parquet")]
+                    ColumnData::Paged(p) => p.validity()?,
                     ColumnData::Decoded(a) => a.logical_nulls().map(|n| bitmap_of(n.inner())),
                 };
                 let mut bm = valid.unwrap_or_else(|| Bitmap::ones(self.rows));
@@ -141,6 +143,22 @@ impl BlockEval<'_, '_> {
                     _ => matches(p, &a)?,
                 };
                 Ok(and_input(compact, input))
+            }
+            #[cfg(feature = "parquet")]
+            ColumnData::Paged(c) => {
+                let sparse = input
+                    .filter(|s| (s.count_ones() as f64) < SELECT_FIRST_BELOW * self.rows as f64);
+                if c.filters_encoded() && sparse.is_none() {
+                    return Ok(and_input(c.filter(p)?, input));
+                }
+                let sel = input.filter(|s| s.count_ones() != self.rows);
+                let values = c.decode_rows(sel)?;
+                self.stats.values_decoded += values.len() as u64;
+                let verdicts = matches(p, &values)?;
+                match sel {
+                    Some(_) => self.deposit(verdicts, input),
+                    None => Ok(and_input(verdicts, input)),
+                }
             }
             ColumnData::Encoded(c) => {
                 let view = c.view();
@@ -206,6 +224,8 @@ impl BlockEval<'_, '_> {
                 Some(s) => arrow_select::filter::filter(&a, &boolean_of(s))?,
                 None => a,
             },
+            #[cfg(feature = "parquet")]
+            ColumnData::Paged(c) => c.decode_rows(sel)?,
             ColumnData::Encoded(c) => {
                 let view = c.view();
                 self.stats.bytes_read += match sel {
@@ -252,6 +272,8 @@ impl BlockEval<'_, '_> {
         match self.data {
             BlockData::Sift { file, block } => Error::Format(file.chunk_error(*block, col, e)),
             BlockData::Arrow { .. } => Error::Invalid(format!("column {col}: {e}")),
+            #[cfg(feature = "parquet")]
+            BlockData::Parquet(_) => Error::Invalid(format!("column {col}: {e}")),
         }
     }
 

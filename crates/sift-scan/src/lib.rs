@@ -27,6 +27,8 @@ mod expr;
 mod like;
 mod order;
 #[cfg(feature = "parquet")]
+mod parquet_pages;
+#[cfg(feature = "parquet")]
 mod parquet_source;
 #[cfg(feature = "parquet")]
 mod parquet_zones;

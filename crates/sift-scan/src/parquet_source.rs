@@ -2,30 +2,37 @@
 //! the file has a page index) decoded by the `parquet` crate, evaluated on Arrow arrays
 //! (feature `parquet`). Pruning reads the file's metadata through `parquet_zones.rs`.
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arrow_array::ArrayRef;
 use arrow_schema::{DataType, Schema, SchemaRef};
+use bytes::Bytes;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
+use parquet::basic::Encoding;
 use parquet::file::metadata::PageIndexPolicy;
 
 use crate::bind::Bound;
 use crate::error::{Error, Result};
+use crate::parquet_pages::PagedColumn;
 use crate::parquet_zones::ParquetZones;
 use crate::prune::{Membership, candidate_rows};
-use crate::source::BlockData;
+use crate::source::{BlockData, ColumnData};
 use sift_format::ChunkStats;
 
 /// A Parquet file opened once: its metadata is parsed once and reused per row group.
 pub(crate) struct ParquetSource {
     path: PathBuf,
     file: Arc<File>,
+    /// The file mapped into memory (pages are then read in place, without a copy), unless
+    /// it cannot be mapped.
+    map: Option<Bytes>,
     meta: ArrowReaderMetadata,
     zones: ParquetZones,
 }
@@ -44,8 +51,13 @@ impl ParquetSource {
                 ArrowReaderMetadata::load(file.as_ref(), Default::default()).map_err(|e| err(&e))?
             }
         };
+        // A file that cannot be mapped is read with `pread` instead.
+        let map = sift_format::map_file(file.as_ref())
+            .ok()
+            .map(Bytes::from_owner);
         Ok(ParquetSource {
             path: path.to_path_buf(),
+            map,
             zones: ParquetZones::new(&meta, file.clone()),
             file,
             meta,
@@ -92,6 +104,29 @@ impl ParquetSource {
     /// only at `rows` if given (sorted, disjoint ranges): pages without such rows are not
     /// read when the file has an offset index.
     pub(crate) fn block(
+        &self,
+        b: usize,
+        needed: &[usize],
+        dictionary: &[usize],
+        rows: Option<&[Range<usize>]>,
+    ) -> Result<BlockData<'_>> {
+        // A whole row group without dictionary outputs: columns are read when first asked
+        // for, page by page where the pages can be read in place.
+        if rows.is_none() && !dictionary.iter().any(|c| needed.contains(c)) {
+            return Ok(BlockData::Parquet(ParquetBlock {
+                source: self,
+                rg: b,
+                columns: (0..self.meta.schema().fields().len())
+                    .map(|_| OnceCell::new())
+                    .collect(),
+                counts: Cell::new(Counts::default()),
+            }));
+        }
+        self.decode(b, needed, dictionary, rows)
+    }
+
+    /// Row group `b` decoded by the `parquet` crate's Arrow reader (see [`Self::block`]).
+    fn decode(
         &self,
         b: usize,
         needed: &[usize],
@@ -148,7 +183,67 @@ impl ParquetSource {
             columns,
             plain,
             bytes,
+            chunks: sorted.len() as u64,
         })
+    }
+
+    /// Column `col` of row group `b`: its pages as Sift chunks when every page is one
+    /// `parquet_pages.rs` reads in place, else decoded; with the stored bytes read.
+    fn read_column(&self, b: usize, col: usize) -> Result<(ParquetColumn, u64)> {
+        let md = self.meta.metadata();
+        let leaves = self.leaves(col).unwrap_or(0..0);
+        let field = self.meta.schema().field(col);
+        let in_place = leaves.len() == 1
+            && md.row_groups().get(b).is_some_and(|g| {
+                g.column(leaves.start).encodings().all(|e| {
+                    matches!(
+                        e,
+                        Encoding::PLAIN
+                            | Encoding::PLAIN_DICTIONARY
+                            | Encoding::RLE_DICTIONARY
+                            | Encoding::RLE
+                    )
+                })
+            });
+        if in_place {
+            let place = format!(
+                "{}: row group {b}, column {}",
+                self.path.display(),
+                field.name()
+            );
+            let (start, length) = md.row_groups()[b].column(leaves.start).byte_range();
+            let bytes = self
+                .bytes(start, length)
+                .map_err(|e| Error::Parquet(format!("{place}: {e}")))?;
+            if let Some(p) = PagedColumn::read((start, bytes), md, b, leaves.start, field, place)? {
+                let bytes = p.stored_bytes();
+                return Ok((ParquetColumn::Paged(p), bytes));
+            }
+        }
+        let BlockData::Arrow { batch, bytes, .. } = self.decode(b, &[col], &[], None)? else {
+            return Err(Error::Invalid(format!("column {col} was not decoded")));
+        };
+        Ok((ParquetColumn::Decoded(batch.column(0).clone()), bytes))
+    }
+
+    /// Bytes `start..start + length` of the file: a slice of the mapping, or read.
+    fn bytes(&self, start: u64, length: u64) -> std::result::Result<Bytes, String> {
+        let file_len = self.file.metadata().map_err(|e| e.to_string())?.len();
+        let end = start
+            .checked_add(length)
+            .filter(|&end| end <= file_len)
+            .ok_or_else(|| {
+                format!("bytes {start}+{length} extend past the end of the file ({file_len} bytes)")
+            })?;
+        if let Some(map) = &self.map
+            && end <= map.len() as u64
+        {
+            return Ok(map.slice(start as usize..end as usize));
+        }
+        let mut buf = vec![0u8; length as usize];
+        std::os::unix::fs::FileExt::read_exact_at(self.file.as_ref(), &mut buf, start)
+            .map_err(|e| e.to_string())?;
+        Ok(Bytes::from(buf))
     }
 
     /// Stored bytes of column `col` in row group `b` that a read of `rows` fetches: with
@@ -242,5 +337,63 @@ impl ParquetSource {
         let hinted = SchemaRef::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         let options = ArrowReaderOptions::new().with_schema(hinted);
         ArrowReaderMetadata::try_new(self.meta.metadata().clone(), options).ok()
+    }
+}
+
+/// A row group whose columns are read when first asked for.
+pub(crate) struct ParquetBlock<'a> {
+    source: &'a ParquetSource,
+    rg: usize,
+    /// Per schema column, once read.
+    columns: Vec<OnceCell<ParquetColumn>>,
+    /// What reading columns did so far.
+    counts: Cell<Counts>,
+}
+
+/// What reading a row group's columns did.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    bytes: u64,
+    pages_in_place: u64,
+    chunks_decoded: u64,
+}
+
+/// A column of a row group as read.
+enum ParquetColumn {
+    Paged(PagedColumn),
+    Decoded(ArrayRef),
+}
+
+impl ParquetBlock<'_> {
+    /// Column `col`, read on first use.
+    pub(crate) fn column(&self, col: usize) -> Result<ColumnData<'_>> {
+        let cell = self
+            .columns
+            .get(col)
+            .ok_or_else(|| Error::Invalid(format!("no column {col}")))?;
+        if cell.get().is_none() {
+            let (column, bytes) = self.source.read_column(self.rg, col)?;
+            let mut c = self.counts.get();
+            c.bytes += bytes;
+            match &column {
+                ParquetColumn::Paged(p) => c.pages_in_place += p.pages() as u64,
+                ParquetColumn::Decoded(_) => c.chunks_decoded += 1,
+            }
+            self.counts.set(c);
+            let _ = cell.set(column);
+        }
+        match cell.get() {
+            Some(ParquetColumn::Paged(p)) => Ok(ColumnData::Paged(p)),
+            Some(ParquetColumn::Decoded(a)) => Ok(ColumnData::Decoded(a.clone())),
+            None => Err(Error::Invalid(format!("column {col} was not read"))),
+        }
+    }
+
+    /// Adds what reading columns did to `stats`.
+    pub(crate) fn account(&self, stats: &mut crate::stats::ScanStats) {
+        let c = self.counts.get();
+        stats.bytes_read += c.bytes;
+        stats.parquet_pages_in_place += c.pages_in_place;
+        stats.parquet_chunks_decoded += c.chunks_decoded;
     }
 }

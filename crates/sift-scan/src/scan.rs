@@ -375,9 +375,6 @@ impl Scan {
                 (data, block_rows, input)
             }
         };
-        if let crate::source::BlockData::Arrow { bytes, .. } = &data {
-            self.stats.bytes_read += bytes;
-        }
         self.stats.rows_scanned += rows as u64;
         let mut ev = BlockEval {
             data: &data,
@@ -392,6 +389,7 @@ impl Scan {
         let mut count = selected.as_ref().map_or(rows, Bitmap::count_ones);
         if count == 0 {
             ev.stats.blocks_empty += 1;
+            data.account(ev.stats);
             return Ok(None);
         }
         // A limit that ends inside this block keeps only its first rows.
@@ -417,6 +415,7 @@ impl Scan {
                 false => ev.project(c, selected.as_ref()),
             })
             .collect::<Result<Vec<_>>>()?;
+        data.account(ev.stats);
         let options = RecordBatchOptions::new().with_row_count(Some(count));
         let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
         if let Some(rem) = &mut self.remaining {

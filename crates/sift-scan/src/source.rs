@@ -14,7 +14,9 @@ use sift_format::{ChunkRef, ChunkStats, SiftFile};
 use crate::bind::Bound;
 use crate::error::{Error, Result};
 #[cfg(feature = "parquet")]
-use crate::parquet_source::ParquetSource;
+use crate::parquet_pages::PagedColumn;
+#[cfg(feature = "parquet")]
+use crate::parquet_source::{ParquetBlock, ParquetSource};
 use crate::prune::Membership;
 
 /// A file the scan reads.
@@ -40,12 +42,21 @@ pub(crate) enum BlockData<'a> {
         plain: Vec<Option<OnceCell<ArrayRef>>>,
         /// Stored bytes read to decode the batch.
         bytes: u64,
+        /// Column chunks decoded.
+        chunks: u64,
     },
+    /// A Parquet row group whose columns are read when first asked for: page by page as
+    /// Sift chunks where `parquet_pages.rs` reads the pages in place, else decoded.
+    #[cfg(feature = "parquet")]
+    Parquet(ParquetBlock<'a>),
 }
 
 /// One column of one block.
 pub(crate) enum ColumnData<'a> {
     Encoded(ChunkRef<'a>),
+    /// A Parquet column chunk as Sift chunks, one per page.
+    #[cfg(feature = "parquet")]
+    Paged(&'a PagedColumn),
     Decoded(ArrayRef),
 }
 
@@ -181,10 +192,27 @@ impl BlockData<'_> {
         Ok(ColumnData::Decoded(cell.get_or_init(|| p).clone()))
     }
 
+    /// Adds to `stats` what reading the block's columns did, for the blocks whose columns
+    /// are read whole when opened or first asked for (Parquet): bytes read, pages read in
+    /// place, column chunks decoded.
+    pub(crate) fn account(&self, stats: &mut crate::stats::ScanStats) {
+        match self {
+            BlockData::Sift { .. } => {}
+            BlockData::Arrow { bytes, chunks, .. } => {
+                stats.bytes_read += bytes;
+                stats.parquet_chunks_decoded += chunks;
+            }
+            #[cfg(feature = "parquet")]
+            BlockData::Parquet(p) => p.account(stats),
+        }
+    }
+
     /// Column `col` as read: a dictionary array if [`Source::block`] read it as one.
     pub(crate) fn dictionary_column(&self, col: usize) -> Result<ColumnData<'_>> {
         match self {
             BlockData::Sift { file, block } => Ok(ColumnData::Encoded(file.chunk(*block, col)?)),
+            #[cfg(feature = "parquet")]
+            BlockData::Parquet(p) => p.column(col),
             BlockData::Arrow { batch, columns, .. } => {
                 let i = columns
                     .get(col)

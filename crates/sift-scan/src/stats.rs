@@ -20,8 +20,15 @@ pub struct ScanStats {
     /// predicates); predicates evaluated on encoded data decode nothing.
     pub values_decoded: u64,
     /// Bytes of column data read: whole chunks for encoded predicates and full decodes,
-    /// only the mini-blocks holding a selected row for bit-packed projections.
+    /// only the mini-blocks holding a selected row for bit-packed projections (Parquet:
+    /// the column chunks, or with a page index only the pages, that were read).
     pub bytes_read: u64,
+    /// Parquet data pages read in place as Sift chunks (filters on their encoded values,
+    /// selections decoding only selected values).
+    pub parquet_pages_in_place: u64,
+    /// Parquet column chunks decoded by the `parquet` crate's Arrow reader instead (their
+    /// pages use encodings or types not read in place, or only some rows were wanted).
+    pub parquet_chunks_decoded: u64,
 }
 
 impl fmt::Display for ScanStats {
@@ -36,6 +43,14 @@ impl fmt::Display for ScanStats {
             self.rows_matched,
             self.values_decoded,
             self.bytes_read
-        )
+        )?;
+        if self.parquet_pages_in_place + self.parquet_chunks_decoded > 0 {
+            write!(
+                f,
+                "; Parquet: {} pages read in place, {} column chunks decoded by the parquet crate",
+                self.parquet_pages_in_place, self.parquet_chunks_decoded
+            )?;
+        }
+        Ok(())
     }
 }

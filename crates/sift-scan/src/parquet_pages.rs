@@ -1,0 +1,484 @@
+//! Parquet column chunks read page by page as Sift chunks (feature `parquet`), so that the
+//! engine filters and selects on Parquet's encoded pages as it does on Sift's: each data
+//! page becomes a [`Chunk`] over the page's own bytes, with an encoding tree built from
+//! the page header, and the registry's encodings do the work:
+//!
+//! - a dictionary-encoded page is `dict` over the dictionary page's values (`plain`) and
+//!   the page's RLE/bit-packed index stream (`hybrid`): a predicate is evaluated once per
+//!   dictionary entry and applied to the codes; a selection unpacks only selected codes;
+//! - a PLAIN page of fixed-width values is `plain`, read in place;
+//! - definition levels (nullable columns) are a `hybrid` validity of 1-bit levels.
+//!
+//! The `parquet` crate reads and decompresses the pages (every codec, page v1 and v2, the
+//! Thrift headers); what Sift adds is reading their contents in place. A column chunk with
+//! a page this module does not read (other encodings, byte arrays, nested levels, types
+//! whose Parquet width differs from the Arrow one) is left to the `parquet` crate's Arrow
+//! reader whole: [`PagedColumn::read`] answers `None`.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::ArrayRef;
+use arrow_schema::{DataType, Field, TimeUnit};
+use bytes::Bytes;
+use parquet::basic::{Encoding, Type as PhysicalType};
+use parquet::column::page::{Page, PageReader};
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::reader::{ChunkReader, Length};
+use parquet::file::serialized_reader::SerializedPageReader;
+use sift_encoding::encodings::{Dict, Hybrid, Plain};
+use sift_encoding::{Bitmap, Chunk, ColumnEncoding, Node, Validity, ValuePredicate};
+
+use crate::error::{Error, Result};
+
+/// One column chunk of one row group, as Sift chunks (one per data page).
+pub(crate) struct PagedColumn {
+    data_type: DataType,
+    pages: Vec<EncodedPage>,
+    /// Stored (compressed) bytes of the column chunk.
+    stored: u64,
+    /// What errors name: file, row group, column.
+    place: String,
+}
+
+/// One data page: its rows in the row group, its encoding tree and buffers.
+struct EncodedPage {
+    rows: Range<usize>,
+    encoding: ColumnEncoding,
+    buffers: Vec<Bytes>,
+}
+
+/// The bytes of one column chunk, addressed by file offsets as the page reader asks.
+struct ChunkBytes {
+    start: u64,
+    bytes: Bytes,
+}
+
+impl Length for ChunkBytes {
+    fn len(&self) -> u64 {
+        self.start + self.bytes.len() as u64
+    }
+}
+
+impl ChunkReader for ChunkBytes {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        use bytes::Buf;
+        Ok(self.slice(start, None)?.reader())
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        self.slice(start, Some(length))
+    }
+}
+
+impl ChunkBytes {
+    fn slice(&self, start: u64, length: Option<usize>) -> parquet::errors::Result<Bytes> {
+        let outside = || {
+            parquet::errors::ParquetError::EOF(format!(
+                "offset {start} outside the column chunk at {}..{}",
+                self.start,
+                self.len()
+            ))
+        };
+        let from = usize::try_from(start.checked_sub(self.start).ok_or_else(outside)?)
+            .map_err(|_| outside())?;
+        let to = match length {
+            None => self.bytes.len(),
+            Some(n) => from.checked_add(n).ok_or_else(outside)?,
+        };
+        if from > to || to > self.bytes.len() {
+            return Err(outside());
+        }
+        Ok(self.bytes.slice(from..to))
+    }
+}
+
+/// How a column's values are laid out in PLAIN pages: the byte width, and whether the
+/// Arrow type is a float (whose dictionary values stay floats) or an integer (whose
+/// dictionary values are widened to the `i64` cascade's 8 bytes).
+#[derive(Clone, Copy)]
+struct Layout {
+    width: usize,
+    float: bool,
+    unsigned: bool,
+}
+
+/// The layout of Arrow type `dt` stored as `physical`, when the Arrow values are the
+/// Parquet values' own bytes.
+fn layout(dt: &DataType, physical: PhysicalType) -> Option<Layout> {
+    use DataType::*;
+    let (width, float, unsigned) = match (physical, dt) {
+        // Unsigned 32-bit values are not read in place: a 4-byte plain node holds signed
+        // integers.
+        (PhysicalType::INT32, Int32 | Date32 | Time32(_)) => (4, false, false),
+        (PhysicalType::INT64, Int64 | Date64 | Time64(_) | Duration(_)) => (8, false, false),
+        (PhysicalType::INT64, Timestamp(TimeUnit::Second | TimeUnit::Millisecond, _)) => {
+            (8, false, false)
+        }
+        (PhysicalType::INT64, Timestamp(TimeUnit::Microsecond | TimeUnit::Nanosecond, _)) => {
+            (8, false, false)
+        }
+        (PhysicalType::INT64, UInt64) => (8, false, true),
+        (PhysicalType::DOUBLE, Float64) => (8, true, false),
+        _ => return None,
+    };
+    Some(Layout {
+        width,
+        float,
+        unsigned,
+    })
+}
+
+impl PagedColumn {
+    /// Reads column `col` (Parquet leaf `leaf`, Arrow field `field`) of row group `rg`
+    /// from `bytes`, the file's bytes `start..` holding the column chunk; `None` when
+    /// some page or the type is not one this module reads in place.
+    pub(crate) fn read(
+        (start, bytes): (u64, Bytes),
+        md: &ParquetMetaData,
+        rg: usize,
+        leaf: usize,
+        field: &Field,
+        place: String,
+    ) -> Result<Option<PagedColumn>> {
+        let err = |e: &dyn std::fmt::Display| Error::Parquet(format!("{place}: {e}"));
+        let descr = md.file_metadata().schema_descr().column(leaf);
+        if descr.max_rep_level() > 0 || descr.max_def_level() > 1 {
+            return Ok(None);
+        }
+        let nullable = descr.max_def_level() == 1;
+        let Some(layout) = layout(field.data_type(), descr.physical_type()) else {
+            return Ok(None);
+        };
+        let group = md
+            .row_groups()
+            .get(rg)
+            .ok_or_else(|| err(&"no such row group"))?;
+        let chunk = group.column(leaf);
+        let rows = usize::try_from(group.num_rows()).map_err(|_| err(&"negative row count"))?;
+        let length = bytes.len() as u64;
+        let reader = Arc::new(ChunkBytes { start, bytes });
+        let mut pages =
+            SerializedPageReader::new(reader, chunk, rows, None).map_err(|e| err(&e))?;
+        let mut dictionary: Option<(Bytes, usize)> = None;
+        let mut out = Vec::new();
+        let mut row = 0usize;
+        while let Some(page) = pages.get_next_page().map_err(|e| err(&e))? {
+            let page_no = out.len();
+            let perr = |e: &dyn std::fmt::Display| err(&format!("page {page_no}: {e}"));
+            let (values, count, encoding, levels) = match page {
+                Page::DictionaryPage {
+                    buf,
+                    num_values,
+                    encoding,
+                    ..
+                } => {
+                    if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
+                        return Ok(None);
+                    }
+                    let n = num_values as usize;
+                    if n.checked_mul(layout.width).is_none_or(|b| b > buf.len()) {
+                        return Err(perr(&format!(
+                            "dictionary page of {n} values holds {} bytes",
+                            buf.len()
+                        )));
+                    }
+                    let Some(values) = dictionary_values(&buf, n, layout) else {
+                        return Ok(None);
+                    };
+                    dictionary = Some((values, n));
+                    continue;
+                }
+                Page::DataPage {
+                    buf,
+                    num_values,
+                    encoding,
+                    def_level_encoding,
+                    ..
+                } => {
+                    let count = num_values as usize;
+                    let (levels, values) = match nullable {
+                        false => (None, buf),
+                        true => {
+                            if def_level_encoding != Encoding::RLE {
+                                return Ok(None);
+                            }
+                            let Some(len) = buf.get(..4) else {
+                                return Err(perr(&"definition levels cut short"));
+                            };
+                            let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+                            if 4 + len > buf.len() {
+                                return Err(perr(&format!(
+                                    "definition levels of {len} bytes in a page of {}",
+                                    buf.len()
+                                )));
+                            }
+                            (Some(buf.slice(4..4 + len)), buf.slice(4 + len..))
+                        }
+                    };
+                    (values, count, encoding, levels)
+                }
+                Page::DataPageV2 {
+                    buf,
+                    num_values,
+                    encoding,
+                    num_rows,
+                    def_levels_byte_len,
+                    rep_levels_byte_len,
+                    ..
+                } => {
+                    let count = num_values as usize;
+                    if num_rows != num_values || rep_levels_byte_len != 0 {
+                        return Ok(None);
+                    }
+                    let def = def_levels_byte_len as usize;
+                    if def > buf.len() {
+                        return Err(perr(&format!(
+                            "definition levels of {def} bytes in a page of {}",
+                            buf.len()
+                        )));
+                    }
+                    let levels = nullable.then(|| buf.slice(..def));
+                    (buf.slice(def..), count, encoding, levels)
+                }
+            };
+            let page_rows = row..row.saturating_add(count);
+            if page_rows.end > rows {
+                return Err(perr(&format!(
+                    "pages hold more than the row group's {rows} rows"
+                )));
+            }
+            let mut buffers = vec![values];
+            let root = match encoding {
+                Encoding::PLAIN => Node::Plain(Plain {
+                    width: layout.width as u32,
+                    buffer: 0,
+                }),
+                Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+                    let Some((dict, len)) = &dictionary else {
+                        return Err(perr(&"dictionary-encoded page without a dictionary page"));
+                    };
+                    let Some(&bits) = buffers[0].first() else {
+                        // No values, only levels: a page of nulls (a page whose levels
+                        // say otherwise fails to decode, naming the missing values).
+                        buffers.clear();
+                        let encoding = with_validity(Vec::new(), levels, &mut buffers);
+                        out.push(EncodedPage {
+                            rows: page_rows.clone(),
+                            encoding,
+                            buffers,
+                        });
+                        row = page_rows.end;
+                        continue;
+                    };
+                    buffers[0] = buffers[0].slice(1..);
+                    buffers.push(dict.clone());
+                    let width = match layout.float {
+                        true => layout.width as u32,
+                        false => 8,
+                    };
+                    let nodes = vec![
+                        Node::Dict(Dict {
+                            values: 1,
+                            len: *len as u32,
+                            codes: 2,
+                        }),
+                        Node::Plain(Plain { width, buffer: 1 }),
+                        Node::Hybrid(Hybrid { bits, buffer: 0 }),
+                    ];
+                    let encoding = with_validity(nodes, levels, &mut buffers);
+                    out.push(EncodedPage {
+                        rows: page_rows.clone(),
+                        encoding,
+                        buffers,
+                    });
+                    row = page_rows.end;
+                    continue;
+                }
+                _ => return Ok(None),
+            };
+            let encoding = with_validity(vec![root], levels, &mut buffers);
+            out.push(EncodedPage {
+                rows: page_rows.clone(),
+                encoding,
+                buffers,
+            });
+            row = page_rows.end;
+        }
+        if row != rows {
+            return Err(err(&format!(
+                "pages hold {row} rows of the row group's {rows}"
+            )));
+        }
+        let mut column = PagedColumn {
+            data_type: field.data_type().clone(),
+            pages: out,
+            stored: length,
+            place,
+        };
+        // Pages whose validity says they hold no value, or every value, are marked so
+        // (levels are then never decoded again).
+        column.settle_validity()?;
+        Ok(Some(column))
+    }
+
+    /// Replaces each page's encoded validity by `AllValid` or `AllNull` where the levels
+    /// say so.
+    fn settle_validity(&mut self) -> Result<()> {
+        for i in 0..self.pages.len() {
+            let Validity::Encoded { .. } = self.pages[i].encoding.validity else {
+                continue;
+            };
+            let rows = self.pages[i].rows.len();
+            let valid = self.chunk(i).validity().map_err(|e| self.error(i, e))?;
+            let ones = valid.as_ref().map_or(rows, Bitmap::count_ones);
+            let page = &mut self.pages[i];
+            if ones == rows {
+                page.encoding.validity = Validity::AllValid;
+                page.encoding.nodes.pop();
+            } else if ones == 0 {
+                page.encoding = ColumnEncoding {
+                    validity: Validity::AllNull,
+                    nodes: Vec::new(),
+                };
+            }
+        }
+        Ok(())
+    }
+
+    fn chunk(&self, i: usize) -> Chunk<'_> {
+        let p = &self.pages[i];
+        let buffers = p.buffers.iter().map(|b| b.as_ref()).collect();
+        Chunk::new(&p.encoding, &self.data_type, p.rows.len(), buffers)
+    }
+
+    fn error(&self, page: usize, e: impl std::fmt::Display) -> Error {
+        Error::Parquet(format!("{}: page {page}: {e}", self.place))
+    }
+
+    fn rows(&self) -> usize {
+        self.pages.last().map_or(0, |p| p.rows.end)
+    }
+
+    /// The data pages.
+    pub(crate) fn pages(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Stored bytes of the column chunk.
+    pub(crate) fn stored_bytes(&self) -> u64 {
+        self.stored
+    }
+
+    /// Whether predicates are evaluated on the encoded pages (else on decoded values).
+    pub(crate) fn filters_encoded(&self) -> bool {
+        (0..self.pages.len()).all(|i| self.chunk(i).filters_encoded())
+    }
+
+    /// The rows whose value is non-null and satisfies `p`.
+    pub(crate) fn filter(&self, p: &ValuePredicate) -> Result<Bitmap> {
+        let mut out = Bitmap::zeros(0);
+        for i in 0..self.pages.len() {
+            let bm = self.chunk(i).filter(p).map_err(|e| self.error(i, e))?;
+            out.append(&bm);
+        }
+        Ok(out)
+    }
+
+    /// The rows that are not null; `None` when every row is valid.
+    pub(crate) fn validity(&self) -> Result<Option<Bitmap>> {
+        let mut out = Bitmap::zeros(0);
+        let mut any_null = false;
+        for i in 0..self.pages.len() {
+            let rows = self.pages[i].rows.len();
+            let v = self.chunk(i).validity().map_err(|e| self.error(i, e))?;
+            any_null |= v.is_some();
+            out.append(&v.unwrap_or_else(|| Bitmap::ones(rows)));
+        }
+        Ok(any_null.then_some(out))
+    }
+
+    /// All rows (`sel` = `None`) or the rows set in `sel`, decoding only the selected
+    /// values of the pages holding selected rows.
+    pub(crate) fn decode_rows(&self, sel: Option<&Bitmap>) -> Result<ArrayRef> {
+        if let Some(s) = sel
+            && s.len() != self.rows()
+        {
+            return Err(Error::Invalid(format!(
+                "{}: a selection of {} rows over {}",
+                self.place,
+                s.len(),
+                self.rows()
+            )));
+        }
+        let mut parts = Vec::with_capacity(self.pages.len());
+        for (i, p) in self.pages.iter().enumerate() {
+            let chunk = self.chunk(i);
+            let part = match sel.map(|s| s.slice(p.rows.clone())) {
+                None => chunk.decode(),
+                Some(s) if s.count_ones() == 0 => continue,
+                Some(s) if s.count_ones() == s.len() => chunk.decode(),
+                Some(s) => chunk.decode_selected(&s),
+            };
+            parts.push(part.map_err(|e| self.error(i, e))?);
+        }
+        match parts.len() {
+            0 => Ok(arrow_array::new_empty_array(&self.data_type)),
+            1 => Ok(parts.swap_remove(0)),
+            _ => {
+                let refs: Vec<&dyn arrow_array::Array> = parts.iter().map(|a| a.as_ref()).collect();
+                Ok(arrow_select::concat::concat(&refs)?)
+            }
+        }
+    }
+}
+
+/// An encoding tree of value nodes `nodes` (root first) with the validity of `levels`
+/// (a page's 1-bit definition levels), whose buffer is appended to `buffers`.
+fn with_validity(
+    mut nodes: Vec<Node>,
+    levels: Option<Bytes>,
+    buffers: &mut Vec<Bytes>,
+) -> ColumnEncoding {
+    let Some(levels) = levels else {
+        return ColumnEncoding {
+            validity: Validity::AllValid,
+            nodes,
+        };
+    };
+    let root = nodes.len() as u32;
+    nodes.push(Node::Hybrid(Hybrid {
+        bits: 1,
+        buffer: buffers.len() as u32,
+    }));
+    buffers.push(levels);
+    ColumnEncoding {
+        validity: Validity::Encoded { root },
+        nodes,
+    }
+}
+
+/// The dictionary page's `n` values (checked to be present) as the dictionary's `plain`
+/// child holds them: floats as they are, integers widened to 8 bytes (the cascade's
+/// `i64`); `None` for unsigned 64-bit values beyond `i64`, which the cascade cannot hold.
+fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<Bytes> {
+    let bytes = buf.get(..n.checked_mul(layout.width)?)?;
+    if layout.float || layout.width == 8 && !layout.unsigned {
+        return Some(buf.slice(..bytes.len()));
+    }
+    let mut wide = Vec::with_capacity(n * 8);
+    for v in bytes.chunks_exact(layout.width) {
+        let x: i64 = match (layout.width, layout.unsigned) {
+            (4, false) => i64::from(i32::from_le_bytes([v[0], v[1], v[2], v[3]])),
+            (4, true) => i64::from(u32::from_le_bytes([v[0], v[1], v[2], v[3]])),
+            _ => {
+                let u = u64::from_le_bytes([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]);
+                i64::try_from(u).ok()?
+            }
+        };
+        wide.extend_from_slice(&x.to_le_bytes());
+    }
+    Some(Bytes::from(wide))
+}
