@@ -19,7 +19,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
-use arrow_schema::{DataType, Field, TimeUnit};
+use arrow_schema::{DataType, Field};
 use bytes::Bytes;
 use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::{Page, PageReader};
@@ -102,33 +102,22 @@ impl ChunkBytes {
 struct Layout {
     width: usize,
     float: bool,
-    unsigned: bool,
 }
 
 /// The layout of Arrow type `dt` stored as `physical`, when the Arrow values are the
-/// Parquet values' own bytes.
+/// Parquet values' own bytes and signed (plain integer nodes are signed; unsigned types
+/// are left to the fallback).
 fn layout(dt: &DataType, physical: PhysicalType) -> Option<Layout> {
     use DataType::*;
-    let (width, float, unsigned) = match (physical, dt) {
-        // Unsigned 32-bit values are not read in place: a 4-byte plain node holds signed
-        // integers.
-        (PhysicalType::INT32, Int32 | Date32 | Time32(_)) => (4, false, false),
-        (PhysicalType::INT64, Int64 | Date64 | Time64(_) | Duration(_)) => (8, false, false),
-        (PhysicalType::INT64, Timestamp(TimeUnit::Second | TimeUnit::Millisecond, _)) => {
-            (8, false, false)
+    let (width, float) = match (physical, dt) {
+        (PhysicalType::INT32, Int32 | Date32 | Time32(_)) => (4, false),
+        (PhysicalType::INT64, Int64 | Date64 | Time64(_) | Duration(_) | Timestamp(..)) => {
+            (8, false)
         }
-        (PhysicalType::INT64, Timestamp(TimeUnit::Microsecond | TimeUnit::Nanosecond, _)) => {
-            (8, false, false)
-        }
-        (PhysicalType::INT64, UInt64) => (8, false, true),
-        (PhysicalType::DOUBLE, Float64) => (8, true, false),
+        (PhysicalType::DOUBLE, Float64) => (8, true),
         _ => return None,
     };
-    Some(Layout {
-        width,
-        float,
-        unsigned,
-    })
+    Some(Layout { width, float })
 }
 
 impl PagedColumn {
@@ -186,7 +175,7 @@ impl PagedColumn {
                         )));
                     }
                     let Some(values) = dictionary_values(&buf, n, layout) else {
-                        return Ok(None);
+                        return Err(perr(&"dictionary page cut short"));
                     };
                     dictionary = Some((values, n));
                     continue;
@@ -461,23 +450,16 @@ fn with_validity(
 }
 
 /// The dictionary page's `n` values (checked to be present) as the dictionary's `plain`
-/// child holds them: floats as they are, integers widened to 8 bytes (the cascade's
-/// `i64`); `None` for unsigned 64-bit values beyond `i64`, which the cascade cannot hold.
+/// child holds them: floats and 8-byte integers as they are, 4-byte integers widened to
+/// the cascade's 8-byte `i64`.
 fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<Bytes> {
     let bytes = buf.get(..n.checked_mul(layout.width)?)?;
-    if layout.float || layout.width == 8 && !layout.unsigned {
+    if layout.width == 8 {
         return Some(buf.slice(..bytes.len()));
     }
     let mut wide = Vec::with_capacity(n * 8);
-    for v in bytes.chunks_exact(layout.width) {
-        let x: i64 = match (layout.width, layout.unsigned) {
-            (4, false) => i64::from(i32::from_le_bytes([v[0], v[1], v[2], v[3]])),
-            (4, true) => i64::from(u32::from_le_bytes([v[0], v[1], v[2], v[3]])),
-            _ => {
-                let u = u64::from_le_bytes([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]);
-                i64::try_from(u).ok()?
-            }
-        };
+    for v in bytes.chunks_exact(4) {
+        let x = i64::from(i32::from_le_bytes([v[0], v[1], v[2], v[3]]));
         wide.extend_from_slice(&x.to_le_bytes());
     }
     Some(Bytes::from(wide))
