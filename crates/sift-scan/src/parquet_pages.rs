@@ -240,55 +240,44 @@ impl PagedColumn {
                 )));
             }
             let mut buffers = vec![values];
-            let root = match encoding {
-                Encoding::PLAIN => Node::Plain(Plain {
+            let nodes = match encoding {
+                Encoding::PLAIN => vec![Node::Plain(Plain {
                     width: layout.width as u32,
                     buffer: 0,
-                }),
+                })],
                 Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
                     let Some((dict, len)) = &dictionary else {
                         return Err(perr(&"dictionary-encoded page without a dictionary page"));
                     };
-                    let Some(&bits) = buffers[0].first() else {
+                    match buffers[0].first() {
                         // No values, only levels: a page of nulls (a page whose levels
                         // say otherwise fails to decode, naming the missing values).
-                        buffers.clear();
-                        let encoding = with_validity(Vec::new(), levels, &mut buffers);
-                        out.push(EncodedPage {
-                            rows: page_rows.clone(),
-                            encoding,
-                            buffers,
-                        });
-                        row = page_rows.end;
-                        continue;
-                    };
-                    buffers[0] = buffers[0].slice(1..);
-                    buffers.push(dict.clone());
-                    let width = match layout.float {
-                        true => layout.width as u32,
-                        false => 8,
-                    };
-                    let nodes = vec![
-                        Node::Dict(Dict {
-                            values: 1,
-                            len: *len as u32,
-                            codes: 2,
-                        }),
-                        Node::Plain(Plain { width, buffer: 1 }),
-                        Node::Hybrid(Hybrid { bits, buffer: 0 }),
-                    ];
-                    let encoding = with_validity(nodes, levels, &mut buffers);
-                    out.push(EncodedPage {
-                        rows: page_rows.clone(),
-                        encoding,
-                        buffers,
-                    });
-                    row = page_rows.end;
-                    continue;
+                        None => {
+                            buffers.clear();
+                            Vec::new()
+                        }
+                        Some(&bits) => {
+                            buffers[0] = buffers[0].slice(1..);
+                            buffers.push(dict.clone());
+                            let width = match layout.float {
+                                true => layout.width as u32,
+                                false => 8,
+                            };
+                            vec![
+                                Node::Dict(Dict {
+                                    values: 1,
+                                    len: *len as u32,
+                                    codes: 2,
+                                }),
+                                Node::Plain(Plain { width, buffer: 1 }),
+                                Node::Hybrid(Hybrid { bits, buffer: 0 }),
+                            ]
+                        }
+                    }
                 }
                 _ => return Ok(None),
             };
-            let encoding = with_validity(vec![root], levels, &mut buffers);
+            let encoding = with_validity(nodes, levels, &mut buffers);
             out.push(EncodedPage {
                 rows: page_rows.clone(),
                 encoding,

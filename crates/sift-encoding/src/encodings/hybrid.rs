@@ -510,14 +510,8 @@ impl Hybrid {
     ) -> Result<Bitmap> {
         let (bytes, runs) = self.runs(ctx, id, count)?;
         let bits = u32::from(self.bits);
-        let mask = set.mask;
-        let hit = |v: u64| match usize::try_from(v).ok().and_then(|c| mask.get(c)) {
-            Some(&m) => m,
-            None => {
-                set.out_of_range.set(true);
-                false
-            }
-        };
+        // Values are below 2^32 (bits <= 32), so the cast is exact.
+        let hit = |v: u64| set.eval(v as i64);
         let mut out = vec![0u64; count.div_ceil(64)];
         let mut codes: Vec<u32> = Vec::new();
         let mut words: Vec<u64> = Vec::new();
