@@ -11,6 +11,7 @@
 //! - [`levels`]: bitmap transforms: `extend`, `deposit`, `compress`.
 //! - [`predicate`]: range predicates; [`packed_cmp`] evaluates them on packed codes (fused
 //!   unpack-and-compare), [`range`] on decoded values.
+//! - [`code_set`]: membership of dictionary codes in a set of codes (VPERMI2B table lookups).
 //! - [`byteslice`]: the ByteSlice layout and its early-stopping SIMD scan.
 //! - [`bitmap`]: the bitmap type; [`dispatch`]: CPU detection and the forced levels.
 //!
@@ -37,6 +38,7 @@
 pub mod bitmap;
 mod bitwriter;
 pub mod byteslice;
+pub mod code_set;
 pub mod compact;
 pub mod dispatch;
 pub mod error;

@@ -219,7 +219,7 @@ pub(crate) trait DomainPred<V: Value>: Sized {
     }
 
     /// The predicate as a set of dictionary codes, if it is one ([`CodeMask`]).
-    fn code_mask(&self) -> Option<&CodeMask<'_>> {
+    fn code_mask(&self) -> Option<&CodeMask> {
         None
     }
 }
@@ -228,32 +228,31 @@ pub(crate) trait DomainPred<V: Value>: Sized {
 /// of a chunk: what a predicate becomes once it has been evaluated once per dictionary
 /// entry. A code beyond the dictionary matches nothing and is remembered, so that the
 /// dictionary reports the corruption after the filter.
-pub(crate) struct CodeMask<'a> {
-    pub mask: &'a [bool],
+pub(crate) struct CodeMask {
+    pub set: sift_bits::code_set::CodeSet,
     pub out_of_range: std::cell::Cell<bool>,
 }
 
-impl<'a> CodeMask<'a> {
-    pub(crate) fn new(mask: &'a [bool]) -> Self {
+impl CodeMask {
+    pub(crate) fn new(mask: &[bool]) -> Self {
         CodeMask {
-            mask,
+            set: sift_bits::code_set::CodeSet::new(mask),
             out_of_range: std::cell::Cell::new(false),
         }
     }
 }
 
-impl DomainPred<i64> for CodeMask<'_> {
+impl DomainPred<i64> for CodeMask {
     fn eval(&self, v: i64) -> bool {
-        match usize::try_from(v).ok().and_then(|c| self.mask.get(c)) {
-            Some(&m) => m,
-            None => {
-                self.out_of_range.set(true);
-                false
-            }
+        if usize::try_from(v).is_ok_and(|c| c < self.set.len()) {
+            self.set.contains(v as u64)
+        } else {
+            self.out_of_range.set(true);
+            false
         }
     }
 
-    fn code_mask(&self) -> Option<&CodeMask<'_>> {
+    fn code_mask(&self) -> Option<&CodeMask> {
         Some(self)
     }
 }

@@ -93,6 +93,35 @@ pub(crate) fn encode_bytes(
     id
 }
 
+/// When the selected `codes` (each below `len`) are few next to the dictionary's `len`
+/// entries, the entries they use and the codes renumbered into those entries: only the
+/// used entries are then decoded. A Parquet dictionary page serves every data page of its
+/// column chunk and may hold a hundred thousand entries for a page's few selected rows.
+fn sparse(codes: &[u64], len: usize) -> Option<(Bitmap, Vec<u64>)> {
+    if codes.len().saturating_mul(4) >= len {
+        return None;
+    }
+    let mut used = Bitmap::zeros(len);
+    for &c in codes {
+        used.set(c as usize, true);
+    }
+    // The rank of an entry among the used ones: ones in the words before its word,
+    // plus ones below it in its own word.
+    let words = used.words();
+    let mut before = Vec::with_capacity(words.len());
+    let mut total = 0u64;
+    for w in words {
+        before.push(total);
+        total += u64::from(w.count_ones());
+    }
+    let rank = |c: u64| {
+        let (w, b) = ((c / 64) as usize, c % 64);
+        before[w] + u64::from((words[w] & ((1u64 << b) - 1)).count_ones())
+    };
+    let codes = codes.iter().map(|&c| rank(c)).collect();
+    Some((used, codes))
+}
+
 impl Dict {
     /// The entry count, checked against the `count` values it serves. A dictionary shared
     /// by several chunks (a Parquet column chunk's dictionary page, read with each of its
@@ -252,8 +281,14 @@ impl Encoding for Dict {
         sel: &Bitmap,
     ) -> Result<Option<Vec<V>>> {
         let len = self.checked_len(ctx, count)?;
-        let dict = self.entries::<V>(ctx, id, len, depth)?;
         let codes = self.codes(ctx, id, count, len, depth, Some(sel))?;
+        let (dict, codes) = match sparse(&codes, len) {
+            Some((used, codes)) => {
+                let child = ctx.child(id, self.values)?;
+                (V::select(ctx, child, len, depth + 1, &used)?, codes)
+            }
+            None => (self.entries::<V>(ctx, id, len, depth)?, codes),
+        };
         Ok(Some(codes.into_iter().map(|c| dict[c as usize]).collect()))
     }
 
@@ -266,8 +301,14 @@ impl Encoding for Dict {
         sel: &Bitmap,
     ) -> Result<Option<ByteValues>> {
         let len = self.checked_len(ctx, count)?;
-        let dict = self.byte_entries(ctx, id, len, depth)?;
         let codes = self.codes(ctx, id, count, len, depth, Some(sel))?;
+        let (dict, codes) = match sparse(&codes, len) {
+            Some((used, codes)) => {
+                let child = ctx.child(id, self.values)?;
+                (Strings::select(ctx, child, len, depth + 1, &used)?, codes)
+            }
+            None => (self.byte_entries(ctx, id, len, depth)?, codes),
+        };
         gather(ctx, id, &dict, &codes).map(Some)
     }
 

@@ -501,20 +501,15 @@ impl Hybrid {
     /// decided once, bit-packed blocks unpacked into a small reused buffer and looked up
     /// there, so that no code is materialised beyond one block. A value beyond the mask
     /// matches nothing and is flagged in `set`.
-    fn in_set(
-        &self,
-        ctx: &Ctx<'_>,
-        id: NodeId,
-        count: usize,
-        set: &CodeMask<'_>,
-    ) -> Result<Bitmap> {
+    fn in_set(&self, ctx: &Ctx<'_>, id: NodeId, count: usize, set: &CodeMask) -> Result<Bitmap> {
         let (bytes, runs) = self.runs(ctx, id, count)?;
         let bits = u32::from(self.bits);
-        // Values are below 2^32 (bits <= 32), so the cast is exact.
-        let hit = |v: u64| set.eval(v as i64);
+        let level = sift_bits::Level::active();
         let mut out = vec![0u64; count.div_ceil(64)];
+        let mut bytes8: Vec<u8> = Vec::new();
         let mut codes: Vec<u32> = Vec::new();
         let mut words: Vec<u64> = Vec::new();
+        let mut beyond = false;
         self.walk(
             bytes,
             &runs,
@@ -522,26 +517,35 @@ impl Hybrid {
             |start, len, seg| {
                 match seg {
                     Segment::Repeat(v) => {
-                        if hit(v) {
+                        if set.eval(v as i64) {
                             set_range(&mut out, start, start + len);
                         }
                     }
                     Segment::Packed(packed) => {
-                        codes.resize(len, 0);
-                        sift_bits::unpack::unpack_to::<u32>(packed, bits, &mut codes)
-                            .map_err(|e| corrupt(format!("packed run: {e:?}")))?;
-                        words.clear();
-                        words.extend(codes.chunks(64).map(|c| {
-                            c.iter()
-                                .enumerate()
-                                .fold(0u64, |w, (i, &v)| w | (u64::from(hit(u64::from(v))) << i))
-                        }));
+                        let unpacked = |e| corrupt(format!("packed run: {e:?}"));
+                        words.resize(len.div_ceil(64), 0);
+                        // Byte codes go through the set's 256-entry table, wider ones
+                        // through its bitset.
+                        beyond |= if bits <= 8 {
+                            bytes8.resize(len, 0);
+                            sift_bits::unpack::unpack_to::<u8>(packed, bits, &mut bytes8)
+                                .map_err(unpacked)?;
+                            set.set.lookup_bytes(level, &bytes8, &mut words)
+                        } else {
+                            codes.resize(len, 0);
+                            sift_bits::unpack::unpack_to::<u32>(packed, bits, &mut codes)
+                                .map_err(unpacked)?;
+                            set.set.lookup(level, &codes, &mut words)
+                        };
                         or_at(&mut out, start, &words);
                     }
                 }
                 Ok(())
             },
         )?;
+        if beyond {
+            set.out_of_range.set(true);
+        }
         Bitmap::from_words(out, count).ok_or_else(|| corrupt("hybrid bitmap"))
     }
 

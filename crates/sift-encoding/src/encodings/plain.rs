@@ -5,6 +5,7 @@
 //! place, are such a node).
 
 use serde::{Deserialize, Serialize};
+use sift_bits::Bitmap;
 
 use crate::byte_values::ByteValues;
 use crate::domain::{Domain, FloatBits, Value};
@@ -24,6 +25,23 @@ pub struct Plain {
 }
 
 impl Plain {
+    /// The values `sel` selects among the first `count`, read where they lie.
+    fn select_native<T: NativeInt>(
+        &self,
+        ctx: &Ctx<'_>,
+        count: usize,
+        sel: &Bitmap,
+    ) -> Result<Vec<T>> {
+        let bytes = self.bytes(ctx, count)?;
+        let mut out = Vec::with_capacity(sel.count_ones());
+        out.extend(
+            sel.iter_ones()
+                .filter_map(|i| bytes.get(i * T::BYTES..(i + 1) * T::BYTES))
+                .map(T::get_le),
+        );
+        Ok(out)
+    }
+
     /// The first `count` values' bytes, checked to be present.
     fn bytes<'a>(&self, ctx: &Ctx<'a>, count: usize) -> Result<&'a [u8]> {
         let total = count.saturating_mul(self.width as usize);
@@ -99,6 +117,29 @@ impl Encoding for Plain {
                 let bits = self
                     .decode_native::<u64>(ctx, id, count)?
                     .unwrap_or_default();
+                Ok(V::from_floats(bits.into_iter().map(FloatBits).collect()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Only the selected values are read: each is at a known offset of the buffer.
+    fn select<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        _id: NodeId,
+        count: usize,
+        _depth: usize,
+        sel: &Bitmap,
+    ) -> Result<Option<Vec<V>>> {
+        match (V::DOMAIN, self.width) {
+            (Domain::Int, 4) => {
+                let v = self.select_native::<i32>(ctx, count, sel)?;
+                Ok(V::from_ints(v.into_iter().map(i64::from).collect()))
+            }
+            (Domain::Int, 8) => Ok(V::from_ints(self.select_native::<i64>(ctx, count, sel)?)),
+            (Domain::Float, 8) => {
+                let bits = self.select_native::<u64>(ctx, count, sel)?;
                 Ok(V::from_floats(bits.into_iter().map(FloatBits).collect()))
             }
             _ => Ok(None),
