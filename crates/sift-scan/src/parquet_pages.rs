@@ -31,21 +31,64 @@ use sift_encoding::{Bitmap, Chunk, ColumnEncoding, Node, Validity, ValuePredicat
 
 use crate::error::{Error, Result};
 
-/// One column chunk of one row group, as Sift chunks (one per data page).
+/// One column chunk of one row group, as Sift chunks (one per data page read), seen
+/// through the rows asked for: all of the row group's, or some ranges of them (the pages
+/// holding none of those rows are skipped unread and not decompressed).
 pub(crate) struct PagedColumn {
     data_type: DataType,
     pages: Vec<EncodedPage>,
-    /// Stored (compressed) bytes of the column chunk.
-    stored: u64,
+    /// The rows asked for (the column's rows are these, in order).
+    rows: usize,
     /// What errors name: file, row group, column.
     place: String,
 }
 
-/// One data page: its rows in the row group, its encoding tree and buffers.
+/// One data page: its rows in the row group, its encoding tree and buffers, and which of
+/// its rows are asked for.
 struct EncodedPage {
     rows: Range<usize>,
     encoding: ColumnEncoding,
     buffers: Vec<Bytes>,
+    /// The rows asked for, as ranges of the page's rows, ascending.
+    wanted: Vec<Range<usize>>,
+}
+
+impl EncodedPage {
+    /// Whether every row of the page is asked for.
+    fn whole(&self) -> bool {
+        matches!(self.wanted.as_slice(), [r] if r.len() == self.rows.len())
+    }
+
+    /// The bits of `bm` (one per page row) at the rows asked for, appended to `out`.
+    fn append_wanted(&self, bm: &Bitmap, out: &mut Bitmap) {
+        if self.whole() {
+            out.append(bm);
+        } else {
+            for r in &self.wanted {
+                out.append(&bm.slice(r.clone()));
+            }
+        }
+    }
+
+    /// The page rows to decode, given `sel` over the asked rows from `at` (the page's
+    /// first asked row) on: `None` for every page row.
+    fn selection(&self, sel: Option<&Bitmap>, at: usize) -> Option<Bitmap> {
+        if sel.is_none() && self.whole() {
+            return None;
+        }
+        let mut out = Bitmap::zeros(0);
+        let mut asked = at;
+        for r in &self.wanted {
+            out.append(&Bitmap::zeros(r.start - out.len()));
+            match sel {
+                Some(s) => out.append(&s.slice(asked..asked + r.len())),
+                None => out.append(&Bitmap::ones(r.len())),
+            }
+            asked += r.len();
+        }
+        out.append(&Bitmap::zeros(self.rows.len() - out.len()));
+        Some(out)
+    }
 }
 
 /// The bytes of one column chunk, addressed by file offsets as the page reader asks.
@@ -122,14 +165,16 @@ fn layout(dt: &DataType, physical: PhysicalType) -> Option<Layout> {
 
 impl PagedColumn {
     /// Reads column `col` (Parquet leaf `leaf`, Arrow field `field`) of row group `rg`
-    /// from `bytes`, the file's bytes `start..` holding the column chunk; `None` when
-    /// some page or the type is not one this module reads in place.
+    /// from `bytes`, the file's bytes `start..` holding the column chunk, at the rows
+    /// `want` (sorted, disjoint; all rows if `None`); `None` when some page read or the
+    /// type is not one this module reads in place. With an offset index, pages holding
+    /// none of the wanted rows are skipped without being read or decompressed.
     pub(crate) fn read(
         (start, bytes): (u64, Bytes),
         md: &ParquetMetaData,
-        rg: usize,
-        leaf: usize,
+        (rg, leaf): (usize, usize),
         field: &Field,
+        want: Option<&[Range<usize>]>,
         place: String,
     ) -> Result<Option<PagedColumn>> {
         let err = |e: &dyn std::fmt::Display| Error::Parquet(format!("{place}: {e}"));
@@ -147,15 +192,35 @@ impl PagedColumn {
             .ok_or_else(|| err(&"no such row group"))?;
         let chunk = group.column(leaf);
         let rows = usize::try_from(group.num_rows()).map_err(|_| err(&"negative row count"))?;
-        let length = bytes.len() as u64;
+        let all = 0..rows;
+        let want = want.unwrap_or(std::slice::from_ref(&all));
+        let locations = md
+            .page_index()
+            .and_then(|p| p.offset_index(rg, leaf))
+            .map(|o| o.page_locations().clone());
         let reader = Arc::new(ChunkBytes { start, bytes });
         let mut pages =
-            SerializedPageReader::new(reader, chunk, rows, None).map_err(|e| err(&e))?;
+            SerializedPageReader::new(reader, chunk, rows, locations).map_err(|e| err(&e))?;
         let mut dictionary: Option<(Bytes, usize)> = None;
         let mut out = Vec::new();
         let mut row = 0usize;
-        while let Some(page) = pages.get_next_page().map_err(|e| err(&e))? {
-            let page_no = out.len();
+        let mut page_no = 0usize;
+        loop {
+            // A data page whose rows are known before it is read (from the offset index)
+            // and hold none of the wanted rows is skipped.
+            let next = pages.peek_next_page().map_err(|e| err(&e))?;
+            let Some(next) = next else { break };
+            if let (false, Some(n)) = (next.is_dict, next.num_rows)
+                && !overlaps(want, row..row.saturating_add(n))
+            {
+                pages.skip_next_page().map_err(|e| err(&e))?;
+                row = row.saturating_add(n);
+                page_no += 1;
+                continue;
+            }
+            let Some(page) = pages.get_next_page().map_err(|e| err(&e))? else {
+                break;
+            };
             let perr = |e: &dyn std::fmt::Display| err(&format!("page {page_no}: {e}"));
             let (values, count, encoding, levels) = match page {
                 Page::DictionaryPage {
@@ -278,22 +343,46 @@ impl PagedColumn {
                 _ => return Ok(None),
             };
             let encoding = with_validity(nodes, levels, &mut buffers);
+            page_no += 1;
+            row = page_rows.end;
+            let wanted: Vec<Range<usize>> =
+                crate::prune::intersect(want, std::slice::from_ref(&page_rows))
+                    .into_iter()
+                    .map(|r| r.start - page_rows.start..r.end - page_rows.start)
+                    .collect();
+            if wanted.is_empty() {
+                continue;
+            }
             out.push(EncodedPage {
-                rows: page_rows.clone(),
+                rows: page_rows,
                 encoding,
                 buffers,
+                wanted,
             });
-            row = page_rows.end;
         }
         if row != rows {
             return Err(err(&format!(
                 "pages hold {row} rows of the row group's {rows}"
             )));
         }
+        let asked: usize = out
+            .iter()
+            .flat_map(|p| &p.wanted)
+            .map(ExactSizeIterator::len)
+            .sum();
+        let expected: usize = want
+            .iter()
+            .map(|r| r.end.min(rows).saturating_sub(r.start))
+            .sum();
+        if asked != expected {
+            return Err(err(&format!(
+                "pages hold {asked} of the {expected} rows asked for"
+            )));
+        }
         let mut column = PagedColumn {
             data_type: field.data_type().clone(),
             pages: out,
-            stored: length,
+            rows: asked,
             place,
         };
         // Pages whose validity says they hold no value, or every value, are marked so
@@ -337,17 +426,12 @@ impl PagedColumn {
     }
 
     fn rows(&self) -> usize {
-        self.pages.last().map_or(0, |p| p.rows.end)
+        self.rows
     }
 
     /// The data pages.
     pub(crate) fn pages(&self) -> usize {
         self.pages.len()
-    }
-
-    /// Stored bytes of the column chunk.
-    pub(crate) fn stored_bytes(&self) -> u64 {
-        self.stored
     }
 
     /// Whether predicates are evaluated on the encoded pages (else on decoded values).
@@ -358,9 +442,9 @@ impl PagedColumn {
     /// The rows whose value is non-null and satisfies `p`.
     pub(crate) fn filter(&self, p: &ValuePredicate) -> Result<Bitmap> {
         let mut out = Bitmap::zeros(0);
-        for i in 0..self.pages.len() {
+        for (i, page) in self.pages.iter().enumerate() {
             let bm = self.chunk(i).filter(p).map_err(|e| self.error(i, e))?;
-            out.append(&bm);
+            page.append_wanted(&bm, &mut out);
         }
         Ok(out)
     }
@@ -369,11 +453,13 @@ impl PagedColumn {
     pub(crate) fn validity(&self) -> Result<Option<Bitmap>> {
         let mut out = Bitmap::zeros(0);
         let mut any_null = false;
-        for i in 0..self.pages.len() {
-            let rows = self.pages[i].rows.len();
+        for (i, page) in self.pages.iter().enumerate() {
             let v = self.chunk(i).validity().map_err(|e| self.error(i, e))?;
             any_null |= v.is_some();
-            out.append(&v.unwrap_or_else(|| Bitmap::ones(rows)));
+            page.append_wanted(
+                &v.unwrap_or_else(|| Bitmap::ones(page.rows.len())),
+                &mut out,
+            );
         }
         Ok(any_null.then_some(out))
     }
@@ -392,15 +478,19 @@ impl PagedColumn {
             )));
         }
         let mut parts = Vec::with_capacity(self.pages.len());
+        let mut at = 0;
         for (i, p) in self.pages.iter().enumerate() {
             let chunk = self.chunk(i);
-            let part = match sel.map(|s| s.slice(p.rows.clone())) {
-                None => chunk.decode(),
-                Some(s) if s.count_ones() == 0 => continue,
-                Some(s) if s.count_ones() == s.len() => chunk.decode(),
-                Some(s) => chunk.decode_selected(&s),
+            let part = match p.selection(sel, at) {
+                None => Some(chunk.decode()),
+                Some(s) if s.count_ones() == 0 => None,
+                Some(s) if s.count_ones() == s.len() => Some(chunk.decode()),
+                Some(s) => Some(chunk.decode_selected(&s)),
             };
-            parts.push(part.map_err(|e| self.error(i, e))?);
+            at += p.wanted.iter().map(ExactSizeIterator::len).sum::<usize>();
+            if let Some(part) = part {
+                parts.push(part.map_err(|e| self.error(i, e))?);
+            }
         }
         match parts.len() {
             0 => Ok(arrow_array::new_empty_array(&self.data_type)),
@@ -436,6 +526,12 @@ fn with_validity(
         validity: Validity::Encoded { root },
         nodes,
     }
+}
+
+/// Whether any of the sorted ranges `want` overlaps `rows`.
+fn overlaps(want: &[Range<usize>], rows: Range<usize>) -> bool {
+    want.iter()
+        .any(|r| r.start < rows.end && rows.start < r.end)
 }
 
 /// The dictionary page's `n` values (checked to be present) as the dictionary's `plain`

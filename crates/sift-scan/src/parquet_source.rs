@@ -110,12 +110,13 @@ impl ParquetSource {
         dictionary: &[usize],
         rows: Option<&[Range<usize>]>,
     ) -> Result<BlockData<'_>> {
-        // A whole row group without dictionary outputs: columns are read when first asked
-        // for, page by page where the pages can be read in place.
-        if rows.is_none() && !dictionary.iter().any(|c| needed.contains(c)) {
+        // Without dictionary outputs, columns are read when first asked for, page by page
+        // where the pages can be read in place.
+        if !dictionary.iter().any(|c| needed.contains(c)) {
             return Ok(BlockData::Parquet(ParquetBlock {
                 source: self,
                 rg: b,
+                rows: rows.map(<[_]>::to_vec),
                 columns: (0..self.meta.schema().fields().len())
                     .map(|_| OnceCell::new())
                     .collect(),
@@ -187,9 +188,15 @@ impl ParquetSource {
         })
     }
 
-    /// Column `col` of row group `b`: its pages as Sift chunks when every page is one
-    /// `parquet_pages.rs` reads in place, else decoded; with the stored bytes read.
-    fn read_column(&self, b: usize, col: usize) -> Result<(ParquetColumn, u64)> {
+    /// Column `col` of row group `b` at `rows` (all if `None`): its pages as Sift chunks
+    /// when every page read is one `parquet_pages.rs` reads in place, else decoded; with
+    /// the stored bytes read.
+    fn read_column(
+        &self,
+        b: usize,
+        col: usize,
+        rows: Option<&[Range<usize>]>,
+    ) -> Result<(ParquetColumn, u64)> {
         let md = self.meta.metadata();
         let leaves = self.leaves(col).unwrap_or(0..0);
         let field = self.meta.schema().field(col);
@@ -215,12 +222,12 @@ impl ParquetSource {
             let bytes = self
                 .bytes(start, length)
                 .map_err(|e| Error::Parquet(format!("{place}: {e}")))?;
-            if let Some(p) = PagedColumn::read((start, bytes), md, b, leaves.start, field, place)? {
-                let bytes = p.stored_bytes();
-                return Ok((ParquetColumn::Paged(p), bytes));
+            let leaf = (b, leaves.start);
+            if let Some(p) = PagedColumn::read((start, bytes), md, leaf, field, rows, place)? {
+                return Ok((ParquetColumn::Paged(p), self.chunk_bytes(b, col, rows)));
             }
         }
-        let BlockData::Arrow { batch, bytes, .. } = self.decode(b, &[col], &[], None)? else {
+        let BlockData::Arrow { batch, bytes, .. } = self.decode(b, &[col], &[], rows)? else {
             return Err(Error::Invalid(format!("column {col} was not decoded")));
         };
         Ok((ParquetColumn::Decoded(batch.column(0).clone()), bytes))
@@ -344,6 +351,8 @@ impl ParquetSource {
 pub(crate) struct ParquetBlock<'a> {
     source: &'a ParquetSource,
     rg: usize,
+    /// The rows read (all if `None`).
+    rows: Option<Vec<Range<usize>>>,
     /// Per schema column, once read.
     columns: Vec<OnceCell<ParquetColumn>>,
     /// What reading columns did so far.
@@ -372,7 +381,9 @@ impl ParquetBlock<'_> {
             .get(col)
             .ok_or_else(|| Error::Invalid(format!("no column {col}")))?;
         if cell.get().is_none() {
-            let (column, bytes) = self.source.read_column(self.rg, col)?;
+            let (column, bytes) = self
+                .source
+                .read_column(self.rg, col, self.rows.as_deref())?;
             let mut c = self.counts.get();
             c.bytes += bytes;
             match &column {
