@@ -7,13 +7,16 @@
 //!   the page's RLE/bit-packed index stream (`hybrid`): a predicate is evaluated once per
 //!   dictionary entry and applied to the codes; a selection unpacks only selected codes;
 //! - a PLAIN page of fixed-width values is `plain`, read in place;
+//! - byte arrays (strings, binary) are `bytes` over their lengths: a dictionary page's
+//!   values, or a PLAIN page's, split once into their bytes and their lengths (Parquet
+//!   interleaves them), so that string predicates run once per dictionary entry;
 //! - definition levels (nullable columns) are a `hybrid` validity of 1-bit levels.
 //!
 //! The `parquet` crate reads and decompresses the pages (every codec, page v1 and v2, the
 //! Thrift headers); what Sift adds is reading their contents in place. A column chunk with
-//! a page this module does not read (other encodings, byte arrays, nested levels, types
-//! whose Parquet width differs from the Arrow one) is left to the `parquet` crate's Arrow
-//! reader whole: [`PagedColumn::read`] answers `None`.
+//! a page this module does not read (other encodings, nested levels, types whose Parquet
+//! width differs from the Arrow one) is left to the `parquet` crate's Arrow reader whole:
+//! [`PagedColumn::read`] answers `None`.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -138,13 +141,14 @@ impl ChunkBytes {
     }
 }
 
-/// How a column's values are laid out in PLAIN pages: the byte width, and whether the
-/// Arrow type is a float (whose dictionary values stay floats) or an integer (whose
-/// dictionary values are widened to the `i64` cascade's 8 bytes).
+/// How a column's values are laid out in PLAIN pages.
 #[derive(Clone, Copy)]
-struct Layout {
-    width: usize,
-    float: bool,
+enum Layout {
+    /// Fixed-width values of `width` bytes (4-byte ones are integers, whose dictionary
+    /// values are widened to the `i64` cascade's 8 bytes).
+    Fixed { width: usize },
+    /// Byte arrays, each a 4-byte little-endian length and its bytes.
+    Bytes,
 }
 
 /// The layout of Arrow type `dt` stored as `physical`, when the Arrow values are the
@@ -152,15 +156,25 @@ struct Layout {
 /// are left to the fallback).
 fn layout(dt: &DataType, physical: PhysicalType) -> Option<Layout> {
     use DataType::*;
-    let (width, float) = match (physical, dt) {
-        (PhysicalType::INT32, Int32 | Date32 | Time32(_)) => (4, false),
-        (PhysicalType::INT64, Int64 | Date64 | Time64(_) | Duration(_) | Timestamp(..)) => {
-            (8, false)
-        }
-        (PhysicalType::DOUBLE, Float64) => (8, true),
+    let width = match (physical, dt) {
+        (PhysicalType::INT32, Int32 | Date32 | Time32(_)) => 4,
+        (PhysicalType::INT64, Int64 | Date64 | Time64(_) | Duration(_) | Timestamp(..)) => 8,
+        (PhysicalType::DOUBLE, Float64) => 8,
+        (
+            PhysicalType::BYTE_ARRAY,
+            Utf8 | LargeUtf8 | Utf8View | Binary | LargeBinary | BinaryView,
+        ) => return Some(Layout::Bytes),
         _ => return None,
     };
-    Some(Layout { width, float })
+    Some(Layout::Fixed { width })
+}
+
+/// A dictionary page's values as the dictionary's `values` child holds them.
+enum DictValues {
+    /// Fixed-width values (`plain`).
+    Fixed { values: Bytes, width: u32 },
+    /// Byte strings (`bytes` over `plain` 4-byte lengths).
+    Bytes { data: Bytes, lengths: Bytes },
 }
 
 impl PagedColumn {
@@ -201,7 +215,7 @@ impl PagedColumn {
         let reader = Arc::new(ChunkBytes { start, bytes });
         let mut pages =
             SerializedPageReader::new(reader, chunk, rows, locations).map_err(|e| err(&e))?;
-        let mut dictionary: Option<(Bytes, usize)> = None;
+        let mut dictionary: Option<(DictValues, usize)> = None;
         let mut out = Vec::new();
         let mut row = 0usize;
         let mut page_no = 0usize;
@@ -233,14 +247,11 @@ impl PagedColumn {
                         return Ok(None);
                     }
                     let n = num_values as usize;
-                    if n.checked_mul(layout.width).is_none_or(|b| b > buf.len()) {
+                    let Some(values) = dictionary_values(&buf, n, layout) else {
                         return Err(perr(&format!(
-                            "dictionary page of {n} values holds {} bytes",
+                            "dictionary page of {n} values holds {} bytes, too few",
                             buf.len()
                         )));
-                    }
-                    let Some(values) = dictionary_values(&buf, n, layout) else {
-                        return Err(perr(&"dictionary page cut short"));
                     };
                     dictionary = Some((values, n));
                     continue;
@@ -305,12 +316,28 @@ impl PagedColumn {
                 )));
             }
             let mut buffers = vec![values];
-            let nodes = match encoding {
-                Encoding::PLAIN => vec![Node::Plain(Plain {
-                    width: layout.width as u32,
+            let nodes = match (encoding, layout) {
+                (Encoding::PLAIN, Layout::Fixed { width, .. }) => vec![Node::Plain(Plain {
+                    width: width as u32,
                     buffer: 0,
                 })],
-                Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+                (Encoding::PLAIN, Layout::Bytes) => {
+                    let Some((data, lengths)) = split_byte_arrays(&buffers[0], None) else {
+                        return Err(perr(&"a byte array runs past the end of the page"));
+                    };
+                    buffers = vec![data, lengths];
+                    vec![
+                        Node::Bytes(sift_encoding::encodings::Bytes {
+                            lengths: 1,
+                            data: 0,
+                        }),
+                        Node::Plain(Plain {
+                            width: 4,
+                            buffer: 1,
+                        }),
+                    ]
+                }
+                (Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY, _) => {
                     let Some((dict, len)) = &dictionary else {
                         return Err(perr(&"dictionary-encoded page without a dictionary page"));
                     };
@@ -323,20 +350,35 @@ impl PagedColumn {
                         }
                         Some(&bits) => {
                             buffers[0] = buffers[0].slice(1..);
-                            buffers.push(dict.clone());
-                            let width = match layout.float {
-                                true => layout.width as u32,
-                                false => 8,
-                            };
-                            vec![
-                                Node::Dict(Dict {
-                                    values: 1,
-                                    len: *len as u32,
-                                    codes: 2,
-                                }),
-                                Node::Plain(Plain { width, buffer: 1 }),
-                                Node::Hybrid(Hybrid { bits, buffer: 0 }),
-                            ]
+                            let dict_node = Node::Dict(Dict {
+                                values: 1,
+                                len: *len as u32,
+                                codes: 2,
+                            });
+                            let codes = Node::Hybrid(Hybrid { bits, buffer: 0 });
+                            match dict {
+                                DictValues::Fixed { values, width } => {
+                                    buffers.push(values.clone());
+                                    let values = Node::Plain(Plain {
+                                        width: *width,
+                                        buffer: 1,
+                                    });
+                                    vec![dict_node, values, codes]
+                                }
+                                DictValues::Bytes { data, lengths } => {
+                                    buffers.push(data.clone());
+                                    buffers.push(lengths.clone());
+                                    let values = Node::Bytes(sift_encoding::encodings::Bytes {
+                                        lengths: 3,
+                                        data: 1,
+                                    });
+                                    let lengths = Node::Plain(Plain {
+                                        width: 4,
+                                        buffer: 2,
+                                    });
+                                    vec![dict_node, values, codes, lengths]
+                                }
+                            }
                         }
                     }
                 }
@@ -534,18 +576,58 @@ fn overlaps(want: &[Range<usize>], rows: Range<usize>) -> bool {
         .any(|r| r.start < rows.end && rows.start < r.end)
 }
 
-/// The dictionary page's `n` values (checked to be present) as the dictionary's `plain`
-/// child holds them: floats and 8-byte integers as they are, 4-byte integers widened to
-/// the cascade's 8-byte `i64`.
-fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<Bytes> {
-    let bytes = buf.get(..n.checked_mul(layout.width)?)?;
-    if layout.width == 8 {
-        return Some(buf.slice(..bytes.len()));
+/// The dictionary page's `n` values (checked to be present) as the dictionary's child
+/// holds them: 8-byte values as they are, 4-byte integers widened to the cascade's 8-byte
+/// `i64`, byte arrays split into their bytes and lengths.
+fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<DictValues> {
+    let width = match layout {
+        Layout::Bytes => {
+            let (data, lengths) = split_byte_arrays(buf, Some(n))?;
+            return Some(DictValues::Bytes { data, lengths });
+        }
+        Layout::Fixed { width } => width,
+    };
+    let bytes = buf.get(..n.checked_mul(width)?)?;
+    if width == 8 {
+        let values = buf.slice(..bytes.len());
+        return Some(DictValues::Fixed { values, width: 8 });
     }
     let mut wide = Vec::with_capacity(n * 8);
     for v in bytes.chunks_exact(4) {
         let x = i64::from(i32::from_le_bytes([v[0], v[1], v[2], v[3]]));
         wide.extend_from_slice(&x.to_le_bytes());
     }
-    Some(Bytes::from(wide))
+    Some(DictValues::Fixed {
+        values: Bytes::from(wide),
+        width: 8,
+    })
+}
+
+/// PLAIN byte arrays (a 4-byte little-endian length, then the bytes, each) split into
+/// their concatenated bytes and their lengths (4-byte little-endian each, as a `plain`
+/// node reads them): `n` of them, or as many as `buf` holds. `None` when one runs past
+/// the end of `buf` (or fewer than `n` are there).
+///
+/// The one copy this reader makes of a page's values: Parquet interleaves lengths and
+/// bytes, Sift's `bytes` node keeps them apart.
+fn split_byte_arrays(buf: &[u8], n: Option<usize>) -> Option<(Bytes, Bytes)> {
+    let mut data = Vec::with_capacity(buf.len());
+    let mut lengths = Vec::new();
+    let mut rest = buf;
+    let mut count = 0usize;
+    while n.is_none_or(|n| count < n) && !rest.is_empty() {
+        let (len, tail) = rest.split_first_chunk::<4>()?;
+        let len = u32::from_le_bytes(*len);
+        let (value, tail) = tail.split_at_checked(usize::try_from(len).ok()?)?;
+        // Lengths are read back as signed 4-byte integers.
+        i32::try_from(len).ok()?;
+        data.extend_from_slice(value);
+        lengths.extend_from_slice(&len.to_le_bytes());
+        rest = tail;
+        count += 1;
+    }
+    if n.is_some_and(|n| count < n) {
+        return None;
+    }
+    Some((Bytes::from(data), Bytes::from(lengths)))
 }
