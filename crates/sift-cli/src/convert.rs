@@ -40,6 +40,10 @@ pub struct ConvertArgs {
     /// Rows of a CSV input read to infer its schema.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub infer_rows: usize,
+    /// Threads encoding a Sift block's columns at once; default: every core. The output is
+    /// the same file for any count.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..1025))]
+    pub threads: Option<u64>,
 }
 
 pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
@@ -64,6 +68,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
     if let Some(c) = args.compression {
         out_options.compression = c;
     }
+    out_options.threads = crate::threads(args.threads);
     let in_options = InputOptions {
         batch_rows: out_options.block_rows,
         csv_infer_rows: args.infer_rows.max(1),

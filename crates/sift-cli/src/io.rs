@@ -307,6 +307,8 @@ pub struct OutputOptions {
     pub block_rows: usize,
     /// Parquet codec.
     pub compression: ParquetCompression,
+    /// Threads encoding a Sift block's columns (the file is the same for any count).
+    pub threads: usize,
 }
 
 impl Default for OutputOptions {
@@ -314,6 +316,7 @@ impl Default for OutputOptions {
         Self {
             block_rows: sift_format::MAX_BLOCK_ROWS,
             compression: ParquetCompression::Zstd,
+            threads: 1,
         }
     }
 }
@@ -343,6 +346,7 @@ impl Output {
             Format::Sift => {
                 let options = WriteOptions {
                     block_rows: options.block_rows,
+                    threads: options.threads,
                 };
                 Sink::Sift(SiftWriter::create(path, schema.clone(), options).with_context(ctx)?)
             }

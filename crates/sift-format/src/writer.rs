@@ -28,12 +28,17 @@ const PADDING: [u8; SEGMENT_ALIGN as usize] = [0; SEGMENT_ALIGN as usize];
 pub struct WriteOptions {
     /// Rows per block, 1..=[`MAX_BLOCK_ROWS`]. Smaller blocks are for tests and experiments.
     pub block_rows: usize,
+    /// Threads that encode a block's columns at once (1: on the calling thread). The file's
+    /// bytes are the same for any count: each column is encoded on its own, and written in
+    /// column order.
+    pub threads: usize,
 }
 
 impl Default for WriteOptions {
     fn default() -> Self {
         Self {
             block_rows: MAX_BLOCK_ROWS,
+            threads: 1,
         }
     }
 }
@@ -194,28 +199,24 @@ impl SiftWriter {
             [one] => one.clone(),
             _ => arrow_select::concat::concat_batches(&self.stored, &take)?,
         };
-        let mut encoded_columns = Vec::with_capacity(block.num_columns());
-        for (c, array) in block.columns().iter().enumerate() {
+        let block_no = self.blocks.len();
+        let encode = |c: usize| {
+            let array = block.column(c);
+            let name = &self.fields[c].name;
             // A block joins batches with different dictionaries: make sure its values still
             // fit the key type, or reading it back would fail.
             if let written @ DataType::Dictionary(key, _) = self.schema.field(c).data_type()
                 && arrow_cast::cast(array, written).is_err()
             {
                 return Err(Error::Invalid(format!(
-                    "column '{}', block {}: more distinct values than {key} dictionary keys \
-                     can index; write smaller blocks or use a wider key type",
-                    self.fields[c].name,
-                    self.blocks.len()
+                    "column '{name}', block {block_no}: more distinct values than {key} \
+                     dictionary keys can index; write smaller blocks or use a wider key type"
                 )));
             }
-            encoded_columns.push(encode_array(array.as_ref()).map_err(|e| {
-                Error::Invalid(format!(
-                    "column '{}', block {}: {e}",
-                    self.fields[c].name,
-                    self.blocks.len()
-                ))
-            })?);
-        }
+            encode_array(array.as_ref())
+                .map_err(|e| Error::Invalid(format!("column '{name}', block {block_no}: {e}")))
+        };
+        let mut encoded_columns = parallel_map(block.num_columns(), self.options.threads, encode)?;
         let types: Vec<DataType> = block
             .columns()
             .iter()
@@ -312,6 +313,45 @@ fn sorted_metadata(schema: &SchemaRef) -> Vec<(String, String)> {
         .collect();
     md.sort();
     md
+}
+
+/// `f(0..n)` in order, computed by up to `threads` scoped threads that each take the next
+/// index; the first error (by index) is returned.
+fn parallel_map<T: Send>(
+    n: usize,
+    threads: usize,
+    f: impl Fn(usize) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let threads = threads.clamp(1, n.max(1));
+    if threads == 1 {
+        return (0..n).map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<(usize, Result<T>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            return done;
+                        }
+                        done.push((i, f(i)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The temporary files of unfinished writes in this process. Creating, renaming and
@@ -452,8 +492,15 @@ mod tests {
         ];
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dict.sift");
-        let mut w =
-            SiftWriter::create(&path, schema.clone(), WriteOptions { block_rows: 6 }).unwrap();
+        let mut w = SiftWriter::create(
+            &path,
+            schema.clone(),
+            WriteOptions {
+                block_rows: 6,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         for b in &batches {
             w.write(b).unwrap();
         }

@@ -436,7 +436,10 @@ fn block_rows_must_be_in_range() {
         let r = SiftWriter::create(
             dir.path().join("x.sift"),
             schema.clone(),
-            WriteOptions { block_rows },
+            WriteOptions {
+                block_rows,
+                ..Default::default()
+            },
         );
         assert!(matches!(r, Err(Error::Invalid(_))));
     }
@@ -532,8 +535,15 @@ fn dropped_writer_leaves_nothing() {
     let path = dir.path().join("d.sift");
     let batch = mixed_batch(2000);
     {
-        let mut w =
-            SiftWriter::create(&path, batch.schema(), WriteOptions { block_rows: 500 }).unwrap();
+        let mut w = SiftWriter::create(
+            &path,
+            batch.schema(),
+            WriteOptions {
+                block_rows: 500,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         w.write(&batch).unwrap();
         assert_eq!(
             dir_names(dir.path()).len(),
@@ -558,8 +568,15 @@ fn finish_replaces_an_existing_file_atomically() {
     let path = dir.path().join("r.sift");
     std::fs::write(&path, b"previous contents").unwrap();
     let batch = mixed_batch(1500);
-    let mut w =
-        SiftWriter::create(&path, batch.schema(), WriteOptions { block_rows: 400 }).unwrap();
+    let mut w = SiftWriter::create(
+        &path,
+        batch.schema(),
+        WriteOptions {
+            block_rows: 400,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     w.write(&batch).unwrap();
     // Until finish, the target keeps its old contents.
     assert_eq!(std::fs::read(&path).unwrap(), b"previous contents");

@@ -412,7 +412,15 @@ pub fn write(
     batches: &[RecordBatch],
     block_rows: usize,
 ) -> Vec<u8> {
-    let mut w = SiftWriter::create(path, schema.clone(), WriteOptions { block_rows }).unwrap();
+    let mut w = SiftWriter::create(
+        path,
+        schema.clone(),
+        WriteOptions {
+            block_rows,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     for b in batches {
         w.write(b).unwrap();
     }

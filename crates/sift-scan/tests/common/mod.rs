@@ -306,7 +306,15 @@ impl TableSpec {
 
 /// Writes `batch` as a Sift file of `block_rows`-row blocks, fed in uneven pieces.
 pub fn write_sift(path: &Path, batch: &RecordBatch, block_rows: usize) {
-    let mut w = SiftWriter::create(path, batch.schema(), WriteOptions { block_rows }).unwrap();
+    let mut w = SiftWriter::create(
+        path,
+        batch.schema(),
+        WriteOptions {
+            block_rows,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut off = 0;
     let mut piece = 1;
     while off < batch.num_rows() {
