@@ -543,7 +543,7 @@ fn gather_views(
         Arc::new(unsafe {
             GenericByteViewArray::<T>::new_unchecked(
                 gathered.into(),
-                Arc::clone(dict.data_buffers()),
+                dict.data_buffers().to_vec(),
                 chunk.nulls,
             )
         })

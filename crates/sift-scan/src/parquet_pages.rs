@@ -209,8 +209,8 @@ impl PagedColumn {
         let all = 0..rows;
         let want = want.unwrap_or(std::slice::from_ref(&all));
         let locations = md
-            .page_index()
-            .and_then(|p| p.offset_index(rg, leaf))
+            .offset_index()
+            .and_then(|o| o.get(rg)?.get(leaf))
             .map(|o| o.page_locations().clone());
         let reader = Arc::new(ChunkBytes { start, bytes });
         let mut pages =

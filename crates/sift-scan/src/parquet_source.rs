@@ -137,7 +137,6 @@ impl ParquetSource {
         let err = |e: &dyn std::fmt::Display| {
             Error::Parquet(format!("{}: row group {b}: {e}", self.path.display()))
         };
-        let file = self.file.try_clone().map_err(|e| err(&e))?;
         let schema_descr = self.meta.metadata().file_metadata().schema_descr();
         let mut sorted = needed.to_vec();
         sorted.sort_unstable();
@@ -146,15 +145,19 @@ impl ParquetSource {
         let total = self.block_rows(b);
         let meta = self.dictionary_meta(dictionary, &sorted);
         let meta = meta.as_ref().unwrap_or(&self.meta);
-        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
-            .with_row_groups(vec![b])
-            .with_projection(mask)
-            .with_batch_size(total.max(1));
-        if let Some(rows) = rows {
-            let selection = RowSelection::from_consecutive_ranges(rows.iter().cloned(), total);
-            builder = builder.with_row_selection(selection);
+        let selection =
+            rows.map(|r| RowSelection::from_consecutive_ranges(r.iter().cloned(), total));
+        // Several threads may decode row groups of one file at once: each reads the
+        // mapping, or a file handle of its own (a cloned handle would share the offset
+        // that its reads seek and advance).
+        let reader = match &self.map {
+            Some(map) => row_group_reader(map.clone(), meta, b, mask, total, selection),
+            None => {
+                let file = File::open(&self.path).map_err(|e| err(&e))?;
+                row_group_reader(file, meta, b, mask, total, selection)
+            }
         }
-        let reader = builder.build().map_err(|e| err(&e))?;
+        .map_err(|e| err(&e))?;
         let bytes = sorted.iter().map(|&c| self.chunk_bytes(b, c, rows)).sum();
         let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| err(&e))?;
         let schema = match batches.first() {
@@ -267,7 +270,7 @@ impl ParquetSource {
                 continue;
             };
             let whole = u64::try_from(chunk.compressed_size()).unwrap_or(0);
-            let index = md.page_index().and_then(|p| p.offset_index(b, leaf));
+            let index = md.offset_index().and_then(|o| o.get(b)?.get(leaf));
             let (Some(rows), Some(index)) = (rows, index) else {
                 total += whole;
                 continue;
@@ -371,6 +374,26 @@ struct Counts {
 enum ParquetColumn {
     Paged(PagedColumn),
     Decoded(ArrayRef),
+}
+
+/// A reader of the rows `selection` (default: all `total`) of row group `b`'s columns
+/// `mask`, decoded by the `parquet` crate.
+fn row_group_reader<T: parquet::file::reader::ChunkReader + 'static>(
+    input: T,
+    meta: &ArrowReaderMetadata,
+    b: usize,
+    mask: ProjectionMask,
+    total: usize,
+    selection: Option<RowSelection>,
+) -> parquet::errors::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(input, meta.clone())
+        .with_row_groups(vec![b])
+        .with_projection(mask)
+        .with_batch_size(total.max(1));
+    if let Some(selection) = selection {
+        builder = builder.with_row_selection(selection);
+    }
+    builder.build()
 }
 
 impl ParquetBlock<'_> {

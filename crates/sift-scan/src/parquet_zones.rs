@@ -65,10 +65,8 @@ impl ParquetZones {
 
     /// Whether the file has a page index to prune pages with.
     pub(crate) fn has_page_index(&self) -> bool {
-        self.meta
-            .metadata()
-            .page_index()
-            .is_some_and(|p| p.has_column_indexes() && p.has_offset_indexes())
+        let md = self.meta.metadata();
+        md.column_index().is_some() && md.offset_index().is_some()
     }
 
     /// The statistics of column `col` in row group `rg`.
@@ -133,9 +131,8 @@ impl ParquetZones {
         ) else {
             return out;
         };
-        let nans = conv.row_group_nan_counts(row_groups).ok();
         for (i, slot) in out.iter_mut().enumerate() {
-            *slot = self.stats_at(col, &mins, &maxes, &nulls, nans.as_ref(), i);
+            *slot = self.stats_at(col, &mins, &maxes, &nulls, i);
         }
         out
     }
@@ -147,7 +144,6 @@ impl ParquetZones {
         mins: &ArrayRef,
         maxes: &ArrayRef,
         nulls: &UInt64Array,
-        nans: Option<&UInt64Array>,
         i: usize,
     ) -> Option<ChunkStats> {
         let field = self.meta.schema().field(col);
@@ -162,9 +158,9 @@ impl ParquetZones {
             field.data_type(),
             DataType::Float16 | DataType::Float32 | DataType::Float64
         );
-        // NaN never appears in Parquet bounds; without a NaN count of zero, assume some.
-        let has_nan =
-            is_float && !nans.is_some_and(|n| i < n.len() && n.is_valid(i) && n.value(i) == 0);
+        // NaN never appears in Parquet bounds, and the statistics this `parquet` version
+        // reads carry no NaN count: a float column may hold NaN.
+        let has_nan = is_float;
         Some(ChunkStats {
             null_count,
             min: arrow_bound(mins.as_ref(), i, false),
@@ -177,30 +173,30 @@ impl ParquetZones {
     /// null counts) and the offset index (each page's first row).
     fn page_zones(&self, rg: usize, col: usize) -> Option<Vec<PartZone>> {
         let md = self.meta.metadata();
-        let index = md.page_index()?;
+        let (columns, offsets) = (md.column_index()?, md.offset_index()?);
         let leaf = self.leaves.get(col).copied().flatten()?;
-        index.column_index(rg, leaf)?;
+        columns.get(rg)?.get(leaf)?;
         let rows = usize::try_from(md.row_groups().get(rg)?.num_rows()).ok()?;
         let ranges = page_rows(
-            index
-                .offset_index(rg, leaf)?
+            offsets
+                .get(rg)?
+                .get(leaf)?
                 .page_locations()
                 .iter()
                 .map(|p| p.first_row_index),
             rows,
         )?;
         let conv = self.converter(col)?;
-        let mins = conv.data_page_mins(index.as_ref(), [rg].iter()).ok()?;
-        let maxes = conv.data_page_maxes(index.as_ref(), [rg].iter()).ok()?;
+        let mins = conv.data_page_mins(columns, offsets, [rg].iter()).ok()?;
+        let maxes = conv.data_page_maxes(columns, offsets, [rg].iter()).ok()?;
         let nulls = conv
-            .data_page_null_counts(index.as_ref(), [rg].iter())
+            .data_page_null_counts(columns, offsets, [rg].iter())
             .ok()?;
-        let nans = conv.data_page_nan_counts(index.as_ref(), [rg].iter()).ok();
         if [mins.len(), maxes.len(), nulls.len()] != [ranges.len(); 3] {
             return None;
         }
         let zones = ranges.into_iter().enumerate().map(|(i, rows)| PartZone {
-            stats: self.stats_at(col, &mins, &maxes, &nulls, nans.as_ref(), i),
+            stats: self.stats_at(col, &mins, &maxes, &nulls, i),
             rows,
         });
         Some(zones.collect())

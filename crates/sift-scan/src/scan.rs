@@ -55,6 +55,27 @@ impl Table {
             .sum()
     }
 
+    /// The path the table was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Blocks (Parquet: row groups), the units a scan reads and prunes.
+    pub fn num_blocks(&self) -> usize {
+        self.source.num_blocks()
+    }
+
+    /// Rows of block `b` (0 for a block that does not exist).
+    pub fn block_rows(&self, b: usize) -> u64 {
+        self.source.block_rows(b) as u64
+    }
+
+    /// The zone map of column `col` in block `b` (null count, bounds), when the file
+    /// stores one that can be read.
+    pub fn block_stats(&self, b: usize, col: usize) -> Option<&sift_format::ChunkStats> {
+        self.source.stats(b, col)
+    }
+
     /// A scan of this table.
     pub fn scan(&self) -> ScanBuilder {
         ScanBuilder::new(Ok(self.clone()))

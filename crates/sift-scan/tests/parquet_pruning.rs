@@ -200,3 +200,51 @@ fn a_row_range_reads_only_its_pages() {
     let (_, all) = read(None);
     assert!(s.bytes_read * 4 < all.bytes_read, "{s} vs {all}");
 }
+
+/// One open table scanned by several threads at once: row groups whose columns the
+/// `parquet` crate decodes (booleans, decimals) are read through handles of their own, so
+/// the reads of one thread never move another's file position.
+#[test]
+fn one_table_scans_on_several_threads_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    let rows = GROUPS * GROUP_ROWS;
+    let b = BooleanArray::from_iter((0..rows).map(|i| Some(i % 3 == 0)));
+    let p = Decimal128Array::from_iter_values((0..rows).map(|i| (i as i128 * 37) % 100_000))
+        .with_precision_and_scale(15, 2)
+        .unwrap();
+    let schema = Schema::new(vec![
+        Field::new("b", DataType::Boolean, false),
+        Field::new("p", DataType::Decimal128(15, 2), false),
+    ]);
+    let batch = RecordBatch::try_new(Arc::new(schema), vec![Arc::new(b), Arc::new(p)]).unwrap();
+    let table = write(&path, &batch, EnabledStatistics::Chunk, false);
+    let filter = "p between 100.00 and 250.50 or b = true";
+    let single: Vec<RecordBatch> = table
+        .scan()
+        .filter(parse_filter(filter).unwrap())
+        .into_iter()
+        .map(|b| b.unwrap())
+        .collect();
+    let want = arrow::compute::concat_batches(&batch.schema(), &single).unwrap();
+    assert_eq!(
+        want,
+        common::filter_batch(&batch, Some(&parse_filter(filter).unwrap()))
+    );
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..5 {
+                    let got: Vec<RecordBatch> = table
+                        .scan()
+                        .filter(parse_filter(filter).unwrap())
+                        .into_iter()
+                        .map(|b| b.unwrap())
+                        .collect();
+                    let got = arrow::compute::concat_batches(&batch.schema(), &got).unwrap();
+                    assert_eq!(got, want);
+                }
+            });
+        }
+    });
+}
