@@ -16,6 +16,7 @@ mod queries;
 mod query;
 mod readback;
 mod scan;
+mod sql;
 mod table;
 mod ui;
 
@@ -39,13 +40,14 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about,
     long_about = "Sift: a columnar file format that filters data while it is still compressed.\n\n\
         Convert between Sift, Parquet, Arrow IPC (and from CSV), look inside Sift and Parquet \
-        files, print their rows, scan them with a filter, or run an end-to-end demo on generated \
+        files, print their rows, scan them with a filter, query them with SQL, or run an end-to-end demo on generated \
         TPC-H data.",
     after_help = "Examples:\n  \
         sift demo --scale 0.1\n  \
         sift convert lineitem.parquet lineitem.sift\n  \
         sift inspect lineitem.sift --blocks\n  \
-        sift cat lineitem.sift --columns l_orderkey,l_comment --limit 10"
+        sift cat lineitem.sift --columns l_orderkey,l_comment --limit 10\n  \
+        sift sql \"select l_returnflag, count(*) from 'lineitem.sift' group by 1\""
 )]
 struct Cli {
     /// Hide progress bars and status messages (they are also hidden when stderr is not a
@@ -65,6 +67,7 @@ enum Command {
     Demo(demo::DemoArgs),
     Query(query::QueryArgs),
     Scan(scan::ScanArgs),
+    Sql(sql::SqlArgs),
     Bench(bench::BenchArgs),
 }
 
@@ -75,7 +78,7 @@ fn main() -> ExitCode {
     // that write files start the signal thread; the others exit as they always would.
     let writes = matches!(
         cli.command,
-        Command::Convert(_) | Command::Scan(_) | Command::Demo(_)
+        Command::Convert(_) | Command::Scan(_) | Command::Sql(_) | Command::Demo(_)
     );
     if writes && let Err(e) = io::remove_temp_files_on_signal() {
         eprintln!("sift: warning: {}", error_message(&e));
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args, &ui),
         Command::Query(args) => query::run(&args, &ui),
         Command::Scan(args) => scan::run(&args, &ui),
+        Command::Sql(args) => sql::run(&args, &ui),
         Command::Bench(args) => bench::run(&args, &ui),
     };
     match result {
@@ -97,6 +101,14 @@ fn main() -> ExitCode {
             eprintln!("sift: error: {}", error_message(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A `--threads` option's value, or every core the process may use.
+fn threads(option: Option<u64>) -> usize {
+    match option {
+        Some(n) => usize::try_from(n).unwrap_or(1).max(1),
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     }
 }
 

@@ -204,7 +204,7 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
 
 /// Refuses an output path that is the input (writing would destroy what is read) or has
 /// an extension no writer handles, before any work is done.
-fn check_out_path(input: &Path, out: &Path) -> Result<()> {
+pub(crate) fn check_out_path(input: &Path, out: &Path) -> Result<()> {
     let name = out.to_string_lossy();
     if <CatOutput as clap::ValueEnum>::from_str(&name, true).is_ok() {
         bail!(
@@ -221,13 +221,13 @@ fn check_out_path(input: &Path, out: &Path) -> Result<()> {
     Ok(())
 }
 
-enum Sink<'a> {
+pub(crate) enum Sink<'a> {
     Print(Printer<'a>),
     File(Box<FileSink>),
 }
 
 impl Sink<'_> {
-    fn write(&mut self, batch: RecordBatch) -> Result<()> {
+    pub(crate) fn write(&mut self, batch: RecordBatch) -> Result<()> {
         match self {
             Sink::Print(p) => p.print(printable_batch(batch)?),
             Sink::File(f) => f.write(&batch),
@@ -235,7 +235,7 @@ impl Sink<'_> {
     }
 
     /// Finishes the output; returns the bytes written to a file.
-    fn finish(self) -> Result<Option<u64>> {
+    pub(crate) fn finish(self) -> Result<Option<u64>> {
         match self {
             Sink::Print(mut p) => {
                 p.finish()?;
@@ -248,7 +248,7 @@ impl Sink<'_> {
 
 /// A file being written: the shared writers of `io.rs`, plus CSV (which they do not
 /// write), committed atomically the same way.
-enum FileSink {
+pub(crate) enum FileSink {
     Output(Output),
     Csv {
         writer: arrow::csv::Writer<BufWriter<File>>,
@@ -258,7 +258,7 @@ enum FileSink {
 }
 
 impl FileSink {
-    fn create(path: &Path, schema: &SchemaRef) -> Result<Self> {
+    pub(crate) fn create(path: &Path, schema: &SchemaRef) -> Result<Self> {
         if Format::of(path)? != Format::Csv {
             return Ok(FileSink::Output(Output::create(
                 path,

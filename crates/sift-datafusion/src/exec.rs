@@ -1,0 +1,364 @@
+//! [`SiftScanExec`]: the physical scan of a [`SiftTable`](crate::SiftTable), split into
+//! partitions of consecutive blocks that DataFusion runs on separate threads.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result, Statistics};
+use datafusion::execution::TaskContext;
+use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
+    ReplaceChildrenOptions, SendableRecordBatchStream, StatisticsArgs,
+};
+use sift_scan::{Expr as Filter, Scan, ScanStats};
+
+use crate::stats::blocks_statistics;
+use crate::table::TableFile;
+
+/// A scan of Sift or Parquet files by Sift's engine, with the filter, projection and limit
+/// DataFusion pushed into it.
+#[derive(Debug)]
+pub struct SiftScanExec {
+    files: Arc<[TableFile]>,
+    /// The table's schema (all columns).
+    table_schema: SchemaRef,
+    projection: Option<Vec<usize>>,
+    /// Conjuncts pushed down, ANDed; `None` when there are none.
+    filter: Option<Filter>,
+    limit: Option<usize>,
+    /// Per partition, the blocks it reads: `(file, block)`, consecutive in each file.
+    partitions: Vec<Vec<(usize, usize)>>,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl SiftScanExec {
+    pub(crate) fn new(
+        files: Arc<[TableFile]>,
+        table_schema: SchemaRef,
+        projection: Option<Vec<usize>>,
+        filters: Vec<Filter>,
+        limit: Option<usize>,
+        target_partitions: usize,
+    ) -> Result<SiftScanExec> {
+        let schema = match &projection {
+            Some(p) => SchemaRef::new(table_schema.project(p)?),
+            None => table_schema.clone(),
+        };
+        let filter = match filters.len() {
+            0 => None,
+            1 => filters.into_iter().next(),
+            _ => Some(Filter::And(filters)),
+        };
+        let partitions = split_blocks(&files, target_partitions);
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema),
+            Partitioning::UnknownPartitioning(partitions.len()),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(SiftScanExec {
+            files,
+            table_schema,
+            projection,
+            filter,
+            limit,
+            partitions,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+
+    /// The filter evaluated inside the scan, in Sift's filter syntax.
+    pub fn filter(&self) -> Option<&Filter> {
+        self.filter.as_ref()
+    }
+
+    fn column_names(&self) -> Vec<String> {
+        let schema = self.schema();
+        schema.fields().iter().map(|f| f.name().clone()).collect()
+    }
+}
+
+/// Splits the files' blocks into at most `n` runs of consecutive blocks with about equal
+/// row counts; a partition never starts inside a block.
+fn split_blocks(files: &[TableFile], n: usize) -> Vec<Vec<(usize, usize)>> {
+    let blocks: Vec<(usize, usize, u64)> = files
+        .iter()
+        .enumerate()
+        .flat_map(|(f, file)| {
+            (0..file.table.num_blocks()).map(move |b| (f, b, file.table.block_rows(b)))
+        })
+        .collect();
+    let total: u64 = blocks.iter().map(|b| b.2).sum();
+    let n = n.clamp(1, blocks.len().max(1));
+    let mut out: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
+    let mut done = 0u64;
+    for (f, b, rows) in blocks {
+        // Start the next partition once this one holds its share of the rows.
+        let share = total.div_ceil(n as u64).max(1);
+        let current = out.len() as u64;
+        if done >= share * current && out.len() < n && out.last().is_some_and(|p| !p.is_empty()) {
+            out.push(Vec::new());
+        }
+        if let Some(p) = out.last_mut() {
+            p.push((f, b));
+        }
+        done += rows;
+    }
+    out
+}
+
+/// The row ranges of a partition's blocks, per file: consecutive blocks of one file form
+/// one range.
+fn row_ranges(files: &[TableFile], blocks: &[(usize, usize)]) -> Vec<(usize, Range<u64>)> {
+    let mut out: Vec<(usize, Range<u64>)> = Vec::new();
+    for &(f, b) in blocks {
+        let table = &files[f].table;
+        let start: u64 = (0..b).map(|i| table.block_rows(i)).sum();
+        let end = start + table.block_rows(b);
+        match out.last_mut() {
+            Some((lf, r)) if *lf == f && r.end == start => r.end = end,
+            _ => out.push((f, start..end)),
+        }
+    }
+    out
+}
+
+impl DisplayAs for SiftScanExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let files: Vec<String> = self
+            .files
+            .iter()
+            .map(|x| x.table.path().display().to_string())
+            .collect();
+        let files = match files.len() {
+            0..=3 => files.join(", "),
+            n => format!("{}, … ({n} files)", files[..2].join(", ")),
+        };
+        match t {
+            DisplayFormatType::TreeRender => write!(f, "files={files}"),
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                write!(
+                    f,
+                    "SiftScan: files=[{files}], partitions={}, projection=[{}]",
+                    self.partitions.len(),
+                    self.column_names().join(", ")
+                )?;
+                if let Some(filter) = &self.filter {
+                    write!(f, ", filter=[{filter}]")?;
+                }
+                if let Some(limit) = self.limit {
+                    write!(f, ", limit={limit}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl ExecutionPlan for SiftScanExec {
+    fn name(&self) -> &str {
+        "SiftScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn replace_children(
+        self: Arc<Self>,
+        _: Vec<Arc<dyn ExecutionPlan>>,
+        _: ReplaceChildrenOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let blocks = self.partitions.get(partition).ok_or_else(|| {
+            DataFusionError::Internal(format!(
+                "SiftScanExec has {} partitions, not {partition}",
+                self.partitions.len()
+            ))
+        })?;
+        let counters = Counters::new(&self.metrics, partition);
+        let runs = row_ranges(&self.files, blocks)
+            .into_iter()
+            .map(|(f, rows)| (self.files[f].table.clone(), rows))
+            .collect();
+        let scan = PartitionScan {
+            runs,
+            columns: self.column_names(),
+            filter: self.filter.clone(),
+            remaining: self.limit.map(|l| l as u64),
+            current: None,
+            counters,
+        };
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            self.schema(),
+            futures::stream::iter(scan),
+        )))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<Statistics>],
+        args: &StatisticsArgs,
+    ) -> Result<Arc<Statistics>> {
+        let blocks: Vec<(usize, usize)> = match args.partition() {
+            Some(p) => self.partitions.get(p).cloned().unwrap_or_default(),
+            None => self.partitions.concat(),
+        };
+        let mut stats = blocks_statistics(&self.files, &self.table_schema, &blocks);
+        if let Some(p) = &self.projection {
+            stats = stats.project(Some(p));
+        }
+        if self.filter.is_some() {
+            stats = stats.to_inexact();
+        }
+        if let Some(limit) = self.limit {
+            stats = stats.with_fetch(Some(limit), 0, 1)?;
+        }
+        Ok(Arc::new(stats))
+    }
+}
+
+/// What the scans of one partition did, as DataFusion metrics (`EXPLAIN ANALYZE`).
+struct Counters {
+    blocks: Count,
+    blocks_pruned: Count,
+    rows_scanned: Count,
+    rows_matched: Count,
+    values_decoded: Count,
+    bytes_read: Count,
+}
+
+impl Counters {
+    fn new(metrics: &ExecutionPlanMetricsSet, partition: usize) -> Counters {
+        let c = |name: &'static str| MetricBuilder::new(metrics).counter(name, partition);
+        Counters {
+            blocks: c("blocks"),
+            blocks_pruned: c("blocks_pruned"),
+            rows_scanned: c("rows_scanned"),
+            rows_matched: c("rows_matched"),
+            values_decoded: c("values_decoded"),
+            bytes_read: c("bytes_read"),
+        }
+    }
+
+    fn add(&self, s: &ScanStats) {
+        let n = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        self.blocks.add(n(s.blocks_total));
+        self.blocks_pruned.add(n(s.blocks_pruned));
+        self.rows_scanned.add(n(s.rows_scanned));
+        self.rows_matched.add(n(s.rows_matched));
+        self.values_decoded.add(n(s.values_decoded));
+        self.bytes_read.add(n(s.bytes_read));
+    }
+}
+
+/// The batches of one partition: one Sift scan per run of blocks, one after the other.
+/// Each `next` reads one block on the calling thread (the engine is synchronous; DataFusion
+/// polls each partition from its own worker).
+struct PartitionScan {
+    runs: VecDeque<(sift_scan::Table, Range<u64>)>,
+    columns: Vec<String>,
+    filter: Option<Filter>,
+    remaining: Option<u64>,
+    current: Option<(Scan, std::path::PathBuf)>,
+    counters: Counters,
+}
+
+impl PartitionScan {
+    fn start(&mut self, table: sift_scan::Table, rows: Range<u64>) -> Result<()> {
+        let mut builder = table.scan().project(self.columns.clone()).rows(rows);
+        if let Some(f) = &self.filter {
+            builder = builder.filter(f.clone());
+        }
+        if let Some(n) = self.remaining {
+            builder = builder.limit(n);
+        }
+        let path = table.path().to_path_buf();
+        let scan = builder.build().map_err(|e| scan_error(&path, e))?;
+        self.current = Some((scan, path));
+        Ok(())
+    }
+}
+
+fn scan_error(path: &std::path::Path, e: sift_scan::Error) -> DataFusionError {
+    DataFusionError::External(format!("cannot scan {}: {e}", path.display()).into())
+}
+
+impl Iterator for PartitionScan {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        loop {
+            if self.remaining == Some(0) {
+                return None;
+            }
+            if let Some((scan, path)) = &mut self.current {
+                match scan.next() {
+                    Some(Ok(batch)) => {
+                        if let Some(r) = &mut self.remaining {
+                            *r = r.saturating_sub(batch.num_rows() as u64);
+                        }
+                        return Some(Ok(batch));
+                    }
+                    Some(Err(e)) => {
+                        let e = scan_error(path, e);
+                        self.runs.clear();
+                        self.current = None;
+                        return Some(Err(e));
+                    }
+                    None => {
+                        self.counters.add(scan.stats());
+                        self.current = None;
+                    }
+                }
+            }
+            let (table, rows) = self.runs.pop_front()?;
+            if let Err(e) = self.start(table, rows) {
+                self.runs.clear();
+                return Some(Err(e));
+            }
+        }
+    }
+}

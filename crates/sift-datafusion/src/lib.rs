@@ -1,0 +1,78 @@
+//! Sift and Parquet files as DataFusion tables, scanned by Sift's engine.
+//!
+//! ```no_run
+//! # async fn example() -> datafusion::common::Result<()> {
+//! let ctx = sift_datafusion::session(4);
+//! ctx.register_table("lineitem", std::sync::Arc::new(sift_datafusion::SiftTable::open("lineitem.sift")?))?;
+//! let df = ctx.sql("select sum(l_extendedprice * l_discount) from lineitem \
+//!                   where l_shipdate >= date '1994-01-01' and l_quantity < 24").await?;
+//! df.show().await?;
+//! // Files can also be named in FROM, and declared in SQL:
+//! ctx.sql("select count(*) from 'data/*.sift'").await?.show().await?;
+//! ctx.sql("create external table t stored as sift location 'data/'").await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The path of a query: DataFusion plans the SQL; [`SiftTable`] accepts each filter
+//! conjunct that `translate.rs` turns into Sift's filter tree with the same meaning
+//! (reported [`Exact`](datafusion::logical_expr::TableProviderFilterPushDown::Exact), so
+//! no `FilterExec` stays above the scan), plus the projection and `LIMIT`; `exec.rs`'s
+//! [`SiftScanExec`] runs one Sift scan per partition of blocks, where filters are
+//! evaluated on the encoded data and only the selected rows of the projected columns are
+//! decoded; `stats.rs` hands the optimizer row counts and zone-map bounds. Parquet files
+//! go through the same scan (Sift's own Parquet reader), not DataFusion's.
+
+#![forbid(unsafe_code)]
+
+mod exec;
+mod factory;
+mod stats;
+mod table;
+mod translate;
+
+use std::sync::Arc;
+
+use datafusion::catalog::UrlTableFactory;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+pub use exec::SiftScanExec;
+pub use factory::{SiftTableFactory, SiftUrlTables};
+pub use table::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, SiftTable, resolve_location};
+pub use translate::to_sift;
+
+/// A DataFusion session that runs `threads` partitions at once and knows Sift: `CREATE
+/// EXTERNAL TABLE … STORED AS SIFT` (also `STORED AS SIFT_PARQUET`, for Parquet files
+/// through Sift's engine), and files, directories or globs of `.sift` and `.parquet`
+/// files named directly in `FROM` (`select * from 'data/lineitem.sift'`).
+pub fn session(threads: usize) -> SessionContext {
+    let mut config = SessionConfig::new()
+        .with_target_partitions(threads.max(1))
+        .with_information_schema(true);
+    // Errors then carry the line and column of the SQL they are about.
+    config.options_mut().sql_parser.collect_spans = true;
+    let state = SessionStateBuilder::new()
+        .with_default_features()
+        .with_config(config)
+        .with_table_factory("SIFT".into(), Arc::new(SiftTableFactory))
+        .with_table_factory("SIFT_PARQUET".into(), Arc::new(SiftTableFactory))
+        .build();
+    register_url_tables(SessionContext::new_with_state(state))
+}
+
+/// `ctx` with files named in `FROM` resolved by [`SiftUrlTables`] first.
+pub fn register_url_tables(ctx: SessionContext) -> SessionContext {
+    let catalogs = Arc::clone(ctx.state().catalog_list());
+    let dynamic = datafusion::catalog::DynamicFileCatalog::new(
+        catalogs,
+        Arc::new(SiftUrlTables) as Arc<dyn UrlTableFactory>,
+    );
+    ctx.register_catalog_list(Arc::new(dynamic));
+    ctx
+}
+
+// The engine's table is shared by partitions running on several threads.
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<sift_scan::Table>();
+};

@@ -1,0 +1,176 @@
+//! DataFusion statistics from the files' metadata: row counts, and per column the null
+//! count and bounds merged over the blocks' zone maps.
+
+use datafusion::arrow::datatypes::{DataType, Schema, TimeUnit};
+use datafusion::common::stats::Precision;
+use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
+use sift_format::{ChunkStats, Scalar};
+
+use crate::table::TableFile;
+
+/// Statistics of whole files.
+pub(crate) fn table_statistics(files: &[TableFile], schema: &Schema) -> Statistics {
+    let blocks: Vec<(usize, usize)> = files
+        .iter()
+        .enumerate()
+        .flat_map(|(f, file)| (0..file.table.num_blocks()).map(move |b| (f, b)))
+        .collect();
+    blocks_statistics(files, schema, &blocks)
+}
+
+/// Statistics of some blocks `(file, block)` of the files, before any filter.
+pub(crate) fn blocks_statistics(
+    files: &[TableFile],
+    schema: &Schema,
+    blocks: &[(usize, usize)],
+) -> Statistics {
+    let rows: u64 = blocks
+        .iter()
+        .map(|&(f, b)| files[f].table.block_rows(b))
+        .sum();
+    let columns = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(c, field)| {
+            let zones = blocks
+                .iter()
+                .map(|&(f, b)| files[f].table.block_stats(b, c));
+            column_statistics(zones, field.data_type())
+        })
+        .collect();
+    Statistics {
+        num_rows: Precision::Exact(usize::try_from(rows).unwrap_or(usize::MAX)),
+        total_byte_size: Precision::Absent,
+        column_statistics: columns,
+    }
+}
+
+/// One column's statistics over the zone maps of its blocks; a block without one makes
+/// the merged value unknown.
+fn column_statistics<'a>(
+    mut zones: impl Iterator<Item = Option<&'a ChunkStats>>,
+    dt: &DataType,
+) -> ColumnStatistics {
+    let mut nulls = Some(0u64);
+    let mut min: Option<ScalarValue> = None;
+    let mut max: Option<ScalarValue> = None;
+    let mut bounds_known = true;
+    let mut any = false;
+    for zone in zones.by_ref() {
+        any = true;
+        let Some(z) = zone else {
+            return ColumnStatistics::new_unknown();
+        };
+        nulls = nulls.map(|n| n + z.null_count);
+        let lo = z.min.as_ref().and_then(|s| scalar(s, dt));
+        let hi = z.max.as_ref().and_then(|s| scalar(s, dt));
+        match (lo, hi) {
+            (Some(lo), Some(hi)) if bounds_known => {
+                min = Some(match min {
+                    Some(m) if m <= lo => m,
+                    _ => lo,
+                });
+                max = Some(match max {
+                    Some(m) if m >= hi => m,
+                    _ => hi,
+                });
+            }
+            // An all-null block has no bounds and changes none.
+            (None, None) if z.min.is_none() && z.max.is_none() => {}
+            _ => bounds_known = false,
+        }
+    }
+    let mut stats = ColumnStatistics::new_unknown();
+    if let Some(n) = nulls.filter(|_| any) {
+        stats = stats.with_null_count(Precision::Exact(usize::try_from(n).unwrap_or(usize::MAX)));
+    }
+    // Zone-map bounds enclose the values (byte strings are truncated), so they are
+    // reported as inexact: the optimizer may estimate with them, never answer from them.
+    if bounds_known && let (Some(lo), Some(hi)) = (min, max) {
+        stats = stats
+            .with_min_value(Precision::Inexact(lo))
+            .with_max_value(Precision::Inexact(hi));
+    }
+    stats
+}
+
+/// A zone-map bound as a value of the column's type.
+fn scalar(s: &Scalar, dt: &DataType) -> Option<ScalarValue> {
+    Some(match (s, dt) {
+        (Scalar::Int(v), DataType::Int8) => ScalarValue::Int8(Some(i8::try_from(*v).ok()?)),
+        (Scalar::Int(v), DataType::Int16) => ScalarValue::Int16(Some(i16::try_from(*v).ok()?)),
+        (Scalar::Int(v), DataType::Int32) => ScalarValue::Int32(Some(i32::try_from(*v).ok()?)),
+        (Scalar::Int(v), DataType::Int64) => ScalarValue::Int64(Some(i64::try_from(*v).ok()?)),
+        (Scalar::Int(v), DataType::UInt8) => ScalarValue::UInt8(Some(u8::try_from(*v).ok()?)),
+        (Scalar::Int(v), DataType::UInt16) => ScalarValue::UInt16(Some(u16::try_from(*v).ok()?)),
+        (Scalar::Int(v), DataType::UInt32) => ScalarValue::UInt32(Some(u32::try_from(*v).ok()?)),
+        (Scalar::Int(v), DataType::UInt64) => ScalarValue::UInt64(Some(u64::try_from(*v).ok()?)),
+        (Scalar::Int(v), DataType::Date32) => ScalarValue::Date32(Some(i32::try_from(*v).ok()?)),
+        (Scalar::Int(v), DataType::Date64) => ScalarValue::Date64(Some(i64::try_from(*v).ok()?)),
+        (Scalar::Int(v), DataType::Decimal128(p, s)) => ScalarValue::Decimal128(Some(*v), *p, *s),
+        (Scalar::Int(v), DataType::Timestamp(unit, tz)) => {
+            let v = Some(i64::try_from(*v).ok()?);
+            let tz = tz.clone();
+            match unit {
+                TimeUnit::Second => ScalarValue::TimestampSecond(v, tz),
+                TimeUnit::Millisecond => ScalarValue::TimestampMillisecond(v, tz),
+                TimeUnit::Microsecond => ScalarValue::TimestampMicrosecond(v, tz),
+                TimeUnit::Nanosecond => ScalarValue::TimestampNanosecond(v, tz),
+            }
+        }
+        (Scalar::Float(x), DataType::Float64) => ScalarValue::Float64(Some(*x)),
+        // A double bound of a float column holds a float exactly.
+        (Scalar::Float(x), DataType::Float32) => ScalarValue::Float32(Some(*x as f32)),
+        (Scalar::Bool(b), DataType::Boolean) => ScalarValue::Boolean(Some(*b)),
+        (Scalar::Bytes(b), DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) => {
+            ScalarValue::Utf8(Some(String::from_utf8(b.clone()).ok()?))
+                .cast_to(dt)
+                .ok()?
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zone(nulls: u64, lo: i128, hi: i128) -> ChunkStats {
+        ChunkStats {
+            null_count: nulls,
+            min: Some(Scalar::Int(lo)),
+            max: Some(Scalar::Int(hi)),
+            has_nan: false,
+        }
+    }
+
+    #[test]
+    fn zones_merge_into_column_statistics() {
+        let zones = [zone(1, 5, 9), zone(0, -3, 4)];
+        let s = column_statistics(zones.iter().map(Some), &DataType::Int32);
+        assert_eq!(s.null_count, Precision::Exact(1));
+        assert_eq!(
+            s.min_value,
+            Precision::Inexact(ScalarValue::Int32(Some(-3)))
+        );
+        assert_eq!(s.max_value, Precision::Inexact(ScalarValue::Int32(Some(9))));
+        // A block without a zone map makes everything unknown.
+        let s = column_statistics([Some(&zones[0]), None].into_iter(), &DataType::Int32);
+        assert_eq!(s.null_count, Precision::Absent);
+        assert_eq!(s.min_value, Precision::Absent);
+    }
+
+    #[test]
+    fn decimal_and_string_bounds_take_the_column_type() {
+        assert_eq!(
+            scalar(&Scalar::Int(12345), &DataType::Decimal128(15, 2)),
+            Some(ScalarValue::Decimal128(Some(12345), 15, 2))
+        );
+        assert_eq!(
+            scalar(&Scalar::Bytes(b"ab".to_vec()), &DataType::Utf8View),
+            Some(ScalarValue::Utf8View(Some("ab".into())))
+        );
+        assert_eq!(scalar(&Scalar::Int(300), &DataType::Int8), None);
+    }
+}

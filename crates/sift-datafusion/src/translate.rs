@@ -1,0 +1,275 @@
+//! DataFusion filter expressions into Sift's filter tree, in this one place.
+//!
+//! A filter is translated only when Sift's engine evaluates it with exactly DataFusion's
+//! meaning, so that DataFusion can drop its own filter above the scan
+//! ([`TableProviderFilterPushDown::Exact`](datafusion::logical_expr::TableProviderFilterPushDown)).
+//! Everything else returns `None` and stays with DataFusion:
+//!
+//! - a column wrapped in a cast or a function (DataFusion's coercion left it there: the
+//!   comparison is not on the stored values);
+//! - a literal of another type than the column (after DataFusion's type coercion both
+//!   sides of a comparison it can push have one type);
+//! - null literals, NaN, and float zeros (Sift compares floats as SQL does, with
+//!   −0.0 = +0.0, DataFusion by IEEE total order, −0.0 < +0.0);
+//! - case-insensitive `ILIKE`, `SIMILAR TO`, a `LIKE` escape other than `\`;
+//! - literal types the filter language has no exact form for (timestamps, binary).
+
+use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+use sift_scan::{CmpOp, Expr as Filter, Literal};
+
+/// The Sift filter meaning exactly what `expr` means on rows of `schema`, or `None`.
+pub fn to_sift(expr: &Expr, schema: &Schema) -> Option<Filter> {
+    match expr {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
+            Operator::And => Some(Filter::And(vec![
+                to_sift(left, schema)?,
+                to_sift(right, schema)?,
+            ])),
+            Operator::Or => Some(Filter::Or(vec![
+                to_sift(left, schema)?,
+                to_sift(right, schema)?,
+            ])),
+            _ => comparison(left, *op, right, schema),
+        },
+        Expr::Not(e) => Some(Filter::Not(Box::new(to_sift(e, schema)?))),
+        Expr::IsNull(e) => Some(Filter::IsNull {
+            column: column(e, schema)?.0,
+            negated: false,
+        }),
+        Expr::IsNotNull(e) => Some(Filter::IsNull {
+            column: column(e, schema)?.0,
+            negated: true,
+        }),
+        Expr::Between(b) => {
+            let (name, dt) = column(&b.expr, schema)?;
+            let between = Filter::Between {
+                column: name,
+                low: literal(&b.low, dt)?,
+                high: literal(&b.high, dt)?,
+            };
+            Some(match b.negated {
+                true => Filter::Not(Box::new(between)),
+                false => between,
+            })
+        }
+        Expr::InList(list) => {
+            let (name, dt) = column(&list.expr, schema)?;
+            let values = list
+                .list
+                .iter()
+                .map(|v| literal(v, dt))
+                .collect::<Option<Vec<_>>>()?;
+            let inlist = Filter::In {
+                column: name,
+                values,
+            };
+            Some(match list.negated {
+                true => Filter::Not(Box::new(inlist)),
+                false => inlist,
+            })
+        }
+        Expr::Like(like) => {
+            if like.case_insensitive || !matches!(like.escape_char, None | Some('\\')) {
+                return None;
+            }
+            let (name, dt) = column(&like.expr, schema)?;
+            if !is_string(dt) {
+                return None;
+            }
+            let Literal::Str(pattern) = literal(&like.pattern, dt)? else {
+                return None;
+            };
+            let filter = Filter::Like {
+                column: name,
+                pattern,
+            };
+            Some(match like.negated {
+                true => Filter::Not(Box::new(filter)),
+                false => filter,
+            })
+        }
+        Expr::ScalarFunction(f) if f.func.name() == "starts_with" && f.args.len() == 2 => {
+            let (name, dt) = column(&f.args[0], schema)?;
+            if !is_string(dt) {
+                return None;
+            }
+            let Literal::Str(prefix) = literal(&f.args[1], dt)? else {
+                return None;
+            };
+            Some(Filter::StartsWith {
+                column: name,
+                prefix,
+            })
+        }
+        // `WHERE flag` on a boolean column.
+        Expr::Column(_) => {
+            let (name, dt) = column(expr, schema)?;
+            (dt == &DataType::Boolean).then(|| Filter::Cmp {
+                column: name,
+                op: CmpOp::Eq,
+                value: Literal::Bool(true),
+            })
+        }
+        Expr::Literal(ScalarValue::Boolean(Some(b)), _) => Some(match b {
+            true => Filter::And(vec![]),
+            false => Filter::Or(vec![]),
+        }),
+        _ => None,
+    }
+}
+
+/// `column op literal`, `literal op column` or `column op column`.
+fn comparison(left: &Expr, op: Operator, right: &Expr, schema: &Schema) -> Option<Filter> {
+    let op = match op {
+        Operator::Eq => CmpOp::Eq,
+        Operator::NotEq => CmpOp::Ne,
+        Operator::Lt => CmpOp::Lt,
+        Operator::LtEq => CmpOp::Le,
+        Operator::Gt => CmpOp::Gt,
+        Operator::GtEq => CmpOp::Ge,
+        _ => return None,
+    };
+    match (column(left, schema), column(right, schema)) {
+        (Some((l, lt)), Some((r, rt))) => (lt == rt).then_some(Filter::ColumnCmp {
+            left: l,
+            op,
+            right: r,
+        }),
+        (Some((name, dt)), None) => Some(Filter::Cmp {
+            column: name,
+            op,
+            value: literal(right, dt)?,
+        }),
+        (None, Some((name, dt))) => Some(Filter::Cmp {
+            column: name,
+            op: op.flip(),
+            value: literal(left, dt)?,
+        }),
+        (None, None) => None,
+    }
+}
+
+/// A plain column of the table: its name and type.
+fn column<'a>(expr: &Expr, schema: &'a Schema) -> Option<(String, &'a DataType)> {
+    let Expr::Column(c) = expr else {
+        return None;
+    };
+    let field = schema.field_with_name(&c.name).ok()?;
+    Some((c.name.clone(), field.data_type()))
+}
+
+fn is_string(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
+}
+
+/// A non-null literal of the column's type, as Sift's literal of the same value.
+fn literal(expr: &Expr, column_type: &DataType) -> Option<Literal> {
+    let Expr::Literal(value, _) = expr else {
+        return None;
+    };
+    let same_type = value.data_type() == *column_type
+        || (is_string(column_type) && is_string(&value.data_type()));
+    if !same_type {
+        return None;
+    }
+    let float = |x: f64| (x != 0.0 && !x.is_nan()).then_some(Literal::Float(x));
+    match value {
+        ScalarValue::Boolean(Some(b)) => Some(Literal::Bool(*b)),
+        ScalarValue::Int8(Some(v)) => Some(Literal::Int((*v).into())),
+        ScalarValue::Int16(Some(v)) => Some(Literal::Int((*v).into())),
+        ScalarValue::Int32(Some(v)) => Some(Literal::Int((*v).into())),
+        ScalarValue::Int64(Some(v)) => Some(Literal::Int((*v).into())),
+        ScalarValue::UInt8(Some(v)) => Some(Literal::Int((*v).into())),
+        ScalarValue::UInt16(Some(v)) => Some(Literal::Int((*v).into())),
+        ScalarValue::UInt32(Some(v)) => Some(Literal::Int((*v).into())),
+        ScalarValue::UInt64(Some(v)) => Some(Literal::Int((*v).into())),
+        ScalarValue::Float32(Some(v)) => float((*v).into()),
+        ScalarValue::Float64(Some(v)) => float(*v),
+        ScalarValue::Decimal128(Some(v), _, scale) => Some(Literal::Decimal {
+            unscaled: *v,
+            scale: (*scale).into(),
+        }),
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::LargeUtf8(Some(s))
+        | ScalarValue::Utf8View(Some(s)) => Some(Literal::Str(s.clone())),
+        ScalarValue::Date32(Some(d)) => Some(Literal::Date(*d)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::Field;
+    use datafusion::logical_expr::{col, lit};
+
+    fn schema() -> Schema {
+        Schema::new(vec![
+            Field::new("i", DataType::Int64, true),
+            Field::new("f", DataType::Float64, true),
+            Field::new("s", DataType::Utf8View, true),
+            Field::new("d", DataType::Date32, true),
+            Field::new("p", DataType::Decimal128(15, 2), true),
+        ])
+    }
+
+    fn text(e: Expr) -> Option<String> {
+        to_sift(&e, &schema()).map(|f| f.to_string())
+    }
+
+    #[test]
+    fn comparisons_of_a_column_with_a_literal_of_its_type_translate() {
+        assert_eq!(text(col("i").lt(lit(5i64))).as_deref(), Some("i < 5"));
+        assert_eq!(text(lit(5i64).lt(col("i"))).as_deref(), Some("i > 5"));
+        assert_eq!(
+            text(col("p").gt_eq(lit(ScalarValue::Decimal128(Some(5), 15, 2)))).as_deref(),
+            Some("p >= 0.05")
+        );
+        assert_eq!(
+            text(col("d").eq(lit(ScalarValue::Date32(Some(8766))))).as_deref(),
+            Some("d = date '1994-01-01'")
+        );
+        assert_eq!(
+            text(col("s").like(lit(ScalarValue::Utf8View(Some("a%".into()))))).as_deref(),
+            Some("s like 'a%'")
+        );
+        assert_eq!(
+            text(col("i").in_list(vec![lit(1i64), lit(2i64)], true)).as_deref(),
+            Some("not (i in (1, 2))")
+        );
+        assert_eq!(
+            text(col("i").is_null().or(col("f").gt(lit(1.5f64)))).as_deref(),
+            Some("(i is null) or (f > 1.5)")
+        );
+    }
+
+    #[test]
+    fn what_sift_would_answer_differently_stays_with_datafusion() {
+        // Another type than the column's: DataFusion would have cast one side.
+        assert_eq!(text(col("i").lt(lit(5i32))), None);
+        // Float zero: −0.0 and +0.0 compare differently in the two engines.
+        assert_eq!(text(col("f").gt(lit(0.0f64))), None);
+        assert_eq!(text(col("f").gt(lit(f64::NAN))), None);
+        // Null literals, casts, arithmetic and ILIKE.
+        assert_eq!(text(col("i").eq(lit(ScalarValue::Int64(None)))), None);
+        assert_eq!(
+            text(datafusion::logical_expr::cast(col("i"), DataType::Float64).lt(lit(1.5f64))),
+            None
+        );
+        assert_eq!(text((col("i") + lit(1i64)).lt(lit(5i64))), None);
+        assert_eq!(
+            text(col("s").ilike(lit(ScalarValue::Utf8View(Some("a%".into()))))),
+            None
+        );
+        // One untranslatable side makes the whole conjunction stay.
+        assert_eq!(
+            text(col("i").lt(lit(5i64)).and(col("f").gt(lit(0.0f64)))),
+            None
+        );
+    }
+}

@@ -1,0 +1,364 @@
+//! SQL over Sift and Parquet files through `SiftTable`, checked against DataFusion's own
+//! evaluation of the same queries over the same rows held in memory.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array,
+    RecordBatch, StringArray,
+};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::util::pretty::pretty_format_batches;
+use datafusion::datasource::MemTable;
+use datafusion::physical_plan::{ExecutionPlan, displayable};
+use datafusion::prelude::SessionContext;
+use sift_datafusion::{SiftTable, session};
+use sift_format::{SiftWriter, WriteOptions};
+
+const ROWS: usize = 10_000;
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("k", DataType::Int32, true),
+        Field::new("x", DataType::Float64, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("d", DataType::Date32, true),
+        Field::new("p", DataType::Decimal128(15, 2), true),
+        Field::new("b", DataType::Boolean, true),
+    ]))
+}
+
+/// Rows with nulls, repeats (dictionaries), runs, negative and zero floats.
+fn batch() -> RecordBatch {
+    let n = ROWS as i64;
+    let id = Int64Array::from_iter_values(0..n);
+    let k = Int32Array::from_iter((0..n).map(|i| (i % 13 != 0).then_some((i % 50) as i32)));
+    let x = Float64Array::from_iter((0..n).map(|i| match i % 97 {
+        0 => None,
+        1 => Some(-0.0),
+        2 => Some(0.0),
+        _ => Some(((i * 7919) % 1000) as f64 / 8.0 - 40.0),
+    }));
+    let words = ["apple", "banana", "cherry", "date", "elder", "fig", "grape"];
+    let s = StringArray::from_iter(
+        (0..n).map(|i| (i % 11 != 5).then(|| format!("{}-{}", words[(i % 7) as usize], i % 40))),
+    );
+    let d = Date32Array::from_iter((0..n).map(|i| (i % 17 != 3).then_some(8000 + (i / 7) as i32)));
+    let p = Decimal128Array::from_iter(
+        (0..n).map(|i| (i % 19 != 0).then_some((i * 37) as i128 % 100_000)),
+    )
+    .with_precision_and_scale(15, 2)
+    .expect("decimal type");
+    let b = BooleanArray::from_iter((0..n).map(|i| (i % 23 != 0).then_some(i % 3 == 0)));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(id),
+        Arc::new(k),
+        Arc::new(x),
+        Arc::new(s),
+        Arc::new(d),
+        Arc::new(p),
+        Arc::new(b),
+    ];
+    RecordBatch::try_new(schema(), columns).expect("batch")
+}
+
+fn write_sift(path: &Path, batch: &RecordBatch, block_rows: usize) {
+    let mut w = SiftWriter::create(
+        path,
+        batch.schema(),
+        WriteOptions {
+            block_rows,
+            ..Default::default()
+        },
+    )
+    .expect("create sift");
+    w.write(batch).expect("write sift");
+    w.finish().expect("finish sift");
+}
+
+fn write_parquet(path: &Path, batch: &RecordBatch) {
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(2_500))
+        .build();
+    let file = std::fs::File::create(path).expect("create parquet");
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))
+        .expect("parquet writer");
+    w.write(batch).expect("write parquet");
+    w.close().expect("close parquet");
+}
+
+struct Files {
+    _dir: tempfile::TempDir,
+    sift: PathBuf,
+    parquet: PathBuf,
+}
+
+fn files() -> Files {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sift = dir.path().join("t.sift");
+    let parquet = dir.path().join("t.parquet");
+    let b = batch();
+    write_sift(&sift, &b, 1_500);
+    write_parquet(&parquet, &b);
+    Files {
+        _dir: dir,
+        sift,
+        parquet,
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("runtime")
+}
+
+/// The query's rows, sorted, as text (so partition order does not matter).
+async fn rows(ctx: &SessionContext, sql: &str) -> String {
+    let batches = ctx
+        .sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let text = pretty_format_batches(&batches).expect("format").to_string();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    lines.join("\n")
+}
+
+async fn physical_plan(ctx: &SessionContext, sql: &str) -> Arc<dyn ExecutionPlan> {
+    ctx.sql(sql)
+        .await
+        .expect("plan")
+        .create_physical_plan()
+        .await
+        .expect("physical plan")
+}
+
+const QUERIES: &[&str] = &[
+    "select count(*) from t",
+    "select * from t where id < 30 or id between 9990 and 9999",
+    "select id, k from t where k = 7 and id > 5000",
+    "select count(*), sum(k) from t where k in (1, 2, 3, 49) and s like 'b%'",
+    "select count(*) from t where k not in (1, 2, 3) and s not like '%-1%'",
+    "select count(*) from t where k is null or s is null",
+    "select count(*) from t where x > 10.5 and x <= 50",
+    "select count(*) from t where x > 0",
+    "select count(*) from t where x = 0 or x < -39",
+    "select count(*) from t where d >= date '1992-01-01' and d < date '1992-06-01'",
+    "select count(*), sum(p) from t where p between 100.00 and 250.50",
+    "select count(*) from t where p > 999.99 or p < 0.05",
+    "select count(*) from t where b",
+    "select count(*) from t where not b",
+    "select count(*) from t where starts_with(s, 'fig-1')",
+    "select count(*) from t where s = 'apple-7' or s > 'grape-3'",
+    "select count(*) from t where k < id",
+    "select count(*) from t where k + 1 = 8",
+    "select s, count(*), min(x), max(p) from t where k < 10 group by s",
+    "select id, s from t where k = 3 order by id desc limit 5",
+    "select a.id, b.id from t a join t b on a.id = b.k where a.id < 20 and b.id < 200",
+    "select id from t where s like 'c_erry-%' and not (k is null)",
+];
+
+#[test]
+fn queries_equal_datafusion_on_the_same_rows() {
+    let f = files();
+    let rt = runtime();
+    rt.block_on(async {
+        let reference = SessionContext::new();
+        let mem = MemTable::try_new(schema(), vec![vec![batch()]]).expect("mem table");
+        reference
+            .register_table("t", Arc::new(mem))
+            .expect("register");
+        for path in [&f.sift, &f.parquet] {
+            for threads in [1, 3] {
+                let ctx = session(threads);
+                let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+                ctx.register_table("t", Arc::new(table)).expect("register");
+                for q in QUERIES {
+                    assert_eq!(
+                        rows(&ctx, q).await,
+                        rows(&reference, q).await,
+                        "{q} on {} with {threads} threads",
+                        path.display()
+                    );
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn exact_filters_leave_no_filter_above_the_scan() {
+    let f = files();
+    runtime().block_on(async {
+        let ctx = session(2);
+        ctx.register_table(
+            "t",
+            Arc::new(SiftTable::open(&f.sift.to_string_lossy()).expect("open")),
+        )
+        .expect("register");
+        let plan = physical_plan(
+            &ctx,
+            "select sum(x) from t where d >= date '1992-01-01' and k < 24 and s like 'a%'",
+        )
+        .await;
+        let text = displayable(plan.as_ref()).indent(true).to_string();
+        assert!(!text.contains("FilterExec"), "{text}");
+        let scan = text
+            .lines()
+            .find(|l| l.contains("SiftScan"))
+            .unwrap_or_else(|| panic!("no SiftScan in {text}"));
+        assert!(scan.contains("d >= date '1992-01-01'"), "{scan}");
+        assert!(scan.contains("k < 24"), "{scan}");
+        assert!(scan.contains("s like 'a%'"), "{scan}");
+        assert!(scan.contains("partitions=2"), "{scan}");
+        // What Sift cannot evaluate exactly stays with DataFusion, above the scan.
+        let plan = physical_plan(&ctx, "select id from t where k + 1 = 8 and id < 100").await;
+        let text = displayable(plan.as_ref()).indent(true).to_string();
+        assert!(text.contains("FilterExec"), "{text}");
+        let scan = text.lines().find(|l| l.contains("SiftScan")).expect("scan");
+        assert!(scan.contains("id < 100"), "{scan}");
+        assert!(!scan.contains("k + 1"), "{scan}");
+    });
+}
+
+#[test]
+fn pushed_filters_prune_blocks() {
+    let f = files();
+    runtime().block_on(async {
+        let ctx = session(1);
+        ctx.register_table(
+            "t",
+            Arc::new(SiftTable::open(&f.sift.to_string_lossy()).expect("open")),
+        )
+        .expect("register");
+        let plan = physical_plan(&ctx, "select count(*) from t where id >= 9000").await;
+        datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
+            .await
+            .expect("run");
+        let text = datafusion::physical_plan::displayable(plan.as_ref())
+            .indent(true)
+            .to_string();
+        let metrics = plan_metrics(&plan);
+        // 10,000 rows in blocks of 1,500: the 6 blocks before row 9,000 are pruned.
+        assert_eq!(metrics.get("blocks"), Some(&7), "{text} {metrics:?}");
+        assert_eq!(metrics.get("blocks_pruned"), Some(&6), "{text} {metrics:?}");
+        assert_eq!(
+            metrics.get("rows_matched"),
+            Some(&1000),
+            "{text} {metrics:?}"
+        );
+    });
+}
+
+/// The scan's counters, summed over partitions.
+fn plan_metrics(plan: &Arc<dyn ExecutionPlan>) -> std::collections::HashMap<String, usize> {
+    let mut out = std::collections::HashMap::new();
+    let mut stack = vec![plan.clone()];
+    while let Some(p) = stack.pop() {
+        if p.name() == "SiftScanExec"
+            && let Some(m) = p.metrics()
+        {
+            for metric in m.iter() {
+                *out.entry(metric.value().name().to_string()).or_insert(0) +=
+                    metric.value().as_usize();
+            }
+        }
+        stack.extend(p.children().into_iter().cloned());
+    }
+    out
+}
+
+#[test]
+fn statistics_come_from_the_footer() {
+    let f = files();
+    let table = SiftTable::open(&f.sift.to_string_lossy()).expect("open");
+    let stats = datafusion::catalog::TableProvider::statistics(&table).expect("statistics");
+    use datafusion::common::ScalarValue;
+    use datafusion::common::stats::Precision;
+    assert_eq!(stats.num_rows, Precision::Exact(ROWS));
+    let id = &stats.column_statistics[0];
+    assert_eq!(id.null_count, Precision::Exact(0));
+    assert_eq!(
+        id.min_value,
+        Precision::Inexact(ScalarValue::Int64(Some(0)))
+    );
+    assert_eq!(
+        id.max_value,
+        Precision::Inexact(ScalarValue::Int64(Some(ROWS as i64 - 1)))
+    );
+    let k_nulls = (0..ROWS).filter(|i| i % 13 == 0).count();
+    assert_eq!(
+        stats.column_statistics[1].null_count,
+        Precision::Exact(k_nulls)
+    );
+}
+
+#[test]
+fn files_in_from_and_external_tables() {
+    let f = files();
+    let dir = f.sift.parent().expect("dir").to_path_buf();
+    // A second Sift file of the same schema for the directory and the glob.
+    write_sift(&dir.join("u.sift"), &batch().slice(0, 100), 64);
+    runtime().block_on(async {
+        let ctx = session(2);
+        let count = |sql: String| {
+            let ctx = ctx.clone();
+            async move { rows(&ctx, &sql).await }
+        };
+        let one = count(format!("select count(*) as n from '{}'", f.sift.display())).await;
+        assert!(one.contains("| 10000 |"), "{one}");
+        let glob = count(format!(
+            "select count(*) as n from '{}/*.sift'",
+            dir.display()
+        ))
+        .await;
+        assert!(glob.contains("| 10100 |"), "{glob}");
+        let parquet = count(format!(
+            "select count(*) as n from '{}'",
+            f.parquet.display()
+        ))
+        .await;
+        assert!(parquet.contains("| 10000 |"), "{parquet}");
+        ctx.sql(&format!(
+            "create external table ext stored as sift location '{}/'",
+            dir.display()
+        ))
+        .await
+        .expect("create external table");
+        let ext = count("select count(*) as n from ext where id < 100".into()).await;
+        assert!(ext.contains("| 200 |"), "{ext}");
+    });
+}
+
+#[test]
+fn bad_tables_are_clear_errors() {
+    let f = files();
+    let dir = f.sift.parent().expect("dir").to_path_buf();
+    let missing = SiftTable::open("/no/such/file.sift").expect_err("missing file");
+    assert!(
+        missing.to_string().contains("/no/such/file.sift"),
+        "{missing}"
+    );
+    // Another schema in the same directory.
+    let other = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)])),
+        vec![Arc::new(Int32Array::from(vec![1, 2]))],
+    )
+    .expect("batch");
+    write_sift(&dir.join("v.sift"), &other, 64);
+    let mixed = SiftTable::open(&format!("{}/*.sift", dir.display())).expect_err("mixed schemas");
+    assert!(mixed.to_string().contains("v.sift"), "{mixed}");
+    assert!(mixed.to_string().contains("7 columns against 1"), "{mixed}");
+    let damaged = dir.join("damaged.sift");
+    std::fs::write(&damaged, b"not a sift file at all").expect("write");
+    let e = SiftTable::open(&damaged.to_string_lossy()).expect_err("damaged");
+    assert!(e.to_string().contains("damaged.sift"), "{e}");
+}
