@@ -147,13 +147,12 @@ impl ParquetSource {
         let meta = meta.as_ref().unwrap_or(&self.meta);
         let selection =
             rows.map(|r| RowSelection::from_consecutive_ranges(r.iter().cloned(), total));
-        // Several threads may decode row groups of one file at once: each reads the
-        // mapping, or a file handle of its own (a cloned handle would share the offset
-        // that its reads seek and advance).
+        // Several threads may decode row groups of one file at once: they read the mapping,
+        // or the file at explicit offsets (see `PositionedFile`).
         let reader = match &self.map {
             Some(map) => row_group_reader(map.clone(), meta, b, mask, total, selection),
             None => {
-                let file = File::open(&self.path).map_err(|e| err(&e))?;
+                let file = PositionedFile(self.file.clone());
                 row_group_reader(file, meta, b, mask, total, selection)
             }
         }
@@ -374,6 +373,56 @@ struct Counts {
 enum ParquetColumn {
     Paged(PagedColumn),
     Decoded(ArrayRef),
+}
+
+/// The file read at explicit offsets (`pread`), for the `parquet` crate's readers. Its own
+/// reader for `File` seeks a cloned handle, and clones share one offset: two threads
+/// reading one table through it read each other's positions (garbled page headers, or
+/// a Bloom filter read from the wrong bytes that then rules out rows it holds).
+pub(crate) struct PositionedFile(pub(crate) Arc<File>);
+
+impl parquet::file::reader::Length for PositionedFile {
+    fn len(&self) -> u64 {
+        self.0.metadata().map_or(0, |m| m.len())
+    }
+}
+
+impl parquet::file::reader::ChunkReader for PositionedFile {
+    type T = PositionedRead;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<PositionedRead> {
+        Ok(PositionedRead {
+            file: self.0.clone(),
+            pos: start,
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let end = start.checked_add(length as u64);
+        if end.is_none_or(|end| end > parquet::file::reader::Length::len(self)) {
+            return Err(parquet::errors::ParquetError::EOF(format!(
+                "bytes {start}..+{length} lie beyond the end of the file"
+            )));
+        }
+        let mut buf = vec![0u8; length];
+        std::os::unix::fs::FileExt::read_exact_at(self.0.as_ref(), &mut buf, start)
+            .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))?;
+        Ok(buf.into())
+    }
+}
+
+/// A reader of [`PositionedFile`] from an offset.
+pub(crate) struct PositionedRead {
+    file: Arc<File>,
+    pos: u64,
+}
+
+impl std::io::Read for PositionedRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = std::os::unix::fs::FileExt::read_at(self.file.as_ref(), buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
 }
 
 /// A reader of the rows `selection` (default: all `total`) of row group `b`'s columns

@@ -283,9 +283,8 @@ impl BloomSlot {
             .get_or_init(|| {
                 let md = self.meta.metadata();
                 let chunk = md.row_groups().get(self.rg)?.columns().get(self.leaf)?;
-                Sbbf::read_from_column_chunk(chunk, self.file.as_ref())
-                    .ok()
-                    .flatten()
+                let file = crate::parquet_source::PositionedFile(self.file.clone());
+                Sbbf::read_from_column_chunk(chunk, &file).ok().flatten()
             })
             .as_ref()
     }
