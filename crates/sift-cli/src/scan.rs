@@ -72,6 +72,10 @@ pub struct ScanArgs {
     /// and how long it took, on stderr.
     #[arg(long)]
     pub stats: bool,
+    /// Threads reading blocks at once; default: every core. Rows still come in the
+    /// file's order.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..1025))]
+    pub threads: Option<u64>,
 }
 
 /// `START..END`, `START..`, `..END` or `N` (meaning `N..N+1`).
@@ -143,7 +147,7 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
     if let Some(n) = args.batch_size {
         builder = builder.batch_size(usize::try_from(n).unwrap_or(usize::MAX));
     }
-    let mut scan = builder.build()?;
+    let mut scan = builder.threads(crate::threads(args.threads)).build()?;
     let schema = scan.schema();
 
     let mut stdout = Stdout::new();

@@ -4,7 +4,8 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{Field, Schema, SchemaRef};
@@ -97,6 +98,7 @@ pub struct ScanBuilder {
     batch_size: Option<usize>,
     rows: Option<Range<u64>>,
     dictionary: Vec<String>,
+    threads: usize,
 }
 
 impl ScanBuilder {
@@ -110,6 +112,7 @@ impl ScanBuilder {
             batch_size: None,
             rows: None,
             dictionary: Vec::new(),
+            threads: 1,
         }
     }
 
@@ -159,6 +162,14 @@ impl ScanBuilder {
         columns: impl IntoIterator<Item = S>,
     ) -> Self {
         self.dictionary.extend(columns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Reads blocks on `n` threads at once (default 1: on the caller's thread). Batches
+    /// still come in the file's order: block `i` is read by thread `i mod n`, and each
+    /// thread runs at most two blocks ahead of the consumer, so memory stays bounded.
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
         self
     }
 
@@ -239,7 +250,7 @@ impl ScanBuilder {
             }
             first_row += rows;
         }
-        Ok(Scan {
+        let mut scan = Scan {
             table: Some(table),
             projection,
             dictionary,
@@ -254,7 +265,18 @@ impl ScanBuilder {
             pending: VecDeque::new(),
             stats: ScanStats::default(),
             failed: false,
-        })
+            workers: Vec::new(),
+            worker_stats: Arc::default(),
+            received: 0,
+            returned: 0,
+        };
+        let threads = self.threads.min(scan.blocks.len());
+        if threads > 1 {
+            scan.workers = (0..threads)
+                .map(|k| scan.spawn_worker(k, threads))
+                .collect();
+        }
+        Ok(scan)
     }
 }
 
@@ -304,6 +326,15 @@ pub struct Scan {
     pending: VecDeque<Result<RecordBatch>>,
     stats: ScanStats,
     failed: bool,
+    /// With several threads: thread `k` reads blocks `k`, `k + n`, … of `blocks` and
+    /// sends each one's result (`None`: no rows) in order.
+    workers: Vec<Receiver<Result<Option<RecordBatch>>>>,
+    /// What the threads did, added up by them after each block.
+    worker_stats: Arc<Mutex<ScanStats>>,
+    /// Blocks received from the threads so far.
+    received: usize,
+    /// Rows handed out, for the limit.
+    returned: u64,
 }
 
 impl Scan {
@@ -323,7 +354,72 @@ impl Scan {
             pending: VecDeque::from([Err(e)]),
             stats: ScanStats::default(),
             failed: true,
+            workers: Vec::new(),
+            worker_stats: Arc::default(),
+            received: 0,
+            returned: 0,
         }
+    }
+
+    /// Starts thread `k` of `n`: a scan of every `n`th block from the `k`th, sending each
+    /// block's result in order, at most two ahead of the consumer.
+    fn spawn_worker(&self, k: usize, n: usize) -> Receiver<Result<Option<RecordBatch>>> {
+        let mut worker = Scan {
+            table: self.table.clone(),
+            projection: self.projection.clone(),
+            dictionary: self.dictionary.clone(),
+            needed: self.needed.clone(),
+            filter: self.filter.clone(),
+            order: self.order.clone(),
+            schema: self.schema.clone(),
+            range: self.range.clone(),
+            blocks: self.blocks.iter().skip(k).step_by(n).copied().collect(),
+            remaining: self.remaining,
+            batch_size: None,
+            pending: VecDeque::new(),
+            stats: ScanStats::default(),
+            failed: false,
+            workers: Vec::new(),
+            worker_stats: Arc::default(),
+            received: 0,
+            returned: 0,
+        };
+        let shared = self.worker_stats.clone();
+        let (tx, rx) = sync_channel(2);
+        std::thread::spawn(move || {
+            while let Some((b, first_row)) = worker.blocks.pop_front() {
+                let result = worker.block(b, first_row);
+                if let Ok(mut total) = shared.lock() {
+                    total.add(&std::mem::take(&mut worker.stats));
+                }
+                let failed = result.is_err();
+                // The consumer went away (dropped, or stopped at its limit): stop too.
+                if tx.send(result).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        rx
+    }
+
+    /// The next block's result from the thread that read it.
+    fn receive(&mut self) -> Result<Option<RecordBatch>> {
+        let k = self.received % self.workers.len();
+        self.received += 1;
+        self.workers[k]
+            .recv()
+            .unwrap_or_else(|_| Err(Error::Invalid("a scan thread stopped early".into())))
+    }
+
+    /// Stops the threads (dropping their channels) and takes their statistics: every
+    /// block's once all were received, else those of the blocks read so far.
+    fn finish_workers(&mut self) {
+        self.workers.clear();
+        if let Ok(total) = self.worker_stats.lock() {
+            self.stats = total.clone();
+        }
+        // Threads cut blocks at the limit each on its own; what was returned is exact.
+        self.stats.rows_matched = self.returned;
     }
 
     /// The schema of the batches.
@@ -331,7 +427,7 @@ impl Scan {
         self.schema.clone()
     }
 
-    /// What the scan has done so far.
+    /// What the scan has done so far (with several threads: once the scan has ended).
     pub fn stats(&self) -> &ScanStats {
         &self.stats
     }
@@ -445,6 +541,20 @@ impl Scan {
         Ok(Some(batch))
     }
 
+    /// A block's rows from a thread, cut at the scan's limit.
+    fn take_limit(&mut self, batch: RecordBatch) -> RecordBatch {
+        let rows = batch.num_rows() as u64;
+        let keep = self.remaining.map_or(rows, |r| r.min(rows));
+        if let Some(r) = &mut self.remaining {
+            *r -= keep;
+        }
+        self.returned += keep;
+        match keep < rows {
+            true => batch.slice(0, keep as usize),
+            false => batch,
+        }
+    }
+
     /// Splits or joins block results into batches of `batch_size` rows.
     fn rebatch(&mut self, batch: RecordBatch) {
         let Some(size) = self.batch_size else {
@@ -490,11 +600,20 @@ impl Iterator for Scan {
                 return self.pending.pop_front();
             }
             if self.failed || self.blocks.is_empty() || self.remaining == Some(0) {
+                if !self.workers.is_empty() {
+                    self.finish_workers();
+                }
                 self.blocks.clear();
                 return self.pending.pop_front();
             }
             let (b, first_row) = self.blocks.pop_front()?;
-            match self.block(b, first_row) {
+            let result = match self.workers.is_empty() {
+                true => self.block(b, first_row),
+                false => self
+                    .receive()
+                    .map(|batch| batch.map(|b| self.take_limit(b))),
+            };
+            match result {
                 Ok(Some(batch)) => self.rebatch(batch),
                 Ok(None) => {}
                 Err(e) => {

@@ -31,6 +31,21 @@ pub struct ScanStats {
     pub parquet_chunks_decoded: u64,
 }
 
+impl ScanStats {
+    /// Adds another scan's counters (of other blocks) to these.
+    pub fn add(&mut self, other: &ScanStats) {
+        self.blocks_total += other.blocks_total;
+        self.blocks_pruned += other.blocks_pruned;
+        self.blocks_empty += other.blocks_empty;
+        self.rows_scanned += other.rows_scanned;
+        self.rows_matched += other.rows_matched;
+        self.values_decoded += other.values_decoded;
+        self.bytes_read += other.bytes_read;
+        self.parquet_pages_in_place += other.parquet_pages_in_place;
+        self.parquet_chunks_decoded += other.parquet_chunks_decoded;
+    }
+}
+
 impl fmt::Display for ScanStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

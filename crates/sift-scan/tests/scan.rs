@@ -355,6 +355,8 @@ struct Query {
     /// String columns read as dictionary arrays (`read_dictionary`); the reference is
     /// compared with them cast back to plain strings.
     dictionary: bool,
+    /// Threads reading blocks (`ScanBuilder::threads`); 0 and 1 read on the caller's.
+    threads: usize,
 }
 
 fn query_strategy() -> impl Strategy<Value = Query> {
@@ -370,15 +372,17 @@ fn query_strategy() -> impl Strategy<Value = Query> {
         prop::option::weighted(0.25, (0..6000u64, 0..4000u64)),
         prop::option::weighted(0.3, prop_oneof![1..4usize, 1..2000usize]),
         prop::bool::weighted(0.3),
+        prop_oneof![3 => Just(1usize), 1 => 2..5usize],
     )
         .prop_map(
-            |(filter, projection, limit, rows, batch_size, dictionary)| Query {
+            |(filter, projection, limit, rows, batch_size, dictionary, threads)| Query {
                 filter,
                 projection,
                 limit,
                 rows: rows.map(|(a, n)| (a, a + n)),
                 batch_size,
                 dictionary,
+                threads,
             },
         )
 }
@@ -426,7 +430,10 @@ fn run(table: &Table, filter: Option<&Expr>, q: &Query) -> (Vec<RecordBatch>, Sc
     if q.dictionary {
         b = b.read_dictionary(STR_COLS);
     }
-    let mut scan = b.build().unwrap_or_else(|e| panic!("build failed: {e}"));
+    let mut scan = b
+        .threads(q.threads)
+        .build()
+        .unwrap_or_else(|e| panic!("build failed: {e}"));
     let batches = scan
         .by_ref()
         .collect::<Result<Vec<_>, _>>()
@@ -1503,4 +1510,41 @@ fn parse_filter_rejects_garbage() {
         ids(&t, parse_filter("qty >= 2 and not (qty in (3))").unwrap()),
         vec![1]
     );
+}
+
+/// Blocks read on several threads come back in the file's order, with the statistics of
+/// one thread; a limit stops the threads with exactly the rows asked for.
+#[test]
+fn threads_keep_order_and_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 20_000;
+    let k = Int64Array::from_iter_values((0..n).map(|i| (i * 7_919) % 1_000));
+    let table = small_table(dir.path(), vec![("k", Arc::new(k))], 1_000);
+    let run = |threads: usize, limit: Option<u64>| {
+        let mut b = table
+            .scan()
+            .project(["id"])
+            .filter(parse_filter("k < 100 or id >= 19990").unwrap())
+            .threads(threads);
+        if let Some(l) = limit {
+            b = b.limit(l);
+        }
+        let mut scan = b.build().unwrap();
+        let batches: Vec<RecordBatch> = scan.by_ref().map(|b| b.unwrap()).collect();
+        let ids: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+            .collect();
+        (ids, scan.stats().clone())
+    };
+    let (one, one_stats) = run(1, None);
+    assert!(one.is_sorted() && !one.is_empty());
+    for threads in [2, 3, 7] {
+        let (ids, stats) = run(threads, None);
+        assert_eq!(ids, one, "{threads} threads");
+        assert_eq!(stats, one_stats, "{threads} threads");
+        let (ids, stats) = run(threads, Some(1_234));
+        assert_eq!(ids, one[..1_234], "{threads} threads, limit");
+        assert_eq!(stats.rows_matched, 1_234);
+    }
 }
