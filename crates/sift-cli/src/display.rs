@@ -1,10 +1,10 @@
 //! Making data printable with Arrow's formatters.
 //!
-//! Arrow formats timestamps in their time zone, but this build of Arrow only knows fixed
-//! offsets (`+02:00`), not named zones (`UTC`, `Europe/Paris`: those need the `chrono-tz`
-//! feature), and fails on them. Timestamp values are UTC instants whatever the zone, so
-//! for printing we relabel named zones as `+00:00`: the instant shown is exact, only
-//! expressed in UTC rather than local time.
+//! Arrow formats timestamps in their time zone: fixed offsets (`+02:00`) and the named
+//! zones of the tz database (`Europe/Paris`, through the `chrono-tz` feature DataFusion
+//! turns on), and fails on a zone name it does not know. Timestamp values are UTC instants
+//! whatever the zone, so for printing we relabel unknown zones as `+00:00`: the instant
+//! shown is exact, only expressed in UTC rather than local time.
 
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use arrow::array::timezone::Tz;
 use arrow::array::{ArrayRef, RecordBatch, make_array};
 use arrow::datatypes::{DataType, Field, Schema};
 
-/// `dt` with named time zones replaced by `+00:00`; other types unchanged.
+/// `dt` with time zones Arrow cannot resolve replaced by `+00:00`; other types unchanged.
 pub fn printable_type(dt: &DataType) -> DataType {
     match dt {
         DataType::Timestamp(unit, Some(tz)) if tz.parse::<Tz>().is_err() => {
@@ -62,8 +62,8 @@ mod tests {
     use arrow::datatypes::TimeUnit;
 
     #[test]
-    fn named_zones_print_as_utc() {
-        let a = TimestampSecondArray::from(vec![0, 3600]).with_timezone("Europe/Paris");
+    fn unknown_zones_print_as_utc() {
+        let a = TimestampSecondArray::from(vec![0, 3600]).with_timezone("Mars/Olympus_Mons");
         let batch = RecordBatch::try_from_iter([("t", Arc::new(a) as ArrayRef)]).unwrap();
         let p = printable_batch(batch).unwrap();
         assert_eq!(
@@ -74,7 +74,16 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(s.contains("1970-01-01T01:00:00Z"), "{s}");
-        let fixed = DataType::Timestamp(TimeUnit::Second, Some("+02:00".into()));
-        assert_eq!(printable_type(&fixed), fixed);
+        // Known zones print in local time.
+        for zone in ["+02:00", "Europe/Paris", "UTC"] {
+            let dt = DataType::Timestamp(TimeUnit::Second, Some(zone.into()));
+            assert_eq!(printable_type(&dt), dt);
+        }
+        let a = TimestampSecondArray::from(vec![3600]).with_timezone("Europe/Paris");
+        let batch = RecordBatch::try_from_iter([("t", Arc::new(a) as ArrayRef)]).unwrap();
+        let s = arrow::util::pretty::pretty_format_batches(&[printable_batch(batch).unwrap()])
+            .unwrap()
+            .to_string();
+        assert!(s.contains("1970-01-01T02:00:00+01:00"), "{s}");
     }
 }

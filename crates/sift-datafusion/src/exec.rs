@@ -8,11 +8,17 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result, Statistics};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
+use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
 use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
 };
@@ -25,10 +31,12 @@ use sift_scan::{Expr as Filter, Scan, ScanStats};
 
 use crate::stats::blocks_statistics;
 use crate::table::TableFile;
+use crate::translate::physical_to_sift;
 
 /// A scan of Sift or Parquet files by Sift's engine, with the filter, projection and limit
-/// DataFusion pushed into it.
-#[derive(Debug)]
+/// DataFusion pushed into it, and the dynamic filters of the plan above it (a hash join's
+/// build-side keys, a TopK's threshold), taken as they stand when each block is read.
+#[derive(Debug, Clone)]
 pub struct SiftScanExec {
     files: Arc<[TableFile]>,
     /// The table's schema (all columns).
@@ -36,6 +44,8 @@ pub struct SiftScanExec {
     projection: Option<Vec<usize>>,
     /// Conjuncts pushed down, ANDed; `None` when there are none.
     filter: Option<Filter>,
+    /// Dynamic filters from the plan above, evaluated where they translate exactly.
+    dynamic: Vec<Arc<dyn PhysicalExpr>>,
     limit: Option<usize>,
     /// Per partition, the blocks it reads: `(file, block)`, consecutive in each file.
     partitions: Vec<Vec<(usize, usize)>>,
@@ -73,6 +83,7 @@ impl SiftScanExec {
             table_schema,
             projection,
             filter,
+            dynamic: Vec::new(),
             limit,
             partitions,
             properties: Arc::new(properties),
@@ -159,6 +170,10 @@ impl DisplayAs for SiftScanExec {
                 if let Some(filter) = &self.filter {
                     write!(f, ", filter=[{filter}]")?;
                 }
+                if !self.dynamic.is_empty() {
+                    let now: Vec<String> = self.dynamic.iter().map(|d| d.to_string()).collect();
+                    write!(f, ", dynamic_filters=[{}]", now.join(", "))?;
+                }
                 if let Some(limit) = self.limit {
                     write!(f, ", limit={limit}")?;
                 }
@@ -215,7 +230,16 @@ impl ExecutionPlan for SiftScanExec {
             ))
         })?;
         let counters = Counters::new(&self.metrics, partition);
-        let runs = row_ranges(&self.files, blocks)
+        // With dynamic filters every block gets its own scan, with the filters as they
+        // stand when it starts (a TopK's threshold tightens as rows arrive).
+        let runs = match self.dynamic.is_empty() {
+            true => row_ranges(&self.files, blocks),
+            false => blocks
+                .iter()
+                .flat_map(|&b| row_ranges(&self.files, &[b]))
+                .collect(),
+        };
+        let runs = runs
             .into_iter()
             .map(|(f, rows)| (self.files[f].table.clone(), rows))
             .collect();
@@ -223,6 +247,8 @@ impl ExecutionPlan for SiftScanExec {
             runs,
             columns: self.column_names(),
             filter: self.filter.clone(),
+            dynamic: self.dynamic.clone(),
+            table_schema: self.table_schema.clone(),
             remaining: self.limit.map(|l| l as u64),
             current: None,
             counters,
@@ -231,6 +257,35 @@ impl ExecutionPlan for SiftScanExec {
             self.schema(),
             futures::stream::iter(scan),
         )))
+    }
+
+    /// Takes the dynamic filters among the filters of the plan above (the static ones
+    /// reached the scan through [`SiftTable`](crate::SiftTable) already, or stay above it).
+    /// None is reported as pushed: the operators that made them still filter their rows.
+    fn handle_child_pushdown_result(
+        &self,
+        _phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let filters: Vec<Arc<dyn PhysicalExpr>> = child_pushdown_result
+            .parent_filters
+            .into_iter()
+            .map(|f| f.filter)
+            .collect();
+        let results = vec![PushedDown::No; filters.len()];
+        let dynamic: Vec<Arc<dyn PhysicalExpr>> = filters
+            .into_iter()
+            .filter(|f| f.downcast_ref::<DynamicFilterPhysicalExpr>().is_some())
+            .collect();
+        let mut propagation = FilterPushdownPropagation::with_parent_pushdown_result(results);
+        if !dynamic.is_empty() {
+            let mut node = self.clone();
+            node.dynamic.extend(dynamic);
+            node.metrics = ExecutionPlanMetricsSet::new();
+            propagation = propagation.with_updated_node(Arc::new(node) as Arc<dyn ExecutionPlan>);
+        }
+        Ok(propagation)
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
@@ -268,6 +323,8 @@ struct Counters {
     rows_matched: Count,
     values_decoded: Count,
     bytes_read: Count,
+    /// Scans started with a dynamic filter in force.
+    dynamic_filters: Count,
 }
 
 impl Counters {
@@ -280,6 +337,7 @@ impl Counters {
             rows_matched: c("rows_matched"),
             values_decoded: c("values_decoded"),
             bytes_read: c("bytes_read"),
+            dynamic_filters: c("dynamic_filters"),
         }
     }
 
@@ -301,6 +359,8 @@ struct PartitionScan {
     runs: VecDeque<(sift_scan::Table, Range<u64>)>,
     columns: Vec<String>,
     filter: Option<Filter>,
+    dynamic: Vec<Arc<dyn PhysicalExpr>>,
+    table_schema: SchemaRef,
     remaining: Option<u64>,
     current: Option<(Scan, std::path::PathBuf)>,
     counters: Counters,
@@ -311,6 +371,15 @@ impl PartitionScan {
         let mut builder = table.scan().project(self.columns.clone()).rows(rows);
         if let Some(f) = &self.filter {
             builder = builder.filter(f.clone());
+        }
+        for d in &self.dynamic {
+            // A filter that does not translate (a hash table lookup) is left out: dynamic
+            // filters only spare rows the operator above would drop.
+            let now = snapshot_physical_expr(Arc::clone(d))?;
+            if let Some(f) = physical_to_sift(&now, &self.table_schema) {
+                self.counters.dynamic_filters.add(1);
+                builder = builder.filter(f);
+            }
         }
         if let Some(n) = self.remaining {
             builder = builder.limit(n);

@@ -14,9 +14,13 @@
 //! - case-insensitive `ILIKE`, `SIMILAR TO`, a `LIKE` escape other than `\`;
 //! - literal types the filter language has no exact form for (timestamps, binary).
 
+use std::sync::Arc;
+
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+use datafusion::physical_expr::expressions as phys;
+use datafusion::physical_plan::PhysicalExpr;
 use sift_scan::{CmpOp, Expr as Filter, Literal};
 
 /// The Sift filter meaning exactly what `expr` means on rows of `schema`, or `None`.
@@ -120,6 +124,58 @@ pub fn to_sift(expr: &Expr, schema: &Schema) -> Option<Filter> {
     }
 }
 
+/// The Sift filter meaning exactly what a physical filter (a snapshot of one of
+/// DataFusion's dynamic filters: a join's key bounds or `IN` list, a TopK's threshold)
+/// means on rows of `schema`, or `None`. It is read back into a logical expression of the
+/// same meaning, so that one set of rules ([`to_sift`]) decides what is exact.
+pub fn physical_to_sift(expr: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<Filter> {
+    to_sift(&logical(expr)?, schema)
+}
+
+fn logical(e: &Arc<dyn PhysicalExpr>) -> Option<Expr> {
+    let e: &dyn PhysicalExpr = e.as_ref();
+    if let Some(c) = e.downcast_ref::<phys::Column>() {
+        return Some(Expr::Column(c.name().into()));
+    }
+    if let Some(l) = e.downcast_ref::<phys::Literal>() {
+        return Some(Expr::Literal(l.value().clone(), None));
+    }
+    if let Some(b) = e.downcast_ref::<phys::BinaryExpr>() {
+        return Some(Expr::BinaryExpr(BinaryExpr::new(
+            Box::new(logical(b.left())?),
+            *b.op(),
+            Box::new(logical(b.right())?),
+        )));
+    }
+    if let Some(i) = e.downcast_ref::<phys::InListExpr>() {
+        let list = i.list().iter().map(logical).collect::<Option<Vec<_>>>()?;
+        return Some(datafusion::logical_expr::in_list(
+            logical(i.expr())?,
+            list,
+            i.negated(),
+        ));
+    }
+    if let Some(n) = e.downcast_ref::<phys::IsNullExpr>() {
+        return Some(Expr::IsNull(Box::new(logical(n.arg())?)));
+    }
+    if let Some(n) = e.downcast_ref::<phys::IsNotNullExpr>() {
+        return Some(Expr::IsNotNull(Box::new(logical(n.arg())?)));
+    }
+    if let Some(n) = e.downcast_ref::<phys::NotExpr>() {
+        return Some(Expr::Not(Box::new(logical(n.arg())?)));
+    }
+    if let Some(l) = e.downcast_ref::<phys::LikeExpr>() {
+        return Some(Expr::Like(datafusion::logical_expr::Like::new(
+            l.negated(),
+            Box::new(logical(l.expr())?),
+            Box::new(logical(l.pattern())?),
+            None,
+            l.case_insensitive(),
+        )));
+    }
+    None
+}
+
 /// `column op literal`, `literal op column` or `column op column`.
 fn comparison(left: &Expr, op: Operator, right: &Expr, schema: &Schema) -> Option<Filter> {
     let op = match op {
@@ -203,6 +259,7 @@ fn literal(expr: &Expr, column_type: &DataType) -> Option<Literal> {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::*;
     use datafusion::arrow::datatypes::Field;
@@ -246,6 +303,35 @@ mod tests {
             text(col("i").is_null().or(col("f").gt(lit(1.5f64)))).as_deref(),
             Some("(i is null) or (f > 1.5)")
         );
+    }
+
+    #[test]
+    fn physical_filters_translate_like_logical_ones() {
+        let schema = schema();
+        let column = |name: &str| -> Arc<dyn PhysicalExpr> {
+            Arc::new(phys::Column::new(name, schema.index_of(name).unwrap_or(0)))
+        };
+        let cmp = |l: Arc<dyn PhysicalExpr>,
+                   op,
+                   r: Arc<dyn PhysicalExpr>|
+         -> Arc<dyn PhysicalExpr> { Arc::new(phys::BinaryExpr::new(l, op, r)) };
+        let bounds = cmp(
+            cmp(column("i"), Operator::GtEq, phys::lit(3i64)),
+            Operator::And,
+            cmp(column("i"), Operator::LtEq, phys::lit(9i64)),
+        );
+        let f = |e: Arc<dyn PhysicalExpr>| physical_to_sift(&e, &schema).map(|f| f.to_string());
+        assert_eq!(f(bounds).as_deref(), Some("(i >= 3) and (i <= 9)"));
+        let list = phys::in_list(
+            column("i"),
+            vec![phys::lit(1i64), phys::lit(2i64)],
+            &false,
+            &schema,
+        );
+        assert_eq!(f(list.expect("in list")).as_deref(), Some("i in (1, 2)"));
+        // A TopK threshold on a float zero stays out, as in the logical form.
+        assert_eq!(f(cmp(column("f"), Operator::Lt, phys::lit(0.0f64))), None);
+        assert_eq!(f(phys::lit(true)).as_deref(), Some("true"));
     }
 
     #[test]
