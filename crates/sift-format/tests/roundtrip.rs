@@ -798,3 +798,25 @@ fn footer_work_follows_the_projection() {
     assert_eq!(f.footer_counts().fields, COLUMNS);
     assert_eq!(f.footer_counts().chunks, 3);
 }
+
+/// Encoding a block's columns on several threads writes the same bytes as on one.
+#[test]
+fn threads_do_not_change_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = mixed_batch(5000);
+    let write = |threads: usize| {
+        let path = dir.path().join(format!("t{threads}.sift"));
+        let options = WriteOptions {
+            block_rows: 700,
+            threads,
+        };
+        let mut w = SiftWriter::create(&path, batch.schema(), options).unwrap();
+        w.write(&batch).unwrap();
+        w.finish().unwrap();
+        std::fs::read(&path).unwrap()
+    };
+    let one = write(1);
+    for threads in [2, 3, 16] {
+        assert!(write(threads) == one, "{threads} threads wrote other bytes");
+    }
+}
