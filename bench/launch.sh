@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Shared by bench/run.sh and bench/queries.sh: venv setup, release build of sift, then a
-# harness script on one core (taskset -c 0) with single-threaded libraries.
+# Shared by bench/run.sh, bench/queries.sh and bench/sql.sh: venv setup, release build of
+# sift (or $SIFT_BIN if set, never built here), then a harness script on one core
+# (taskset -c 0) with single-threaded libraries (a harness pins each engine it runs).
 #
 #   bench/launch.sh NAME SCRIPT.py [--scale SF] [--no-build] [script options...]
 set -euo pipefail
@@ -30,7 +31,9 @@ target="${CARGO_TARGET_DIR:-$repo/target}"
 [[ "$target" = /* ]] || target="$repo/$target"
 sift="$target/release/sift"
 missing=""
-if [[ $build = 1 ]]; then
+if [[ -n "${SIFT_BIN:-}" ]]; then
+    sift="$SIFT_BIN"
+elif [[ $build = 1 ]]; then
     echo "$name: cargo build --release -p sift-cli" >&2
     if ! (cd "$repo" && cargo build --release -p sift-cli >&2); then
         echo "$name: WARNING: cargo build failed; Sift is reported as not measured" >&2
