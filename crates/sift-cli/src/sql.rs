@@ -15,7 +15,7 @@ use datafusion::datasource::listing::{
 };
 use datafusion::prelude::{DataFrame, SessionContext};
 use futures::StreamExt;
-use sift_datafusion::{SiftTable, session};
+use sift_datafusion::{PARQUET_EXTENSIONS, SiftTable, has_extension, session};
 
 use crate::cat::{CatOutput, OutputFormatParser};
 use crate::display::printable_batch;
@@ -151,9 +151,7 @@ async fn register(
     path: &str,
     reader: ParquetReader,
 ) -> Result<()> {
-    let is_parquet = sift_datafusion::PARQUET_EXTENSIONS
-        .iter()
-        .any(|x| path.to_ascii_lowercase().ends_with(&format!(".{x}")));
+    let is_parquet = has_extension(std::path::Path::new(path), PARQUET_EXTENSIONS);
     if reader == ParquetReader::Datafusion && is_parquet {
         let absolute = std::path::absolute(path)
             .with_context(|| format!("{path}: cannot resolve the path"))?;

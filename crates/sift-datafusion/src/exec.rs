@@ -47,8 +47,8 @@ pub struct SiftScanExec {
     /// Dynamic filters from the plan above, evaluated where they translate exactly.
     dynamic: Vec<Arc<dyn PhysicalExpr>>,
     limit: Option<usize>,
-    /// Per partition, the blocks it reads: `(file, block)`, consecutive in each file.
-    partitions: Vec<Vec<(usize, usize)>>,
+    /// Per partition, the blocks it reads, consecutive in each file.
+    partitions: Vec<Vec<PartBlock>>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -102,46 +102,57 @@ impl SiftScanExec {
     }
 }
 
+/// One block of a partition: its file, its index there, and its rows in that file.
+#[derive(Debug, Clone)]
+struct PartBlock {
+    file: usize,
+    block: usize,
+    rows: Range<u64>,
+}
+
 /// Splits the files' blocks into at most `n` runs of consecutive blocks with about equal
 /// row counts; a partition never starts inside a block.
-fn split_blocks(files: &[TableFile], n: usize) -> Vec<Vec<(usize, usize)>> {
-    let blocks: Vec<(usize, usize, u64)> = files
-        .iter()
-        .enumerate()
-        .flat_map(|(f, file)| {
-            (0..file.table.num_blocks()).map(move |b| (f, b, file.table.block_rows(b)))
-        })
-        .collect();
-    let total: u64 = blocks.iter().map(|b| b.2).sum();
+fn split_blocks(files: &[TableFile], n: usize) -> Vec<Vec<PartBlock>> {
+    let mut blocks = Vec::new();
+    for (f, file) in files.iter().enumerate() {
+        let mut first = 0u64;
+        for b in 0..file.table.num_blocks() {
+            let end = first + file.table.block_rows(b);
+            blocks.push(PartBlock {
+                file: f,
+                block: b,
+                rows: first..end,
+            });
+            first = end;
+        }
+    }
+    let total: u64 = blocks.iter().map(|b| b.rows.end - b.rows.start).sum();
     let n = n.clamp(1, blocks.len().max(1));
-    let mut out: Vec<Vec<(usize, usize)>> = vec![Vec::new()];
+    // Start the next partition once this one holds its share of the rows.
+    let share = total.div_ceil(n as u64).max(1);
+    let mut out: Vec<Vec<PartBlock>> = vec![Vec::new()];
     let mut done = 0u64;
-    for (f, b, rows) in blocks {
-        // Start the next partition once this one holds its share of the rows.
-        let share = total.div_ceil(n as u64).max(1);
+    for block in blocks {
         let current = out.len() as u64;
         if done >= share * current && out.len() < n && out.last().is_some_and(|p| !p.is_empty()) {
             out.push(Vec::new());
         }
+        done += block.rows.end - block.rows.start;
         if let Some(p) = out.last_mut() {
-            p.push((f, b));
+            p.push(block);
         }
-        done += rows;
     }
     out
 }
 
 /// The row ranges of a partition's blocks, per file: consecutive blocks of one file form
 /// one range.
-fn row_ranges(files: &[TableFile], blocks: &[(usize, usize)]) -> Vec<(usize, Range<u64>)> {
+fn row_ranges(blocks: &[PartBlock]) -> Vec<(usize, Range<u64>)> {
     let mut out: Vec<(usize, Range<u64>)> = Vec::new();
-    for &(f, b) in blocks {
-        let table = &files[f].table;
-        let start: u64 = (0..b).map(|i| table.block_rows(i)).sum();
-        let end = start + table.block_rows(b);
+    for b in blocks {
         match out.last_mut() {
-            Some((lf, r)) if *lf == f && r.end == start => r.end = end,
-            _ => out.push((f, start..end)),
+            Some((f, r)) if *f == b.file && r.end == b.rows.start => r.end = b.rows.end,
+            _ => out.push((b.file, b.rows.clone())),
         }
     }
     out
@@ -233,11 +244,8 @@ impl ExecutionPlan for SiftScanExec {
         // With dynamic filters every block gets its own scan, with the filters as they
         // stand when it starts (a TopK's threshold tightens as rows arrive).
         let runs = match self.dynamic.is_empty() {
-            true => row_ranges(&self.files, blocks),
-            false => blocks
-                .iter()
-                .flat_map(|&b| row_ranges(&self.files, &[b]))
-                .collect(),
+            true => row_ranges(blocks),
+            false => blocks.iter().map(|b| (b.file, b.rows.clone())).collect(),
         };
         let runs = runs
             .into_iter()
@@ -298,8 +306,16 @@ impl ExecutionPlan for SiftScanExec {
         args: &StatisticsArgs,
     ) -> Result<Arc<Statistics>> {
         let blocks: Vec<(usize, usize)> = match args.partition() {
-            Some(p) => self.partitions.get(p).cloned().unwrap_or_default(),
-            None => self.partitions.concat(),
+            Some(p) => self
+                .partitions
+                .get(p)
+                .map_or_else(Vec::new, |p| p.iter().map(|b| (b.file, b.block)).collect()),
+            None => self
+                .partitions
+                .iter()
+                .flatten()
+                .map(|b| (b.file, b.block))
+                .collect(),
         };
         let mut stats = blocks_statistics(&self.files, &self.table_schema, &blocks);
         if let Some(p) = &self.projection {
@@ -401,6 +417,10 @@ impl Iterator for PartitionScan {
     fn next(&mut self) -> Option<Result<RecordBatch>> {
         loop {
             if self.remaining == Some(0) {
+                // Stopped at the limit: what the scan did so far still counts.
+                if let Some((scan, _)) = self.current.take() {
+                    self.counters.add(scan.stats());
+                }
                 return None;
             }
             if let Some((scan, path)) = &mut self.current {

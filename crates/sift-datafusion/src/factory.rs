@@ -9,7 +9,7 @@ use datafusion::catalog::{Session, TableProvider, TableProviderFactory, UrlTable
 use datafusion::common::{DataFusionError, Result};
 use datafusion::logical_expr::CreateExternalTable;
 
-use crate::table::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, SiftTable, has_extension};
+use crate::table::{SiftTable, readable};
 
 /// Makes a [`SiftTable`] for `CREATE EXTERNAL TABLE name STORED AS SIFT LOCATION '…'`; the
 /// location is a file, a directory or a glob of `.sift` (or `.parquet`) files.
@@ -58,8 +58,7 @@ pub struct SiftUrlTables;
 impl UrlTableFactory for SiftUrlTables {
     async fn try_new(&self, url: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         let path = Path::new(url);
-        let named = has_extension(path, SIFT_EXTENSIONS) || has_extension(path, PARQUET_EXTENSIONS);
-        if !named && !path.is_dir() {
+        if !readable(path) && !path.is_dir() {
             return Ok(None);
         }
         Ok(Some(Arc::new(SiftTable::open(url)?)))

@@ -38,7 +38,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use exec::SiftScanExec;
 pub use factory::{SiftTableFactory, SiftUrlTables};
-pub use table::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, SiftTable, resolve_location};
+pub use table::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, SiftTable, has_extension, resolve_location};
 pub use translate::to_sift;
 
 /// A DataFusion session that runs `threads` partitions at once and knows Sift: `CREATE

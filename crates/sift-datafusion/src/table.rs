@@ -47,13 +47,14 @@ pub const SIFT_EXTENSIONS: &[&str] = &["sift"];
 pub const PARQUET_EXTENSIONS: &[&str] = &["parquet", "parq", "pq"];
 
 /// Whether `path` ends in one of `extensions` (any case).
-pub(crate) fn has_extension(path: &Path, extensions: &[&str]) -> bool {
+pub fn has_extension(path: &Path, extensions: &[&str]) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
 }
 
-fn readable(path: &Path) -> bool {
+/// Whether `path` names a file a table reads (`.sift` or `.parquet`).
+pub(crate) fn readable(path: &Path) -> bool {
     has_extension(path, SIFT_EXTENSIONS) || has_extension(path, PARQUET_EXTENSIONS)
 }
 
