@@ -55,8 +55,10 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_DIR = BENCH_DIR.parent
+import harness  # the shared data and machine helpers of the harnesses
+
+BENCH_DIR = harness.BENCH_DIR
+REPO_DIR = harness.REPO_DIR
 TPCH_DIR = BENCH_DIR / "tpch"
 
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders",
@@ -83,10 +85,6 @@ def child_env() -> dict:
 def cpus(threads: int) -> str:
     """The CPUs a T-thread engine is pinned to: 0, then 0,1, …"""
     return ",".join(str(i) for i in range(threads))
-
-
-def scale_str(scale: float) -> str:
-    return f"{scale:g}"
 
 
 def strip_sql(sql: str) -> str:
@@ -229,18 +227,9 @@ class Data:
     notes: list[str] = field(default_factory=list)
 
 
-def tool(name: str) -> str:
-    cand = Path(sys.executable).parent / name
-    if cand.is_file():
-        return str(cand)
-    found = shutil.which(name)
-    if not found:
-        sys.exit(f"sql.py: {name} not found (run bench/setup.sh)")
-    return found
-
-
 def tpchgen_version() -> str:
-    p = subprocess.run([tool("tpchgen-cli"), "--version"], capture_output=True, text=True)
+    p = subprocess.run([harness.find_tool("tpchgen-cli"), "--version"], capture_output=True,
+                       text=True)
     return p.stdout.strip() or "?"
 
 
@@ -255,16 +244,16 @@ def generate_parquet(scale: float, base: Path) -> Path:
     """tpchgen-cli's Parquet files of all 8 tables at `scale`, as it writes them (default
     options), cached with a manifest."""
     out = base / "parquet"
-    params = {"generator": tpchgen_version(), "scale": scale_str(scale),
+    params = {"generator": tpchgen_version(), "scale": harness.scale_str(scale),
               "command": "tpchgen-cli parquet -s SCALE -o DIR"}
     if manifest_ok(out / "manifest.json", params) and \
             all((out / f"{t}.parquet").is_file() for t in TABLES):
         return out
     tmp = base / "parquet.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    log(f"generating TPC-H SF{scale_str(scale)} (all 8 tables) with tpchgen-cli ...")
-    subprocess.run([tool("tpchgen-cli"), "parquet", "-s", scale_str(scale), "-o", str(tmp),
-                    "--quiet"], check=True)
+    log(f"generating TPC-H SF{harness.scale_str(scale)} (all 8 tables) with tpchgen-cli ...")
+    subprocess.run([harness.find_tool("tpchgen-cli"), "parquet", "-s", harness.scale_str(scale),
+                    "-o", str(tmp), "--quiet"], check=True)
     missing = [t for t in TABLES if not (tmp / f"{t}.parquet").is_file()]
     if missing:
         raise RuntimeError(f"tpchgen-cli wrote no {', '.join(missing)}")
@@ -339,7 +328,7 @@ def build_duckdb(pqdir: Path, base: Path) -> Path:
 
 def prepare_data(args, sift_bin: Path | None, sift_mtime: float | None,
                  sift_reason: str) -> Data:
-    base = args.data_dir / f"tpch-sf{scale_str(args.scale)}"
+    base = args.data_dir / f"tpch-sf{harness.scale_str(args.scale)}"
     base.mkdir(parents=True, exist_ok=True)
     pqdir = generate_parquet(args.scale, base)
     info, rows = parquet_details(pqdir)
@@ -361,10 +350,7 @@ def prepare_data(args, sift_bin: Path | None, sift_mtime: float | None,
 def warm(paths: list[Path]) -> None:
     """Read every byte, so that first runs find the files in the page cache."""
     for p in paths:
-        if p.is_file():
-            with open(p, "rb") as f:
-                while f.read(1 << 24):
-                    pass
+        harness.warm_page_cache(p)
 
 
 # --------------------------------------------------------------------------- engines
@@ -842,7 +828,7 @@ def parquet_line(data: Data) -> str:
     codec = ", ".join(f"{c} ({n} column chunks)" for c, n in sorted(codecs.items()))
     writer = sorted({data.parquet_info[t]["created_by"] for t in TABLES})
     li = data.parquet_info["lineitem"]
-    return (f"Parquet files: written by `tpchgen-cli parquet -s {scale_str(data.scale)}` with "
+    return (f"Parquet files: written by `tpchgen-cli parquet -s {harness.scale_str(data.scale)}` with "
             f"its default options, one file per table, compression as pyarrow reads it from "
             f"the column chunks: **{codec}**; writer {', '.join(writer)}; lineitem "
             f"{li['row_groups']} row groups. Types as tpchgen writes them: decimals "
@@ -945,7 +931,7 @@ def collect_problems(run: Run, queries: list[Query], engines: list[Engine]) -> l
 
 def report(run: Run, queries: list[Query], engines: list[Engine], data: Data, args,
            sift_bin, origin) -> str:
-    sc = scale_str(args.scale)
+    sc = harness.scale_str(args.scale)
     n = args.runs
     out = [f"# TPC-H SF{sc}: 22 queries through `sift sql`, DataFusion's Parquet reader and "
            "DuckDB", "",
@@ -1124,7 +1110,7 @@ def main() -> int:
             scaling(sift_bin, reason, args, data, run, tmpdir)
 
         md = report(run, queries, engines, data, args, sift_bin, origin)
-        stem = f"sql-sf{scale_str(args.scale)}"
+        stem = f"sql-sf{harness.scale_str(args.scale)}"
         args.results_dir.mkdir(parents=True, exist_ok=True)
         (args.results_dir / f"{stem}.md").write_text(md)
         raw = {
