@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
-use crate::io::Format;
 use crate::readback::read_with;
 use crate::ui::Ui;
+use sift_io::Format;
 
 /// Measurements for benchmark harnesses (JSON on stdout).
 #[derive(Debug, Args)]

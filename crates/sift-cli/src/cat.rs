@@ -11,7 +11,9 @@ use arrow::datatypes::SchemaRef;
 use sift_format::{MAX_BLOCK_ROWS, ReadOptions, SiftFile};
 
 use crate::display::printable_batch;
-use crate::io::{Format, InputOptions, Stdout, open_input};
+use sift_io::{Format, InputOptions, open_input};
+
+use crate::io::Stdout;
 use crate::measure::batch_bytes;
 use crate::table::{fmt_secs, human_bytes, human_count};
 use crate::ui::Ui;

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::io::{
-    Format, InputOptions, Output, OutputOptions, ParquetCompression, Stdout, open_input,
-};
+use sift_io::{Format, InputOptions, Output, OutputOptions, ParquetCompression, open_input};
+
+use crate::io::Stdout;
 use crate::table::{fmt_ratio, fmt_secs, human_bytes, human_count, ratio};
 use crate::ui::Ui;
 
@@ -80,20 +80,16 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
         .with_context(|| format!("cannot open {}", args.input.display()))?
         .len();
     let input = open_input(&args.input, &in_options)?;
-    let mut output = Output::create(&args.output, &input.schema, &out_options)?;
+    let output = Output::create(&args.output, &input.schema, &out_options)?;
     let progress = ui.progress(
         input.rows,
         "rows",
         &format!("{} → {}", in_format.name(), out_format.name()),
     );
-    let mut rows = 0u64;
-    for batch in input.batches {
-        let batch = batch?;
-        output.write(&batch)?;
-        rows += batch.num_rows() as u64;
+    let (rows, bytes_out) = sift_io::copy(input, output, |batch| {
         progress.inc(batch.num_rows() as u64);
-    }
-    let bytes_out = output.finish()?;
+        Ok(())
+    })?;
     progress.finish_and_clear();
     let secs = start.elapsed().as_secs_f64();
 

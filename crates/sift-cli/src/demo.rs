@@ -11,7 +11,9 @@ use sift_format::MAX_BLOCK_ROWS;
 use tpchgen::generators::LineItemGenerator;
 use tpchgen_arrow::LineItemArrow;
 
-use crate::io::{Output, OutputOptions, ParquetCompression, Stdout};
+use sift_io::{Output, OutputOptions, ParquetCompression};
+
+use crate::io::Stdout;
 use crate::measure::batch_bytes;
 use crate::readback::read_with;
 use crate::table::{Align, Table, fmt_ratio, fmt_secs, human_bytes, human_count, ratio};

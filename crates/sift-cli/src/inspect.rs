@@ -17,7 +17,9 @@ use sift_encoding::ColumnEncoding;
 use sift_format::{ChunkStats, FORMAT_VERSION, Scalar, SiftFile};
 
 use crate::display::printable_type;
-use crate::io::{Format, Stdout};
+use sift_io::Format;
+
+use crate::io::Stdout;
 use crate::measure::array_bytes;
 use crate::table::{Align, Table, fmt_ratio, human_bytes, human_count, ratio};
 use crate::ui::Ui;

@@ -81,7 +81,7 @@ fn main() -> ExitCode {
         Command::Convert(_) | Command::Scan(_) | Command::Sql(_) | Command::Demo(_)
     );
     if writes && let Err(e) = io::remove_temp_files_on_signal() {
-        eprintln!("sift: warning: {}", error_message(&e));
+        eprintln!("sift: warning: {}", sift_io::error_message(&e));
     }
     let result = match cli.command {
         Command::Convert(args) => convert::run(&args, &ui),
@@ -98,7 +98,7 @@ fn main() -> ExitCode {
         // The reader of our stdout went away (`sift cat f | head`): not an error.
         Err(_) if io::stdout_closed() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("sift: error: {}", error_message(&e));
+            eprintln!("sift: error: {}", sift_io::error_message(&e));
             ExitCode::FAILURE
         }
     }
@@ -110,21 +110,4 @@ fn threads(option: Option<u64>) -> usize {
         Some(n) => usize::try_from(n).unwrap_or(1).max(1),
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     }
-}
-
-/// The error and its causes on one line, `outer: inner: root`, leaving out a cause whose
-/// text the message already holds (some errors print their source themselves).
-fn error_message(e: &anyhow::Error) -> String {
-    let mut message = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if message.contains(&text) {
-            continue;
-        }
-        if !message.is_empty() {
-            message.push_str(": ");
-        }
-        message.push_str(&text);
-    }
-    message
 }

@@ -11,8 +11,8 @@ use anyhow::{Context, Result, bail};
 use arrow::array::RecordBatch;
 use sift_format::{MAX_BLOCK_ROWS, SiftFile};
 
-use crate::io::{Format, InputOptions, open_input};
 use crate::measure::batch_bytes;
+use sift_io::{Format, InputOptions, open_input};
 
 /// What one timed read of a whole file saw.
 pub struct Read {

@@ -14,7 +14,9 @@ use sift_format::TempFile;
 
 use crate::cat::{CatOutput, OutputFormatParser, Printer};
 use crate::display::printable_batch;
-use crate::io::{Format, Output, OutputOptions, Stdout};
+use sift_io::{Format, Output, OutputOptions};
+
+use crate::io::Stdout;
 use crate::table::{fmt_secs, human_bytes, human_count};
 use crate::ui::Ui;
 

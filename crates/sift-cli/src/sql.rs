@@ -259,24 +259,7 @@ fn print_explain(plan: &[RecordBatch]) -> Result<()> {
 
 /// A DataFusion error, with the line and column of the SQL it points at when known.
 fn sql_error(e: DataFusionError, sql: &str) -> anyhow::Error {
-    let position = e
-        .diagnostic()
-        .and_then(|d| d.span)
-        .filter(|s| s.start.line > 0)
-        .map(|s| {
-            let line = sql.lines().nth(s.start.line as usize - 1).unwrap_or("");
-            let col = s.start.column.max(1) as usize;
-            // The line, shortened around the position, with a caret under it.
-            let from = col.saturating_sub(40);
-            let shown: String = line.chars().skip(from).take(80).collect();
-            let caret = " ".repeat(col - 1 - from);
-            format!(
-                " (line {}, column {col})\n  {shown}\n  {caret}^",
-                s.start.line
-            )
-        })
-        .unwrap_or_default();
-    anyhow::anyhow!("{}{position}", e.strip_backtrace())
+    anyhow::anyhow!(sift_datafusion::error_message(&e, sql))
 }
 
 /// Splits SQL text into statements at `;` outside quotes and comments; empty statements
@@ -354,7 +337,7 @@ async fn interactive(ctx: &SessionContext, args: &SqlArgs) -> Result<()> {
                 let _ = editor.add_history_entry(buffer.trim());
                 for s in split_statements(&std::mem::take(&mut buffer)) {
                     if let Err(e) = run_statement(ctx, &s, args, &Ui::new(true)).await {
-                        eprintln!("error: {}", crate::error_message(&e));
+                        eprintln!("error: {}", sift_io::error_message(&e));
                     }
                 }
             }

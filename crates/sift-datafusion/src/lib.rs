@@ -33,11 +33,13 @@ mod translate;
 use std::sync::Arc;
 
 use datafusion::catalog::UrlTableFactory;
+use datafusion::error::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use exec::SiftScanExec;
 pub use factory::{SiftTableFactory, SiftUrlTables};
+pub use stats::zone_bound;
 pub use table::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, SiftTable, has_extension, resolve_location};
 pub use translate::to_sift;
 
@@ -69,6 +71,29 @@ pub fn register_url_tables(ctx: SessionContext) -> SessionContext {
     );
     ctx.register_catalog_list(Arc::new(dynamic));
     ctx
+}
+
+/// The message of a DataFusion error about `sql`, with the line and column of the SQL it
+/// points at (and that line, with a caret under the position) when the error knows them.
+pub fn error_message(e: &DataFusionError, sql: &str) -> String {
+    let position = e
+        .diagnostic()
+        .and_then(|d| d.span)
+        .filter(|s| s.start.line > 0)
+        .map(|s| {
+            let line = sql.lines().nth(s.start.line as usize - 1).unwrap_or("");
+            let col = s.start.column.max(1) as usize;
+            // The line, shortened around the position, with a caret under it.
+            let from = col.saturating_sub(40);
+            let shown: String = line.chars().skip(from).take(80).collect();
+            let caret = " ".repeat(col - 1 - from);
+            format!(
+                " (line {}, column {col})\n  {shown}\n  {caret}^",
+                s.start.line
+            )
+        })
+        .unwrap_or_default();
+    format!("{}{position}", e.strip_backtrace())
 }
 
 // The engine's table is shared by partitions running on several threads.

@@ -63,8 +63,8 @@ fn column_statistics<'a>(
             return ColumnStatistics::new_unknown();
         };
         nulls = nulls.map(|n| n + z.null_count);
-        let lo = z.min.as_ref().and_then(|s| scalar(s, dt));
-        let hi = z.max.as_ref().and_then(|s| scalar(s, dt));
+        let lo = z.min.as_ref().and_then(|s| zone_bound(s, dt));
+        let hi = z.max.as_ref().and_then(|s| zone_bound(s, dt));
         match (lo, hi) {
             (Some(lo), Some(hi)) if bounds_known => {
                 min = Some(match min {
@@ -95,8 +95,8 @@ fn column_statistics<'a>(
     stats
 }
 
-/// A zone-map bound as a value of the column's type.
-fn scalar(s: &Scalar, dt: &DataType) -> Option<ScalarValue> {
+/// A zone-map bound as a value of the column's type (`None` when it does not fit it).
+pub fn zone_bound(s: &Scalar, dt: &DataType) -> Option<ScalarValue> {
     Some(match (s, dt) {
         (Scalar::Int(v), DataType::Int8) => ScalarValue::Int8(Some(i8::try_from(*v).ok()?)),
         (Scalar::Int(v), DataType::Int16) => ScalarValue::Int16(Some(i16::try_from(*v).ok()?)),
@@ -164,13 +164,13 @@ mod tests {
     #[test]
     fn decimal_and_string_bounds_take_the_column_type() {
         assert_eq!(
-            scalar(&Scalar::Int(12345), &DataType::Decimal128(15, 2)),
+            zone_bound(&Scalar::Int(12345), &DataType::Decimal128(15, 2)),
             Some(ScalarValue::Decimal128(Some(12345), 15, 2))
         );
         assert_eq!(
-            scalar(&Scalar::Bytes(b"ab".to_vec()), &DataType::Utf8View),
+            zone_bound(&Scalar::Bytes(b"ab".to_vec()), &DataType::Utf8View),
             Some(ScalarValue::Utf8View(Some("ab".into())))
         );
-        assert_eq!(scalar(&Scalar::Int(300), &DataType::Int8), None);
+        assert_eq!(zone_bound(&Scalar::Int(300), &DataType::Int8), None);
     }
 }

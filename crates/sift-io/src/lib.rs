@@ -1,0 +1,464 @@
+//! Files in and out: readers that stream record batches from every supported input
+//! format (Sift, Parquet, CSV, Arrow IPC), and writers that stream them into every output
+//! format, atomically. The command-line tool and the Python package convert through here.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use arrow::array::{RecordBatch, RecordBatchReader};
+use arrow::datatypes::SchemaRef;
+use arrow::ipc::reader::{FileReader, StreamReader};
+use arrow::ipc::writer::{FileWriter, StreamWriter};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use sift_format::{SiftFile, SiftWriter, TempFile, WriteOptions, check_unique_names};
+
+/// A file format, recognized by the file name's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `.sift`
+    Sift,
+    /// `.parquet`, `.pq`
+    Parquet,
+    /// `.csv` (input only)
+    Csv,
+    /// Arrow IPC file format: `.arrow`, `.feather`, `.ipc`
+    ArrowFile,
+    /// Arrow IPC stream format: `.arrows`
+    ArrowStream,
+}
+
+impl Format {
+    /// The format of `path`, from its extension.
+    pub fn of(path: &Path) -> Result<Self> {
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        Ok(match ext.as_str() {
+            "sift" => Format::Sift,
+            "parquet" | "pq" => Format::Parquet,
+            "csv" => Format::Csv,
+            "arrow" | "feather" | "ipc" => Format::ArrowFile,
+            "arrows" => Format::ArrowStream,
+            _ => bail!(
+                "{}: unknown file type '.{ext}' (expected .sift, .parquet, .csv, \
+                 .arrow/.feather/.ipc or .arrows)",
+                path.display()
+            ),
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Sift => "Sift",
+            Format::Parquet => "Parquet",
+            Format::Csv => "CSV",
+            Format::ArrowFile => "Arrow IPC file",
+            Format::ArrowStream => "Arrow IPC stream",
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------ input
+
+/// Settings for reading inputs.
+#[derive(Debug, Clone)]
+pub struct InputOptions {
+    /// Rows per batch where the reader lets us choose (Parquet, CSV).
+    pub batch_rows: usize,
+    /// Rows of a CSV file used to infer its schema.
+    pub csv_infer_rows: usize,
+    /// Columns to read, in this order (all if empty).
+    pub columns: Vec<String>,
+    /// Row groups to read, `start..end` with `None` for an open end (Parquet only; all
+    /// if `None`).
+    pub row_groups: Option<(usize, Option<usize>)>,
+}
+
+impl Default for InputOptions {
+    fn default() -> Self {
+        Self {
+            batch_rows: sift_format::MAX_BLOCK_ROWS,
+            csv_infer_rows: 1000,
+            columns: Vec::new(),
+            row_groups: None,
+        }
+    }
+}
+
+/// A stream of record batches from a file, never holding more than one batch.
+pub struct Input {
+    /// The schema of every batch.
+    pub schema: SchemaRef,
+    /// Total rows, when the format says so up front (for progress bars).
+    pub rows: Option<u64>,
+    /// The batches; errors name the file.
+    pub batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
+}
+
+/// Opens `path` for streaming, choosing the reader by extension.
+pub fn open_input(path: &Path, options: &InputOptions) -> Result<Input> {
+    let input = open_all_columns(path, options)?;
+    if options.columns.is_empty() {
+        return Ok(input);
+    }
+    let indices = options
+        .columns
+        .iter()
+        .map(|name| {
+            input.schema.index_of(name).map_err(|_| {
+                let known: Vec<&str> = input
+                    .schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect();
+                anyhow::anyhow!(
+                    "{}: no column '{name}' (columns: {})",
+                    path.display(),
+                    known.join(", ")
+                )
+            })
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    let schema = SchemaRef::new(input.schema.project(&indices)?);
+    let batches = input.batches.map(move |b| Ok(b?.project(&indices)?));
+    Ok(Input {
+        schema,
+        rows: input.rows,
+        batches: Box::new(batches),
+    })
+}
+
+fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
+    let format = Format::of(path)?;
+    if options.row_groups.is_some() && format != Format::Parquet {
+        bail!(
+            "{}: {} files have no row groups or blocks to select (Sift and Parquet files do)",
+            path.display(),
+            format.name()
+        );
+    }
+    let owned = path.to_path_buf();
+    let ctx = move || format!("cannot read {}", owned.display());
+    match format {
+        Format::Sift => {
+            let file = SiftFile::open(path).context("cannot open the Sift file")?;
+            let schema = file.schema()?.clone();
+            let rows = Some(file.num_rows());
+            Ok(Input {
+                schema,
+                rows,
+                batches: Box::new(SiftBlocks { file, next: 0 }),
+            })
+        }
+        Format::Parquet => {
+            let file = open_file(path)?;
+            let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+                .with_context(|| format!("cannot open {} as Parquet", path.display()))?;
+            let groups = builder.metadata().row_groups();
+            let selected = match options.row_groups {
+                None => 0..groups.len(),
+                Some((start, end)) => start..end.unwrap_or(groups.len()),
+            };
+            let Some(selected_groups) = groups.get(selected.clone()) else {
+                let end = options.row_groups.and_then(|(_, e)| e);
+                bail!(
+                    "{}: row groups {}..{} are out of range (the file has {} row group{})",
+                    path.display(),
+                    selected.start,
+                    end.map_or(String::new(), |e| e.to_string()),
+                    groups.len(),
+                    if groups.len() == 1 { "" } else { "s" }
+                );
+            };
+            let rows = selected_groups
+                .iter()
+                .map(|g| u64::try_from(g.num_rows()).ok())
+                .sum();
+            // Decode only the wanted columns; `open_input` puts them in the asked order (and
+            // names an unknown one, so all are kept then).
+            let schema = builder.schema().clone();
+            let all = options.columns.is_empty()
+                || options
+                    .columns
+                    .iter()
+                    .any(|c| schema.field_with_name(c).is_err());
+            let roots: Vec<usize> = (0..schema.fields().len())
+                .filter(|&i| all || options.columns.contains(schema.field(i).name()))
+                .collect();
+            let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+            let reader = builder
+                .with_projection(mask)
+                .with_row_groups(selected.collect())
+                .with_batch_size(options.batch_rows)
+                .build()
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let schema = reader.schema();
+            Ok(Input {
+                schema,
+                rows,
+                batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+            })
+        }
+        Format::Csv => {
+            let format = arrow::csv::reader::Format::default().with_header(true);
+            let (schema, _) = format
+                .infer_schema(
+                    BufReader::new(open_file(path)?),
+                    Some(options.csv_infer_rows),
+                )
+                .with_context(|| format!("cannot infer the schema of {}", path.display()))?;
+            let schema = SchemaRef::new(schema);
+            let reader = arrow::csv::ReaderBuilder::new(schema.clone())
+                .with_format(format)
+                .with_batch_size(options.batch_rows)
+                .build(BufReader::new(open_file(path)?))
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Ok(Input {
+                schema,
+                rows: None,
+                batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+            })
+        }
+        Format::ArrowFile => {
+            let reader = FileReader::try_new(BufReader::new(open_file(path)?), None)
+                .with_context(|| format!("cannot open {} as an Arrow IPC file", path.display()))?;
+            Ok(Input {
+                schema: reader.schema(),
+                rows: None,
+                batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+            })
+        }
+        Format::ArrowStream => {
+            let reader = StreamReader::try_new(BufReader::new(open_file(path)?), None)
+                .with_context(|| {
+                    format!("cannot open {} as an Arrow IPC stream", path.display())
+                })?;
+            Ok(Input {
+                schema: reader.schema(),
+                rows: None,
+                batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+            })
+        }
+    }
+}
+
+fn open_file(path: &Path) -> Result<File> {
+    File::open(path).with_context(|| format!("cannot open {}", path.display()))
+}
+
+/// The blocks of a Sift file, one batch each; owns the file so it can be boxed.
+struct SiftBlocks {
+    file: SiftFile,
+    next: usize,
+}
+
+impl Iterator for SiftBlocks {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.file.num_blocks() {
+            return None;
+        }
+        let block = self.next;
+        self.next += 1;
+        Some(self.file.read_block(block, None).with_context(|| {
+            format!(
+                "cannot read block {block} of {}",
+                self.file.path().display()
+            )
+        }))
+    }
+}
+
+// ----------------------------------------------------------------------------- output
+
+/// Parquet compression codecs offered for writing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum ParquetCompression {
+    /// Zstandard, level 1 (the default).
+    Zstd,
+    /// Snappy.
+    Snappy,
+    /// Uncompressed.
+    None,
+}
+
+impl ParquetCompression {
+    fn codec(self) -> Compression {
+        match self {
+            ParquetCompression::Zstd => Compression::ZSTD(ZstdLevel::default()),
+            ParquetCompression::Snappy => Compression::SNAPPY,
+            ParquetCompression::None => Compression::UNCOMPRESSED,
+        }
+    }
+}
+
+/// Settings for writing outputs.
+#[derive(Debug, Clone)]
+pub struct OutputOptions {
+    /// Rows per Sift block.
+    pub block_rows: usize,
+    /// Parquet codec.
+    pub compression: ParquetCompression,
+    /// Threads encoding a Sift block's columns (the file is the same for any count).
+    pub threads: usize,
+}
+
+impl Default for OutputOptions {
+    fn default() -> Self {
+        Self {
+            block_rows: sift_format::MAX_BLOCK_ROWS,
+            compression: ParquetCompression::Zstd,
+            threads: 1,
+        }
+    }
+}
+
+/// A file being written batch by batch. Nothing appears at the target path until
+/// [`Output::finish`] succeeds; dropping an unfinished output removes its temporary file.
+pub struct Output {
+    path: PathBuf,
+    sink: Sink,
+}
+
+enum Sink {
+    Sift(SiftWriter),
+    Parquet(ArrowWriter<File>, TempFile),
+    ArrowFile(FileWriter<BufWriter<File>>, TempFile),
+    ArrowStream(StreamWriter<BufWriter<File>>, TempFile),
+}
+
+impl Output {
+    /// Starts writing `path` with the writer its extension names.
+    pub fn create(path: &Path, schema: &SchemaRef, options: &OutputOptions) -> Result<Self> {
+        let format = Format::of(path)?;
+        let ctx = || format!("cannot write {}", path.display());
+        // Every format, not just Sift: a later filter by name would bind to the first.
+        check_unique_names(schema).with_context(ctx)?;
+        let sink = match format {
+            Format::Sift => {
+                let options = WriteOptions {
+                    block_rows: options.block_rows,
+                    threads: options.threads,
+                };
+                Sink::Sift(SiftWriter::create(path, schema.clone(), options).with_context(ctx)?)
+            }
+            Format::Parquet => {
+                let (tmp, file) = TempFile::create(path).with_context(ctx)?;
+                let props = WriterProperties::builder()
+                    .set_compression(options.compression.codec())
+                    .build();
+                let writer =
+                    ArrowWriter::try_new(file, schema.clone(), Some(props)).with_context(ctx)?;
+                Sink::Parquet(writer, tmp)
+            }
+            Format::ArrowFile => {
+                let (tmp, file) = TempFile::create(path).with_context(ctx)?;
+                let writer = FileWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema)
+                    .with_context(ctx)?;
+                Sink::ArrowFile(writer, tmp)
+            }
+            Format::ArrowStream => {
+                let (tmp, file) = TempFile::create(path).with_context(ctx)?;
+                let writer = StreamWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema)
+                    .with_context(ctx)?;
+                Sink::ArrowStream(writer, tmp)
+            }
+            Format::Csv => bail!(
+                "{}: writing CSV files is not supported; use `sift cat FILE --output csv`",
+                path.display()
+            ),
+        };
+        Ok(Self {
+            path: path.to_path_buf(),
+            sink,
+        })
+    }
+
+    /// Appends a batch.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let ctx = || format!("cannot write {}", self.path.display());
+        match &mut self.sink {
+            Sink::Sift(w) => w.write(batch).with_context(ctx),
+            Sink::Parquet(w, _) => w.write(batch).with_context(ctx),
+            Sink::ArrowFile(w, _) => w.write(batch).with_context(ctx),
+            Sink::ArrowStream(w, _) => w.write(batch).with_context(ctx),
+        }
+    }
+
+    /// Finishes the file and moves it into place; returns its size in bytes.
+    pub fn finish(self) -> Result<u64> {
+        let path = self.path;
+        let ctx = || format!("cannot write {}", path.display());
+        match self.sink {
+            Sink::Sift(w) => Ok(w.finish().with_context(ctx)?.bytes),
+            Sink::Parquet(w, tmp) => {
+                let file = w.into_inner().with_context(ctx)?;
+                Ok(tmp.commit(file).with_context(ctx)?)
+            }
+            Sink::ArrowFile(mut w, tmp) => {
+                w.finish().with_context(ctx)?;
+                let file = w
+                    .into_inner()
+                    .with_context(ctx)?
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .with_context(ctx)?;
+                Ok(tmp.commit(file).with_context(ctx)?)
+            }
+            Sink::ArrowStream(mut w, tmp) => {
+                w.finish().with_context(ctx)?;
+                let file = w
+                    .into_inner()
+                    .with_context(ctx)?
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .with_context(ctx)?;
+                Ok(tmp.commit(file).with_context(ctx)?)
+            }
+        }
+    }
+}
+
+/// Streams every batch of `input` into `output` and finishes it. `each` sees every batch
+/// once it is written (for progress, or to cancel: its error abandons the output, which
+/// then leaves nothing behind). Returns the rows and the bytes written.
+pub fn copy(
+    input: Input,
+    mut output: Output,
+    mut each: impl FnMut(&RecordBatch) -> Result<()>,
+) -> Result<(u64, u64)> {
+    let mut rows = 0u64;
+    for batch in input.batches {
+        let batch = batch?;
+        output.write(&batch)?;
+        rows += batch.num_rows() as u64;
+        each(&batch)?;
+    }
+    Ok((rows, output.finish()?))
+}
+
+/// The error and its causes on one line, `outer: inner: root`, leaving out a cause whose
+/// text the message already holds (some errors print their source themselves).
+pub fn error_message(e: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
+}

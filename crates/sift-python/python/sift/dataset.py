@@ -1,0 +1,275 @@
+"""Sift files as a ``pyarrow.dataset.Dataset``, so that DuckDB and Polars push their
+projections and filters into Sift's scan.
+
+DuckDB (``duckdb.sql("… from ds where …")``) and Polars (``pl.scan_pyarrow_dataset``)
+call the dataset's ``scanner(columns=…, filter=…)`` with a ``pyarrow.compute.Expression``
+and read the scanner's batches; both rely on the scanner applying the filter. Here the
+scanner runs one Sift scan per fragment (a file, or a range of its blocks) with the
+filter evaluated on the encoded data, and pyarrow applies the part Sift cannot evaluate.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import os
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+
+from . import File, SiftError
+from ._filters import Filter
+
+_EXTENSIONS = (".sift", ".parquet", ".pq")
+
+
+def _files(source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -> List[str]:
+    """The files a source names: a file, a directory (its Sift and Parquet files), a
+    glob, or a list of those."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if os.path.isdir(path):
+            found = sorted(
+                os.path.join(path, name)
+                for name in os.listdir(path)
+                if name.lower().endswith(_EXTENSIONS)
+            )
+            if not found:
+                raise SiftError(f"{path}: no .sift or .parquet files in the directory")
+            return found
+        if any(c in path for c in "*?["):
+            found = sorted(_glob.glob(path))
+            if not found:
+                raise SiftError(f"{path}: no file matches")
+            return found
+        return [path]
+    out: List[str] = []
+    for s in source:
+        out.extend(_files(s))
+    if not out:
+        raise SiftError("no files given")
+    return out
+
+
+class SiftFragment(pads.Fragment):
+    """A range of blocks of one file: the unit a dataset scan reads."""
+
+    def __init__(self, file: File, blocks: Tuple[int, int], rows: Tuple[int, int]) -> None:
+        self._file = file
+        self._blocks = blocks
+        self._rows = rows
+
+    def __repr__(self) -> str:
+        return f"<SiftFragment {self._file.path} blocks {self._blocks[0]}..{self._blocks[1]}>"
+
+    @property
+    def path(self) -> str:
+        """The file."""
+        return self._file.path
+
+    @property
+    def blocks(self) -> Tuple[int, int]:
+        """The blocks, ``(first, end)``."""
+        return self._blocks
+
+    @property
+    def rows(self) -> Tuple[int, int]:
+        """The rows of the file, ``(start, end)``."""
+        return self._rows
+
+    @property
+    def physical_schema(self) -> pa.Schema:
+        return self._file.schema
+
+    @property
+    def partition_expression(self) -> Any:
+        import pyarrow.compute as pc
+
+        return pc.scalar(True)
+
+    def scanner(self, schema: Any = None, columns: Optional[Sequence[str]] = None,
+                filter: Filter = None, **kwargs: Any):
+        return self._file.scanner(columns, filter, rows=self._rows,
+                                  threads=kwargs.get("threads"))
+
+    def to_table(self, schema: Any = None, columns: Optional[Sequence[str]] = None,
+                 filter: Filter = None, **kwargs: Any) -> pa.Table:
+        return self.scanner(columns=columns, filter=filter, **kwargs).to_table()
+
+    def to_batches(self, schema: Any = None, columns: Optional[Sequence[str]] = None,
+                   filter: Filter = None, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        return self.scanner(columns=columns, filter=filter, **kwargs).to_batches()
+
+    def count_rows(self, filter: Filter = None, **kwargs: Any) -> int:
+        if filter is None:
+            return self._rows[1] - self._rows[0]
+        return self.to_table(columns=[], filter=filter).num_rows
+
+    def head(self, num_rows: int, columns: Optional[Sequence[str]] = None,
+             filter: Filter = None, **kwargs: Any) -> pa.Table:
+        return self._file.scanner(columns, filter, num_rows, rows=self._rows).to_table()
+
+
+class SiftDataset(pads.Dataset):
+    """A ``pyarrow.dataset.Dataset`` over Sift and Parquet files of one schema.
+
+    Args:
+        source: a file, a directory, a glob, or a list of them.
+        threads: threads each scan uses (default: every core; a scanner called with
+            ``use_threads=False`` uses one).
+        blocks_per_fragment: blocks per fragment (default: a whole file per fragment).
+    """
+
+    def __init__(
+        self,
+        source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+        *,
+        threads: Optional[int] = None,
+        blocks_per_fragment: Optional[int] = None,
+    ) -> None:
+        self._files = [File(p) for p in _files(source)]
+        self._schema = self._files[0].schema
+        for f in self._files[1:]:
+            if not f.schema.equals(self._schema):
+                raise SiftError(
+                    f"{f.path}: its schema differs from {self._files[0].path}'s:\n"
+                    f"{f.schema}\nversus\n{self._schema}"
+                )
+        self._threads = threads
+        self._blocks_per_fragment = blocks_per_fragment
+        self.last_scan_stats: Optional[Dict[str, int]] = None
+
+    def __repr__(self) -> str:
+        return f"<SiftDataset {len(self._files)} file(s), {self.count_rows()} rows>"
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    @property
+    def files(self) -> List[str]:
+        return [f.path for f in self._files]
+
+    def get_fragments(self, filter: Filter = None) -> Iterator[SiftFragment]:
+        for f in self._files:
+            meta = f.metadata
+            step = self._blocks_per_fragment or max(f.num_blocks, 1)
+            starts = [0]
+            for b in meta["blocks"]:
+                starts.append(starts[-1] + b["rows"])
+            for first in range(0, max(f.num_blocks, 1), step):
+                end = min(first + step, f.num_blocks)
+                yield SiftFragment(f, (first, end), (starts[first], starts[end]))
+
+    def scanner(
+        self,
+        columns: Optional[Sequence[str]] = None,
+        filter: Filter = None,
+        batch_size: Optional[int] = None,
+        use_threads: bool = True,
+        **kwargs: Any,
+    ) -> "SiftDatasetScanner":
+        """A scan of every fragment with ``columns`` and ``filter`` (a
+        ``pyarrow.compute.Expression`` or Sift's filter text) pushed into Sift's scan."""
+        threads = self._threads if use_threads else 1
+        if isinstance(columns, dict):
+            raise SiftError("column expressions (a dict for columns) are not supported")
+        return SiftDatasetScanner(self, columns, filter, batch_size, threads)
+
+    def to_table(self, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+        return self.scanner(columns, filter, **kwargs).to_table()
+
+    def to_batches(self, columns=None, filter=None, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        return self.scanner(columns, filter, **kwargs).to_batches()
+
+    def head(self, num_rows: int, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+        return self.scanner(columns, filter, **kwargs).head(num_rows)
+
+    def take(self, indices, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+        return self.to_table(columns, filter).take(indices)
+
+    def count_rows(self, filter: Filter = None, **kwargs: Any) -> int:
+        if filter is None:
+            return sum(f.num_rows for f in self._files)
+        return self.scanner(columns=[], filter=filter).count_rows()
+
+
+class SiftDatasetScanner:
+    """A dataset scan: the fragments in order, each one Sift scan."""
+
+    def __init__(self, dataset: SiftDataset, columns, filter, batch_size, threads) -> None:
+        self._dataset = dataset
+        self._columns = list(columns) if columns is not None else None
+        self._filter = filter
+        self._batch_size = batch_size
+        self._threads = threads
+        self.stats: Dict[str, int] = {}
+        dataset.last_scan_stats = self.stats
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        return self._dataset.schema
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        if self._columns is None:
+            return self._dataset.schema
+        return pa.schema([self._dataset.schema.field(c) for c in self._columns])
+
+    def _scanners(self, limit: Optional[int] = None):
+        for fragment in self._dataset.get_fragments():
+            yield fragment._file.scanner(
+                self._columns,
+                self._filter,
+                limit,
+                rows=fragment.rows,
+                threads=self._threads,
+                batch_size=self._batch_size,
+            )
+
+    def _add(self, stats: Dict[str, int]) -> None:
+        for k, v in stats.items():
+            self.stats[k] = self.stats.get(k, 0) + v
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        for scanner in self._scanners():
+            try:
+                yield from scanner.to_reader()
+            finally:
+                self._add(scanner.stats)
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
+
+    def to_table(self) -> pa.Table:
+        tables = []
+        for scanner in self._scanners():
+            try:
+                tables.append(scanner.to_table())
+            finally:
+                self._add(scanner.stats)
+        if not tables:
+            return self.projected_schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def head(self, num_rows: int) -> pa.Table:
+        tables, left = [], num_rows
+        for scanner in self._scanners(limit=num_rows):
+            if left <= 0:
+                break
+            t = scanner.to_table().slice(0, left)
+            self._add(scanner.stats)
+            tables.append(t)
+            left -= t.num_rows
+        if not tables:
+            return self.projected_schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def count_rows(self) -> int:
+        return sum(b.num_rows for b in self.to_batches())
+
+    def take(self, indices) -> pa.Table:
+        return self.to_table().take(indices)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.to_reader().__arrow_c_stream__(requested_schema)
