@@ -29,7 +29,7 @@ if [ -f fuzz/Cargo.toml ]; then
   cargo check --manifest-path fuzz/Cargo.toml --target-dir "$target_dir/fuzz"
 fi
 
-step "Python differential tests (pyarrow, DuckDB)"
+step "Python tests: differential (pyarrow, DuckDB) and the Python package"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
@@ -38,6 +38,12 @@ fi
 if [ ! -x "$target_dir/debug/sift" ]; then
   cargo build -p sift-cli
 fi
+
+step "Python package: build and install into the test environment (maturin develop)"
+# A debug build, like the tests': crates/sift-python pins the shared dependencies'
+# features so that this reuses the compiled dependencies of `cargo test` above.
+VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" \
+  "$venv/bin/maturin" develop --quiet --manifest-path crates/sift-python/Cargo.toml
 set +e
 SIFT_BIN="$target_dir/debug/sift" "$venv/bin/python" -m pytest -q tests/python
 rc=$?

@@ -40,7 +40,7 @@ pub struct Translation {
 pub fn translate_expression<'py>(
     py: Python<'py>,
     pickled: Vec<u8>,
-    schema: arrow::pyarrow::PyArrowType<Schema>,
+    schema: arrow_pyarrow::PyArrowType<Schema>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let t = translate(&pickled, &schema.0)?;
     let d = PyDict::new(py);
@@ -367,12 +367,10 @@ fn field<'a>(node: &Node, schema: &'a Schema) -> Option<(String, &'a DataType)> 
     let Node::Field(name) = node else {
         return None;
     };
-    let f = schema.field_with_name(name).ok()?;
-    let dt = match f.data_type() {
-        DataType::Dictionary(_, value) => value.as_ref(),
-        dt => dt,
-    };
-    Some((name.clone(), dt))
+    // Dictionary columns (Parquet files can declare them) stay with pyarrow: the scan
+    // compares their values only where the file stores them as a Sift dictionary.
+    let dt = schema.field_with_name(name).ok()?.data_type();
+    (!matches!(dt, DataType::Dictionary(..))).then(|| (name.clone(), dt))
 }
 
 fn node_literal(node: &Node, column_type: &DataType) -> Option<Literal> {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use arrow::array::{RecordBatch, RecordBatchReader};
 use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
-use arrow::pyarrow::{IntoPyArrow, ToPyArrow};
+use arrow_pyarrow::{IntoPyArrow, ToPyArrow};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use sift_scan::{Expr, Scan, ScanStats, Table, parse_filter};

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock, mpsc};
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
-use arrow::pyarrow::ToPyArrow;
+use arrow_pyarrow::ToPyArrow;
 use datafusion::error::DataFusionError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;

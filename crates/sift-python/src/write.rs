@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::Context;
 use arrow::array::RecordBatchReader;
 use arrow::ffi_stream::ArrowArrayStreamReader;
-use arrow::pyarrow::FromPyArrow;
+use arrow_pyarrow::FromPyArrow;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

@@ -346,6 +346,6 @@ def dataset(source: Union[PathLike, Sequence[PathLike]], **kwargs: Any):
         duckdb.sql("select sum(l_extendedprice) from ds where l_quantity < 24")
         pl.scan_pyarrow_dataset(ds).filter(pl.col("l_quantity") < 24).collect()
     """
-    from .dataset import SiftDataset
+    from ._dataset import SiftDataset
 
     return SiftDataset(source, **kwargs)
