@@ -459,3 +459,13 @@ def test_ctrl_c_stops_a_write_and_leaves_nothing(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         sift.write(pa.RecordBatchReader.from_batches(schema, endless()), tmp_path / "w.sift")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_readme_example_runs_as_written(tmp_path, monkeypatch, capsys):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("<!-- python-example")[1].split("```python\n")[1].split("```")[0]
+    assert len(block.strip().splitlines()) == 5
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "id: [[1,3,5,7,9]]" in out and "n: [[500000,500000]]" in out

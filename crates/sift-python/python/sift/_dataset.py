@@ -79,34 +79,41 @@ class SiftFragment(pads.Fragment):
 
     @property
     def physical_schema(self) -> pa.Schema:
+        """The file's schema."""
         return self._file.schema
 
     @property
     def partition_expression(self) -> Any:
+        """Always true: Sift datasets have no partition columns."""
         import pyarrow.compute as pc
 
         return pc.scalar(True)
 
     def scanner(self, schema: Any = None, columns: Optional[Sequence[str]] = None,
                 filter: Filter = None, **kwargs: Any):
+        """A scan of the fragment's rows (``schema`` is ignored: one file has one)."""
         return self._file.scanner(columns, filter, rows=self._rows,
                                   threads=kwargs.get("threads"))
 
     def to_table(self, schema: Any = None, columns: Optional[Sequence[str]] = None,
                  filter: Filter = None, **kwargs: Any) -> pa.Table:
+        """The fragment's rows that pass ``filter``, as a table."""
         return self.scanner(columns=columns, filter=filter, **kwargs).to_table()
 
     def to_batches(self, schema: Any = None, columns: Optional[Sequence[str]] = None,
                    filter: Filter = None, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        """The fragment's rows that pass ``filter``, batch by batch."""
         return self.scanner(columns=columns, filter=filter, **kwargs).to_batches()
 
     def count_rows(self, filter: Filter = None, **kwargs: Any) -> int:
+        """Rows of the fragment (that pass ``filter``)."""
         if filter is None:
             return self._rows[1] - self._rows[0]
         return self.to_table(columns=[], filter=filter).num_rows
 
     def head(self, num_rows: int, columns: Optional[Sequence[str]] = None,
              filter: Filter = None, **kwargs: Any) -> pa.Table:
+        """The first ``num_rows`` rows that pass ``filter``."""
         return self._file.scanner(columns, filter, num_rows, rows=self._rows).to_table()
 
 
@@ -144,13 +151,17 @@ class SiftDataset(pads.Dataset):
 
     @property
     def schema(self) -> pa.Schema:
+        """The files' schema."""
         return self._schema
 
     @property
     def files(self) -> List[str]:
+        """The files, in scan order."""
         return [f.path for f in self._files]
 
     def get_fragments(self, filter: Filter = None) -> Iterator[SiftFragment]:
+        """The fragments, in scan order: each file, or ranges of ``blocks_per_fragment``
+        of its blocks (``filter`` is ignored: zone maps prune blocks inside each scan)."""
         for f in self._files:
             meta = f.metadata
             step = self._blocks_per_fragment or max(f.num_blocks, 1)
@@ -177,18 +188,23 @@ class SiftDataset(pads.Dataset):
         return SiftDatasetScanner(self, columns, filter, batch_size, threads)
 
     def to_table(self, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+        """The rows that pass ``filter``, as one table; arguments as :meth:`scanner`."""
         return self.scanner(columns, filter, **kwargs).to_table()
 
     def to_batches(self, columns=None, filter=None, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        """The rows that pass ``filter``, batch by batch."""
         return self.scanner(columns, filter, **kwargs).to_batches()
 
     def head(self, num_rows: int, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+        """The first ``num_rows`` rows that pass ``filter``."""
         return self.scanner(columns, filter, **kwargs).head(num_rows)
 
     def take(self, indices, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+        """The rows at ``indices`` of the filtered rows."""
         return self.to_table(columns, filter).take(indices)
 
     def count_rows(self, filter: Filter = None, **kwargs: Any) -> int:
+        """Rows (that pass ``filter``)."""
         if filter is None:
             return sum(f.num_rows for f in self._files)
         return self.scanner(columns=[], filter=filter).count_rows()
@@ -208,10 +224,12 @@ class SiftDatasetScanner:
 
     @property
     def dataset_schema(self) -> pa.Schema:
+        """The dataset's schema."""
         return self._dataset.schema
 
     @property
     def projected_schema(self) -> pa.Schema:
+        """The schema of the rows the scan returns."""
         if self._columns is None:
             return self._dataset.schema
         return pa.schema([self._dataset.schema.field(c) for c in self._columns])
@@ -232,6 +250,7 @@ class SiftDatasetScanner:
             self.stats[k] = self.stats.get(k, 0) + v
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows, batch by batch; :attr:`stats` adds each fragment's counters."""
         for scanner in self._scanners():
             try:
                 yield from scanner.to_reader()
@@ -239,9 +258,11 @@ class SiftDatasetScanner:
                 self._add(scanner.stats)
 
     def to_reader(self) -> pa.RecordBatchReader:
+        """The rows as a ``pyarrow.RecordBatchReader``."""
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
 
     def to_table(self) -> pa.Table:
+        """The rows as one table."""
         tables = []
         for scanner in self._scanners():
             try:
@@ -253,6 +274,7 @@ class SiftDatasetScanner:
         return pa.concat_tables(tables)
 
     def head(self, num_rows: int) -> pa.Table:
+        """The first ``num_rows`` rows."""
         tables, left = [], num_rows
         for scanner in self._scanners(limit=num_rows):
             if left <= 0:
@@ -266,9 +288,11 @@ class SiftDatasetScanner:
         return pa.concat_tables(tables)
 
     def count_rows(self) -> int:
+        """The rows the scan returns."""
         return sum(b.num_rows for b in self.to_batches())
 
     def take(self, indices) -> pa.Table:
+        """The rows at ``indices``."""
         return self.to_table().take(indices)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:

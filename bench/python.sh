@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The Python package (built and installed into the bench venv with `maturin develop
+# --release`) against pyarrow, DuckDB and Polars on TPC-H lineitem, from Python, on one
+# core: Q6's scan to a pyarrow table and to pandas, Q6 by DuckDB and Polars over
+# `sift.dataset` and over Parquet, and the Python layer's cost against `sift bench scan`.
+#
+#   bench/python.sh [--scale SF] [--no-build] [--runs N]
+#
+# SF defaults to 1. Results: bench/results/python-sf{SF}.{md,json}.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+venv="${SIFT_BENCH_VENV:-$HOME/.cache/sift-bench-venv}"
+"$here/setup.sh"
+if [[ " $* " != *" --no-build "* ]]; then
+    echo "python.sh: maturin develop --release (crates/sift-python)" >&2
+    VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop --release \
+        --quiet --manifest-path "$here/../crates/sift-python/Cargo.toml" >&2
+fi
+exec "$here/launch.sh" python.sh python.py "$@"
