@@ -2,8 +2,9 @@
 """The Python package against pyarrow, DuckDB and Polars, from Python, on TPC-H lineitem.
 
 All in this one process, on one core (launch.sh: `taskset -c 0`; every engine told to use
-one thread), on the same data: tpchgen-cli's lineitem Parquet file, converted once to Sift
-(`sift.convert`) and written once by pyarrow as an *uncompressed* Parquet file.
+one thread), on the same data: the harnesses' lineitem table (tpchgen-cli's, decimals as
+float64, as bench/harness.py prepares it), written once by `sift.write` and once by pyarrow
+as an *uncompressed* Parquet file.
 
 Q6's scan (the rows of l_extendedprice, l_discount that pass Q6's filter, as a pyarrow
 table) by:
@@ -19,9 +20,10 @@ and over the uncompressed Parquet file; the time to a pandas DataFrame (sift vs 
 and the Python layer's cost: `File.to_table` against `sift bench scan` (the same scan,
 timed in a Rust process) on Q6 and on a query that reads one row.
 
-Every measurement opens the file anew each run; run 1 is the *first run* (page cache warm,
-first call in the process), *best* and *median* are of runs 2…N. Every result is checked
-against pyarrow's.
+Every measurement opens the file anew each run. The engines of one comparison run in rounds
+(each once per round, in turn); run 1 is the *first run* (page cache warm, first call in
+the process), *best* and *median* are of runs 2…N. Every result is checked against
+pyarrow's.
 
     bench/python.sh [--scale SF] [--runs N]
 Results: bench/results/python-sf{SF}.{md,json}.
@@ -59,14 +61,14 @@ Q6_TEXT = ("l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01' "
 Q6_EXPR = ((pc.field("l_shipdate") >= pc.scalar(D(1994, 1, 1)))
            & (pc.field("l_shipdate") < pc.scalar(D(1995, 1, 1)))
            & (pc.field("l_discount") >= 0.05) & (pc.field("l_discount") <= 0.07)
-           & (pc.field("l_quantity") < 24))
+           & (pc.field("l_quantity") < 24.0))
 Q6_DNF = [("l_shipdate", ">=", D(1994, 1, 1)), ("l_shipdate", "<", D(1995, 1, 1)),
-          ("l_discount", ">=", 0.05), ("l_discount", "<=", 0.07), ("l_quantity", "<", 24)]
+          ("l_discount", ">=", 0.05), ("l_discount", "<=", 0.07), ("l_quantity", "<", 24.0)]
 Q6_SQL_WHERE = ("l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01' "
                 "and l_discount between 0.05 and 0.07 and l_quantity < 24")
 Q6_POLARS = ((pl.col("l_shipdate") >= D(1994, 1, 1)) & (pl.col("l_shipdate") < D(1995, 1, 1))
              & (pl.col("l_discount") >= 0.05) & (pl.col("l_discount") <= 0.07)
-             & (pl.col("l_quantity") < 24))
+             & (pl.col("l_quantity") < 24.0))
 TINY_TEXT = "l_orderkey = 1 and l_linenumber = 1"
 
 
@@ -74,18 +76,26 @@ def log(msg: str) -> None:
     print(f"[python] {msg}", file=sys.stderr, flush=True)
 
 
-def timed(fn, runs: int) -> dict:
-    """Runs `fn` `runs` times; garbage collection between runs, not timed."""
-    times, result = [], None
-    for i in range(runs):
-        result = None  # the previous run's result is freed before the clock starts
-        gc.collect()
-        start = time.perf_counter()
-        result = fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    rest = times[1:] or times
-    return {"runs_ms": times, "first_ms": times[0], "best_ms": min(rest),
-            "median_ms": statistics.median(rest), "result": result}
+def timed(fns: dict, runs: int) -> dict:
+    """Runs every function of `fns` `runs` times, in rounds (each function once per round,
+    in turn), so that drift in the machine's state over the process's life falls on all of
+    them alike. Garbage collection before every run, not timed. Returns per name the times
+    and the last run's result."""
+    times: dict = {name: [] for name in fns}
+    results: dict = {}
+    for _ in range(runs):
+        for name, fn in fns.items():
+            results[name] = None  # the previous run's result is freed before the clock starts
+            gc.collect()
+            start = time.perf_counter()
+            results[name] = fn()
+            times[name].append((time.perf_counter() - start) * 1e3)
+    out = {}
+    for name, t in times.items():
+        rest = t[1:] or t
+        out[name] = {"runs_ms": t, "first_ms": t[0], "best_ms": min(rest),
+                     "median_ms": statistics.median(rest), "result": results[name]}
+    return out
 
 
 def q6_sum(t: pa.Table) -> float:
@@ -93,31 +103,26 @@ def q6_sum(t: pa.Table) -> float:
                               t["l_discount"].cast(pa.float64()))).as_py()
 
 
-def prepare(scale: float, sift_bin: Path) -> tuple[Path, Path]:
-    base = harness.BENCH_DIR / "data" / f"tpch-sf{harness.scale_str(scale)}"
-    src = base / "parquet" / "lineitem.parquet"
-    if not src.is_file():
-        log(f"generating lineitem SF{harness.scale_str(scale)} with tpchgen-cli")
-        tmp = base / "python-gen.tmp"
-        subprocess.run([harness.find_tool("tpchgen-cli"), "parquet", "-s",
-                        harness.scale_str(scale), "--tables", "lineitem", "-o", str(tmp),
-                        "--quiet"], check=True)
-        src.parent.mkdir(parents=True, exist_ok=True)
-        (tmp / "lineitem.parquet").rename(src)
-        tmp.rmdir()
-    out = base / "python"
+def prepare(scale: float) -> tuple[Path, Path]:
+    """The harnesses' lineitem (harness.prepare_lineitem: tpchgen-cli's, with decimals as
+    float64, dates date32, strings utf8, cached), written by `sift.write` and by pyarrow as
+    an uncompressed Parquet file."""
+    ds = harness.prepare_lineitem(scale, harness.BENCH_DIR / "data")
+    out = ds.workdir / "python"
     out.mkdir(exist_ok=True)
     sift_path, plain = out / "lineitem.sift", out / "lineitem-uncompressed.parquet"
+    src = ds.input_parquet
     if not sift_path.is_file() or sift_path.stat().st_mtime < src.stat().st_mtime:
-        log(f"sift.convert {src.name} → {sift_path}")
-        sift.convert(src, sift_path, progress=False)
+        log(f"sift.write → {sift_path}")
+        sift.write(ds.ref, sift_path, progress=False)
     if not plain.is_file() or plain.stat().st_mtime < src.stat().st_mtime:
-        log(f"pyarrow: {plain} (uncompressed)")
-        pq.write_table(pq.read_table(src), plain, compression="none")
+        log(f"pyarrow → {plain} (uncompressed)")
+        pq.write_table(ds.ref, plain, compression="none")
     return sift_path, plain
 
 
 def rust_scan(sift_bin: Path, path: Path, columns: list[str], filt: str, runs: int) -> dict:
+    """`sift bench scan`: the same scan timed in a Rust process (file opened every run)."""
     p = subprocess.run([str(sift_bin), "--quiet", "bench", "scan", str(path), "--columns",
                         ",".join(columns), "--filter", filt, "--runs", str(runs),
                         "--threads", "1"], capture_output=True, text=True, check=True)
@@ -137,7 +142,7 @@ def main() -> int:
     if args.sift_missing_reason:
         log(f"no sift binary: {args.sift_missing_reason}")
         return 1
-    sift_path, plain = prepare(args.scale, args.sift)
+    sift_path, plain = prepare(args.scale)
     harness.warm_page_cache(sift_path)
     harness.warm_page_cache(plain)
     runs = args.runs
@@ -169,14 +174,14 @@ def main() -> int:
             failures.append(name)
         return "yes" if ok else f"NO ({got_sum} vs {ref_sum}, rows {rows})"
 
-    for name, fn in scans.items():
-        log(f"scan: {name}")
-        r = timed(fn, runs)
+    log("Q6's scan: " + ", ".join(scans))
+    for name, r in timed(scans, runs).items():
         t = r.pop("result")
         r["correct"] = check(name, q6_sum(t), t.num_rows)
         results["scan"][name] = r
 
     ds = sift.dataset(sift_path, threads=1)
+    duck.register("ds", ds)
     q6_sql = "select sum(l_extendedprice * l_discount) from {t} where " + Q6_SQL_WHERE
     q6 = {
         "duckdb-sift-dataset": lambda: duck.sql(q6_sql.format(t="ds")).fetchall()[0][0],
@@ -187,9 +192,8 @@ def main() -> int:
         "polars-parquet": lambda: pl.scan_parquet(plain).filter(Q6_POLARS).select(
             (pl.col("l_extendedprice") * pl.col("l_discount")).sum()).collect().item(),
     }
-    for name, fn in q6.items():
-        log(f"q6: {name}")
-        r = timed(fn, runs)
+    log("Q6: " + ", ".join(q6))
+    for name, r in timed(q6, runs).items():
         r["correct"] = check(name, float(r.pop("result")))
         if "sift-dataset" in name:
             r["scan_stats"] = dict(ds.last_scan_stats or {})
@@ -200,9 +204,8 @@ def main() -> int:
         "pyarrow": lambda: pq.read_table(plain, columns=COLUMNS, filters=Q6_DNF,
                                          use_threads=False).to_pandas(),
     }
-    for name, fn in pandas.items():
-        log(f"pandas: {name}")
-        r = timed(fn, runs)
+    log("pandas: " + ", ".join(pandas))
+    for name, r in timed(pandas, runs).items():
         df = r.pop("result")
         r["correct"] = check(f"pandas-{name}", float((df["l_extendedprice"].astype(float)
                                                       * df["l_discount"].astype(float)).sum()),
@@ -211,7 +214,8 @@ def main() -> int:
 
     for label, cols, filt in (("q6", COLUMNS, Q6_TEXT), ("one row", ["l_comment"], TINY_TEXT)):
         log(f"overhead: {label}")
-        py = timed(lambda: sift.open(sift_path).to_table(cols, filt, threads=1), runs)
+        py = timed({"python": lambda: sift.open(sift_path).to_table(cols, filt, threads=1)},
+                   runs)["python"]
         rows = py.pop("result").num_rows
         rs = rust_scan(args.sift, sift_path, cols, filt, runs)
         if rs["rows"] != rows:
@@ -236,7 +240,8 @@ def ms(x: float) -> str:
 def write_report(r: dict, args) -> None:
     sf = harness.scale_str(args.scale)
     out = harness.BENCH_DIR / "results" / f"python-sf{sf}"
-    out.with_suffix(".json").write_text(json.dumps(r, indent=1, default=str) + "\n")
+    md, js = out.parent / (out.name + ".md"), out.parent / (out.name + ".json")
+    js.write_text(json.dumps(r, indent=1, default=str) + "\n")
     lines = [f"# The Python package on TPC-H lineitem SF{sf}", "",
              "Generated by `bench/python.sh`; see bench/python.py for the method. One core, "
              "one thread per engine, all in one Python process; every run opens the file "
@@ -277,16 +282,18 @@ def write_report(r: dict, args) -> None:
     lines += ["", "## The Python layer's cost", "",
               "`File.to_table` against `sift bench scan` (the same scan in a Rust process, "
               "also opening the file every run).", "",
-              "| scan | rows | Python best | Rust best | Python − Rust | Python / Rust |",
-              "|---|---:|---:|---:|---:|---:|"]
+              "| scan | rows | Python best | Rust best | best: Python − Rust | best: Python / Rust "
+              "| Python median | Rust median | median: Python / Rust |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for label, x in r["overhead"].items():
         p, q = x["python"]["best_ms"], x["rust"]["best_ms"]
+        pm, qm = x["python"]["median_ms"], x["rust"]["median_ms"]
         lines.append(f"| {label} | {x['rows']:,} | {ms(p)} | {ms(q)} | {p - q:+.2f} | "
-                     f"{p / q:.3f} |")
+                     f"{p / q:.3f} | {ms(pm)} | {ms(qm)} | {pm / qm:.3f} |")
     if r["failures"]:
         lines += ["", "**Wrong results: " + ", ".join(r["failures"]) + "**"]
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    log(f"wrote {out}.md")
+    md.write_text("\n".join(lines) + "\n")
+    log(f"wrote {md}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use arrow::array::{RecordBatch, RecordBatchReader};
+use arrow::array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
 use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
 use arrow_pyarrow::{IntoPyArrow, ToPyArrow};
@@ -148,14 +148,11 @@ impl Scanner {
             *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = scan.stats().clone();
             py.check_signals()?;
             match next {
-                Some(batch) => batches.push(batch.map_err(scan_error)?.to_pyarrow(py)?),
+                Some(batch) => batches.push(batch.map_err(scan_error)?),
                 None => break,
             }
         }
-        let pyarrow = py.import("pyarrow")?;
-        let schema = self.schema.as_ref().to_pyarrow(py)?;
-        let table = pyarrow.getattr("Table")?.getattr("from_batches")?;
-        table.call1((PyList::new(py, batches)?, schema))
+        batches_to_table(py, self.schema.clone(), batches)
     }
 
     /// The scan as a `pyarrow.RecordBatchReader`, read lazily through the Arrow C
@@ -190,6 +187,20 @@ impl Scanner {
         d.set_item("parquet_chunks_decoded", s.parquet_chunks_decoded)?;
         Ok(d)
     }
+}
+
+/// `batches` as a `pyarrow.Table`, handed over as one Arrow C stream: pyarrow imports the
+/// schema once and every batch in C++, not one Python call per batch.
+pub fn batches_to_table<'py>(
+    py: Python<'py>,
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let reader: Box<dyn RecordBatchReader + Send> = Box::new(RecordBatchIterator::new(
+        batches.into_iter().map(Ok),
+        schema,
+    ));
+    reader.into_pyarrow(py)?.call_method0("read_all")
 }
 
 /// A scan as an Arrow record batch reader that keeps the scanner's statistics current.

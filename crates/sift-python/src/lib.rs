@@ -14,6 +14,13 @@ mod write;
 
 use pyo3::prelude::*;
 
+/// As in the `sift` binary: decoding allocates and frees block-sized buffers over and
+/// over, and glibc's allocator returns large ones to the kernel each time, so every block
+/// would pay for fresh zeroed pages. mimalloc keeps and reuses them. (Buffers handed to
+/// pyarrow are freed through their release callback, by this allocator.)
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 fn _sift(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();

@@ -6,10 +6,8 @@ use std::sync::{Arc, OnceLock, mpsc};
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
-use arrow_pyarrow::ToPyArrow;
 use datafusion::error::DataFusionError;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 use sift_datafusion::SiftTable;
 
 use crate::errors::{SiftError, SqlError};
@@ -77,13 +75,5 @@ pub fn sql<'py>(
     })?;
     let (schema, batches) =
         result.map_err(|e| SqlError::new_err(sift_datafusion::error_message(&e, &query)))?;
-    let batches = batches
-        .iter()
-        .map(|b| b.to_pyarrow(py))
-        .collect::<PyResult<Vec<_>>>()?;
-    let pyarrow = py.import("pyarrow")?;
-    pyarrow
-        .getattr("Table")?
-        .getattr("from_batches")?
-        .call1((PyList::new(py, batches)?, schema.as_ref().to_pyarrow(py)?))
+    crate::file::batches_to_table(py, schema, batches)
 }

@@ -116,7 +116,7 @@ class File:
     ) -> "Scanner":
         """A scan of the file, not yet read; see :meth:`to_table` for the arguments.
         ``rows=(start, end)`` limits it to a row range."""
-        plan = plan_scan(self._file.schema, columns, filter, limit)
+        plan = plan_scan(lambda: self._file.schema, columns, filter, limit)
         native = self._file.scan(
             columns=plan.scan_columns,
             filter=plan.text,

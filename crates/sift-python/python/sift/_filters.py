@@ -3,7 +3,7 @@ split into what Sift's scan evaluates and what pyarrow applies to the scan's res
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Sequence, Union
+from typing import Callable, Iterator, List, Optional, Sequence, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -86,12 +86,12 @@ class ScanPlan:
 
 
 def plan_scan(
-    schema: pa.Schema,
+    schema: Callable[[], pa.Schema],
     columns: Optional[Sequence[str]],
     filter: Filter,
     limit: Optional[int],
 ) -> ScanPlan:
-    """Plans a scan of a file of ``schema``."""
+    """Plans a scan of a file of ``schema()`` (asked for only when an expression needs it)."""
     columns = list(columns) if columns is not None else None
     if filter is None or isinstance(filter, str):
         return ScanPlan(columns, columns, filter, None, filter, None, limit)
@@ -102,9 +102,9 @@ def plan_scan(
         )
     pickled = pickled_expression(filter)
     if pickled is None:
-        translation = {"pushed": None, "complete": False, "columns": schema.names}
+        translation = {"pushed": None, "complete": False, "columns": schema().names}
     else:
-        translation = _sift.translate_expression(pickled, schema)
+        translation = _sift.translate_expression(pickled, schema())
     residual = None if translation["complete"] else filter
     scan_columns = columns
     if residual is not None and columns is not None:
