@@ -226,6 +226,7 @@ def main() -> int:
                         plain.stat().st_size}
     results["failures"] = failures
     results["machine"] = harness.machine_info([], os.getloadavg())
+    results["sift_module"] = sift._sift.__file__
     results["versions"] = {"sift": sift.__version__, "pyarrow": pa.__version__,
                            "duckdb": duckdb.__version__, "polars": pl.__version__,
                            "python": sys.version.split()[0]}
@@ -248,7 +249,8 @@ def write_report(r: dict, args) -> None:
              f"anew. First run, then best and median of runs 2…{args.runs}, in ms. "
              f"Q6 selects {r['rows_selected']:,} rows.", ""]
     lines += r["machine"] + [""]
-    lines += ["Versions: " + ", ".join(f"{k} {v}" for k, v in r["versions"].items()), ""]
+    lines += ["Versions: " + ", ".join(f"{k} {v}" for k, v in r["versions"].items())
+              + f" (sift's module: `{r['sift_module']}`)", ""]
     s = r["sizes"]
     lines += [f"Files: Sift {s['sift'] / 1e6:.1f} MB, uncompressed Parquet "
               f"{s['parquet-uncompressed'] / 1e6:.1f} MB.", ""]
