@@ -49,9 +49,14 @@ pub fn scan_error(e: sift_scan::Error) -> PyErr {
 
 /// The exception for a file format error.
 pub fn format_error(e: sift_format::Error) -> PyErr {
-    use sift_format::Error;
     let message = e.to_string();
-    match &e {
+    format_class(&e, message)
+}
+
+/// The exception class a file format error belongs to, with `message`.
+fn format_class(e: &sift_format::Error, message: String) -> PyErr {
+    use sift_format::Error;
+    match e {
         Error::Io { error, .. } if error.kind() == std::io::ErrorKind::NotFound => {
             PyFileNotFoundError::new_err(message)
         }
@@ -69,31 +74,16 @@ pub fn chain_error(e: anyhow::Error) -> PyErr {
     let message = sift_io::error_message(&e);
     for cause in e.chain() {
         if let Some(f) = cause.downcast_ref::<sift_format::Error>() {
-            return match f {
-                sift_format::Error::Io { error, .. }
-                    if error.kind() == std::io::ErrorKind::NotFound =>
-                {
-                    PyFileNotFoundError::new_err(message)
-                }
-                sift_format::Error::Corrupt { .. }
-                | sift_format::Error::UnsupportedVersion { .. } => {
-                    CorruptFileError::new_err(message)
-                }
-                sift_format::Error::UnsupportedType { .. } => {
-                    UnsupportedTypeError::new_err(message)
-                }
-                _ => SiftError::new_err(message),
-            };
+            return format_class(f, message);
         }
         if let Some(io) = cause.downcast_ref::<std::io::Error>()
             && io.kind() == std::io::ErrorKind::NotFound
         {
             return PyFileNotFoundError::new_err(message);
         }
-        if cause.downcast_ref::<arrow::error::ArrowError>().is_some()
-            || cause
-                .downcast_ref::<datafusion::parquet::errors::ParquetError>()
-                .is_some()
+        if cause
+            .downcast_ref::<datafusion::parquet::errors::ParquetError>()
+            .is_some()
         {
             return CorruptFileError::new_err(message);
         }
