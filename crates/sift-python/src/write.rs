@@ -8,6 +8,7 @@ use arrow::array::RecordBatchReader;
 use arrow::ffi_stream::ArrowArrayStreamReader;
 use arrow_pyarrow::FromPyArrow;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sift_io::{Format, Input, InputOptions, Output, OutputOptions, ParquetCompression};
@@ -151,7 +152,15 @@ fn run<'py>(
                 interrupt::check().map_err(|e| anyhow::Error::new(Interrupted(e)))
             })
         })
-        .map_err(interrupt::unwrap_chain)?;
+        .map_err(|e| {
+            // Ctrl-C while pyarrow ran a Python producer of the stream (a generator) is
+            // raised in that producer, and reaches us only as the stream error's text.
+            let text = sift_io::error_message(&e);
+            match text.contains("KeyboardInterrupt") {
+                true => PyKeyboardInterrupt::new_err(text),
+                false => interrupt::unwrap_chain(e),
+            }
+        })?;
     bar.finish_and_clear();
     let d = PyDict::new(py);
     d.set_item("path", path.display().to_string())?;
