@@ -55,7 +55,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
     if args.compression.is_some() && out_format != Format::Parquet {
         bail!("--compression only applies to .parquet output");
     }
-    if same_file(&args.input, &args.output) {
+    if sift_io::same_file(&args.input, &args.output) {
         bail!(
             "{}: input and output are the same file",
             args.output.display()
@@ -109,12 +109,4 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
         out.flush()?;
     }
     Ok(())
-}
-
-/// Whether two paths name the same existing file (writing would destroy the input).
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
 }

@@ -428,6 +428,15 @@ impl Output {
     }
 }
 
+/// Whether two paths name the same existing file (converting one into the other would
+/// destroy the input).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// Streams every batch of `input` into `output` and finishes it. `each` sees every batch
 /// once it is written (for progress, or to cancel: its error abandons the output, which
 /// then leaves nothing behind). Returns the rows and the bytes written.

@@ -51,6 +51,14 @@ impl File {
         self.table.num_blocks()
     }
 
+    /// Rows of every block (Parquet: row group), in order.
+    #[getter]
+    fn block_rows(&self) -> Vec<u64> {
+        (0..self.table.num_blocks())
+            .map(|b| self.table.block_rows(b))
+            .collect()
+    }
+
     /// Blocks (Parquet: row groups) with their rows, and per column the encoding, stored
     /// bytes, null count and zone-map bounds.
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

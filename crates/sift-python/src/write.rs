@@ -54,11 +54,7 @@ pub fn convert<'py>(
     progress: Option<bool>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let options = output_options(&dst, block_rows, compression, threads)?;
-    let same = match (std::fs::canonicalize(&src), std::fs::canonicalize(&dst)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if same {
+    if sift_io::same_file(&src, &dst) {
         return Err(SiftError::new_err(format!(
             "{}: input and output are the same file",
             dst.display()

@@ -163,11 +163,11 @@ class SiftDataset(pads.Dataset):
         """The fragments, in scan order: each file, or ranges of ``blocks_per_fragment``
         of its blocks (``filter`` is ignored: zone maps prune blocks inside each scan)."""
         for f in self._files:
-            meta = f.metadata
+            # Only the block sizes: `metadata` would also convert every zone map.
             step = self._blocks_per_fragment or max(f.num_blocks, 1)
             starts = [0]
-            for b in meta["blocks"]:
-                starts.append(starts[-1] + b["rows"])
+            for rows in f._file.block_rows:
+                starts.append(starts[-1] + rows)
             for first in range(0, max(f.num_blocks, 1), step):
                 end = min(first + step, f.num_blocks)
                 yield SiftFragment(f, (first, end), (starts[first], starts[end]))
