@@ -7,6 +7,8 @@
 //!    unpack-and-compare and the packed compare (`packed_cmp`).
 //! 3. Unpack throughput, values per cycle, widths 1–64 into the narrowest type.
 //! 4. Range compare, cycles per value: packed codes per width, decoded values per lane type.
+//! 5. Register-blocked Bloom filter (`bloom`): probe rates in keys per cycle, and measured
+//!    false-positive rates against the theory and against parquet's split-block filter.
 //!
 //! Each cell is the minimum of several timed repetitions. Cycles are core cycles: the core
 //! clock is probed between repetitions with a chain of dependent register adds (1 cycle
@@ -21,6 +23,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use sift_bits::bloom::BloomFilter;
 use sift_bits::byteslice::ByteSlices;
 use sift_bits::compact::compact_words;
 use sift_bits::pack::{low_mask, pack};
@@ -28,7 +31,7 @@ use sift_bits::packed_cmp::compare_into;
 use sift_bits::range::compare_values;
 use sift_bits::select::unpack_selected_into;
 use sift_bits::unpack::{Lane, unpack_for_at};
-use sift_bits::{Bitmap, Level, Predicate};
+use sift_bits::{Bitmap, Level, Predicate, with_level};
 
 struct Rng(u64);
 impl Rng {
@@ -481,9 +484,161 @@ fn range_table() {
     }
 }
 
+/// Keys per core cycle of `f`, which probes `n` keys per call: best of 30 batches of
+/// `inner` calls.
+fn keys_per_cycle(n: usize, inner: usize, mut f: impl FnMut()) -> f64 {
+    let t = measure(30, || {
+        for _ in 0..inner {
+            f();
+        }
+    });
+    (n * inner) as f64 / t.cycles
+}
+
+/// A filter of exactly `bytes` at design rate 0.01, holding as many random keys (top bit
+/// clear) as it was sized for: the most that give this size.
+fn bloom_of_size(bytes: usize, rng: &mut Rng) -> BloomFilter {
+    let (mut lo, mut hi) = (1usize, bytes);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if BloomFilter::with_capacity(mid, 0.01).size_bytes() <= bytes {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let mut f = BloomFilter::with_capacity(lo, 0.01);
+    assert_eq!(f.size_bytes(), bytes);
+    for _ in 0..lo {
+        f.insert(rng.next() >> 1);
+    }
+    f
+}
+
+/// Section 5: Bloom filter probe rates and false-positive rates.
+fn bloom_table() {
+    const N: usize = 1 << 16;
+    let mut rng = Rng(77);
+    // Random probe keys; top bit set, so none was inserted.
+    let keys64: Vec<u64> = (0..N).map(|_| rng.next() | 1 << 63).collect();
+    let keys32: Vec<u32> = keys64.iter().map(|&k| k as u32).collect();
+    let levels: Vec<Level> = Level::supported();
+    let sizes = [
+        (16usize << 10, "L1, 16 KiB"),
+        (256 << 10, "L2, 256 KiB"),
+        (64 << 20, "DRAM, 64 MiB"),
+    ];
+    let filters: Vec<BloomFilter> = sizes
+        .iter()
+        .map(|&(b, _)| bloom_of_size(b, &mut rng))
+        .collect();
+    println!(
+        "\n### Bloom filter probe, keys per core cycle (2^16 random keys per call, filter at design load for fpr 0.01)\n"
+    );
+    let head: Vec<String> = sizes
+        .iter()
+        .zip(&filters)
+        .map(|(&(_, name), f)| format!("{name} (k = {})", f.k()))
+        .collect();
+    println!("| keys | level | {} |", head.join(" | "));
+    println!("|---|---|{}", "---|".repeat(sizes.len()));
+    for wide in [false, true] {
+        for &level in &levels {
+            let cells: Vec<String> = filters
+                .iter()
+                .map(|f| {
+                    let inner = if level == Level::Scalar || f.size_bytes() > 1 << 20 {
+                        2
+                    } else {
+                        10
+                    };
+                    let r = if wide {
+                        keys_per_cycle(N, inner, || {
+                            black_box(with_level(level, || f.probe(black_box(&keys64))));
+                        })
+                    } else {
+                        keys_per_cycle(N, inner, || {
+                            black_box(with_level(level, || f.probe_u32(black_box(&keys32))));
+                        })
+                    };
+                    format!("{r:.3}")
+                })
+                .collect();
+            let what = if wide {
+                "u64 (`probe`)"
+            } else {
+                "u32 (`probe_u32`)"
+            };
+            let lvl = if level == Level::Avx512 {
+                "Avx512 (AVX2 kernel)".to_string()
+            } else {
+                format!("{level:?}")
+            };
+            println!("| {what} | {lvl} | {} |", cells.join(" | "));
+        }
+    }
+
+    println!(
+        "\n### False-positive rates at the design size: register-blocked filter vs parquet `Sbbf`\n"
+    );
+    println!(
+        "Random keys (top bit clear) inserted, 2^22 random keys with the top bit set probed; \
+         \"1..n\": keys 1..=n inserted, n+1..n+2^22 probed. Probe rates: 2^16 random keys per \
+         call at the default level (`probe`, u64 keys) and parquet's `Sbbf::check` on the same \
+         keys as i64 (scalar, xxHash64 per key).\n"
+    );
+    println!(
+        "| n | design fpr | bytes | bits/key | k | theoretical | measured (random) | ratio | measured (1..n) | ratio | keys/cycle | Sbbf bytes | Sbbf bits/key | Sbbf measured | Sbbf keys/cycle |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    const NEG: u64 = 1 << 22;
+    for fpr in [0.01, 0.001] {
+        for n in [10_000usize, 100_000, 1_000_000] {
+            let inserted: Vec<u64> = (0..n).map(|_| rng.next() >> 1).collect();
+            let negatives: Vec<u64> = (0..NEG).map(|_| rng.next() | 1 << 63).collect();
+            let mut f = BloomFilter::with_capacity(n, fpr);
+            let mut sbbf = parquet::bloom_filter::Sbbf::new_with_ndv_fpp(n as u64, fpr).unwrap();
+            for &k in &inserted {
+                f.insert(k);
+                sbbf.insert(&(k as i64));
+            }
+            assert!(inserted.iter().all(|&k| f.contains(k)));
+            let theory = f.design_fpr();
+            let measured = f.probe(&negatives).count_ones() as f64 / NEG as f64;
+            let sbbf_measured = negatives
+                .iter()
+                .filter(|&&k| sbbf.check(&(k as i64)))
+                .count() as f64
+                / NEG as f64;
+            let mut seq = BloomFilter::with_capacity(n, fpr);
+            for k in 1..=n as u64 {
+                seq.insert(k);
+            }
+            let seq_neg: Vec<u64> = (n as u64 + 1..n as u64 + 1 + NEG).collect();
+            let seq_measured = seq.probe(&seq_neg).count_ones() as f64 / NEG as f64;
+            let rate = keys_per_cycle(N, 4, || {
+                black_box(f.probe(black_box(&keys64)));
+            });
+            let sbbf_rate = keys_per_cycle(N, 1, || {
+                black_box(keys64.iter().filter(|&&k| sbbf.check(&(k as i64))).count());
+            });
+            let sbbf_bytes = sbbf.num_blocks() * 32;
+            println!(
+                "| {n} | {fpr} | {} | {:.1} | {} | {theory:.5} | {measured:.5} | {:.2} | {seq_measured:.5} | {:.2} | {rate:.3} | {sbbf_bytes} | {:.1} | {sbbf_measured:.5} | {sbbf_rate:.3} |",
+                f.size_bytes(),
+                f.size_bytes() as f64 * 8.0 / n as f64,
+                f.k(),
+                measured / theory,
+                seq_measured / theory,
+                sbbf_bytes as f64 * 8.0 / n as f64,
+            );
+        }
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a name filter selects sections: fig12, byteslice, unpack,
-    // range.
+    // range, bloom.
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
@@ -512,6 +667,9 @@ fn main() {
     }
     if want("range") {
         range_table();
+    }
+    if want("bloom") {
+        bloom_table();
     }
     println!(
         "\nfastest core clock observed by the end: {:.3} GHz (if above the clock used, the cycle \

@@ -13,6 +13,8 @@
 //!   unpack-and-compare), [`range`] on decoded values.
 //! - [`code_set`]: membership of dictionary codes in a set of codes (VPERMI2B table lookups).
 //! - [`byteslice`]: the ByteSlice layout and its early-stopping SIMD scan.
+//! - [`bloom`]: a register-blocked Bloom filter with an AVX2 batch probe (join keys tested
+//!   during a scan).
 //! - [`bitmap`]: the bitmap type; [`dispatch`]: CPU detection and the forced levels.
 //!
 //! # Where Sift's `unsafe` code is
@@ -37,6 +39,7 @@
 
 pub mod bitmap;
 mod bitwriter;
+pub mod bloom;
 pub mod byteslice;
 pub mod code_set;
 pub mod compact;

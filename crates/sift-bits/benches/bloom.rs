@@ -1,0 +1,94 @@
+//! Criterion benchmarks of the register-blocked Bloom filter's batch probes: 32-bit and
+//! 64-bit keys at the Scalar and AVX2 levels, with the filter in L1, in L2 and beyond L3,
+//! 64Ki random keys per iteration (throughput in keys).
+//! `taskset -c 1 cargo bench -p sift-bits --bench bloom`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use sift_bits::bloom::BloomFilter;
+use sift_bits::{Level, with_level};
+
+const N: usize = 1 << 16;
+
+fn rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed;
+    move || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// A filter of exactly `bytes` at design fpr 0.01, filled with as many random keys as it
+/// was sized for (the most that give this size).
+fn filter_of(bytes: usize, next: &mut impl FnMut() -> u64) -> BloomFilter {
+    let (mut lo, mut hi) = (1usize, bytes);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if BloomFilter::with_capacity(mid, 0.01).size_bytes() <= bytes {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let mut f = BloomFilter::with_capacity(lo, 0.01);
+    assert_eq!(f.size_bytes(), bytes);
+    for _ in 0..lo {
+        f.insert(next() >> 32);
+    }
+    f
+}
+
+fn probe(c: &mut Criterion) {
+    let mut next = rng(1);
+    let keys64: Vec<u64> = (0..N).map(|_| next()).collect();
+    let keys32: Vec<u32> = keys64.iter().map(|&k| k as u32).collect();
+    let levels: Vec<Level> = [Level::Scalar, Level::Avx2]
+        .into_iter()
+        .filter(|l| l.is_supported())
+        .collect();
+    let sizes = [
+        ("L1_16KiB", 16 << 10),
+        ("L2_256KiB", 256 << 10),
+        ("DRAM_64MiB", 64 << 20),
+    ];
+    let filters: Vec<(&str, BloomFilter)> = sizes
+        .iter()
+        .map(|&(name, bytes)| (name, filter_of(bytes, &mut next)))
+        .collect();
+    for (group, wide) in [("bloom probe_u32", false), ("bloom probe u64", true)] {
+        let mut g = c.benchmark_group(group);
+        g.throughput(Throughput::Elements(N as u64));
+        for &level in &levels {
+            for (name, f) in &filters {
+                let id = BenchmarkId::new(format!("{level:?}"), name);
+                if wide {
+                    g.bench_function(id, |b| {
+                        b.iter(|| with_level(level, || f.probe(black_box(&keys64))))
+                    });
+                } else {
+                    g.bench_function(id, |b| {
+                        b.iter(|| with_level(level, || f.probe_u32(black_box(&keys32))))
+                    });
+                }
+            }
+        }
+        g.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_millis(700));
+    targets = probe
+}
+criterion_main!(benches);
