@@ -20,6 +20,7 @@
 use std::sync::Arc;
 
 use sift_bits::Bitmap;
+use sift_bits::bloom::{BloomFilter, i128_key};
 
 use arrow_array::Array;
 
@@ -44,6 +45,11 @@ pub enum ValuePredicate {
     Bytes(Arc<BytesMatcher>, BytesShape),
     /// Booleans equal to `value`.
     Bool { value: bool },
+    /// Integers (every integer-like type, decimals scaled) whose key
+    /// ([`i128_key`](sift_bits::bloom::i128_key)) may be in the filter: every member
+    /// passes, and a few other values (the filter's false positives). A join's build-side
+    /// keys, tested on the probe side's column; it has no negation.
+    IntBloom(Arc<BloomFilter>),
 }
 
 /// A predicate on one byte string.
@@ -80,6 +86,7 @@ impl std::fmt::Debug for ValuePredicate {
             Self::FloatIn { keys, negate } => write!(f, "float in {keys:?} negate={negate}"),
             Self::Bytes(_, shape) => write!(f, "bytes matcher ({shape:?})"),
             Self::Bool { value } => write!(f, "bool = {value}"),
+            Self::IntBloom(b) => write!(f, "int in bloom {b:?}"),
         }
     }
 }
@@ -107,6 +114,7 @@ impl ValuePredicate {
         match self {
             Self::IntRange { lo, hi, negate } => (*lo <= v && v <= *hi) != *negate,
             Self::IntIn { values, negate } => values.binary_search(&v).is_ok() != *negate,
+            Self::IntBloom(b) => b.contains(i128_key(v)),
             _ => false,
         }
     }
@@ -222,6 +230,11 @@ pub(crate) trait DomainPred<V: Value>: Sized {
     fn code_mask(&self) -> Option<&CodeMask> {
         None
     }
+
+    /// The answers for decoded values, one bit each (a batch kernel where there is one).
+    fn eval_slice(&self, values: &[V]) -> Bitmap {
+        eval_all(values, |v| self.eval(v))
+    }
 }
 
 /// The codes `c` of a dictionary whose entry matched (`mask[c]`), evaluated on the codes
@@ -310,6 +323,19 @@ impl DomainPred<i64> for IntSet {
     }
 }
 
+/// Membership in a Bloom filter, probed in batches by `sift_bits::bloom`'s kernels.
+struct BloomProbe<'a>(&'a BloomFilter);
+
+impl DomainPred<i64> for BloomProbe<'_> {
+    fn eval(&self, v: i64) -> bool {
+        self.0.contains(v as u64)
+    }
+
+    fn eval_slice(&self, values: &[i64]) -> Bitmap {
+        self.0.probe_i64(values)
+    }
+}
+
 #[derive(Clone, Copy)]
 struct KeyRange {
     lo: u64,
@@ -389,6 +415,12 @@ pub(crate) fn filter_values(
                 negate: *negate,
             };
             i64::filter(ctx, 0, count, 0, &set)
+        }
+        (K::Int(it), P::IntBloom(bloom)) => {
+            if let Some(decoded) = native_root(ctx, it, count)? {
+                return Ok(eval_all(&decoded, |v| bloom.contains(i128_key(v))));
+            }
+            i64::filter(ctx, 0, count, 0, &BloomProbe(bloom))
         }
         (K::Float(8), P::FloatRange { lo, hi, negate }) => FloatBits::filter(
             ctx,

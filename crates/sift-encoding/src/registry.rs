@@ -16,7 +16,7 @@ use sift_bits::Bitmap;
 
 use crate::byte_values::ByteValues;
 use crate::chooser::{self, BoolSchemes, Scheme, StringSchemes, When};
-use crate::domain::{Domain, FloatBits, Strings, Value, compact, eval_all, exact_count, uniform};
+use crate::domain::{Domain, FloatBits, Strings, Value, compact, exact_count, uniform};
 use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
 use crate::encodings::{
@@ -266,7 +266,7 @@ fn filter<V: Value, P: DomainPred<V>>(
         Some(out) => Ok(out),
         None => {
             let values = decode::<V>(ctx, id, count, depth)?;
-            Ok(eval_all(&values, |v| p.eval(v)))
+            Ok(p.eval_slice(&values))
         }
     }
 }

@@ -243,6 +243,7 @@ impl Binder<'_> {
                     format!("{left} {} {right}", op.symbol()),
                 )
             }
+            Expr::InBloom { column, keys } => self.in_bloom(column, keys, neg, e)?,
             Expr::Udf(u) => {
                 let columns = u
                     .columns
@@ -262,6 +263,48 @@ impl Binder<'_> {
                     None,
                     label(e, neg),
                 )
+            }
+        })
+    }
+
+    fn in_bloom(
+        &mut self,
+        column: &str,
+        keys: &Arc<crate::keys::KeyFilter>,
+        neg: bool,
+        e: &Expr,
+    ) -> Result<Bound> {
+        use crate::keys::KeyDomain;
+        if neg {
+            // A Bloom filter's "maybe" has no exact negation.
+            return Err(Error::Type(format!("'{e}' cannot be negated")));
+        }
+        let (c, dt) = self.column(column)?;
+        if KeyDomain::of(dt) != Some(keys.domain()) {
+            return Err(Error::Type(format!(
+                "'{column}' ({dt}) cannot be tested against {:?} keys",
+                keys.domain()
+            )));
+        }
+        let label = label(e, neg);
+        Ok(match keys.domain() {
+            KeyDomain::Int => {
+                let bounds = keys
+                    .bounds()
+                    .map(|(lo, hi)| (Some(Scalar::Int(lo)), Some(Scalar::Int(hi))));
+                let bloom = Arc::clone(keys.bloom());
+                self.leaf(
+                    c,
+                    LeafOp::Value(ValuePredicate::IntBloom(bloom)),
+                    bounds,
+                    label,
+                )
+            }
+            KeyDomain::Bytes => {
+                let keys = Arc::clone(keys);
+                let m = move |x: &[u8]| keys.bloom().contains(sift_bits::bloom::bytes_key(x));
+                let p = ValuePredicate::Bytes(Arc::new(m), BytesShape::Any);
+                self.leaf(c, LeafOp::Value(p), None, label)
             }
         })
     }

@@ -222,6 +222,13 @@ pub enum Expr {
     Not(Box<Expr>),
     /// A predicate written in Rust.
     Udf(Udf),
+    /// `column` may be one of a join's build-side keys: true for every key and for a few
+    /// other values (the Bloom filter's false positives), never for a null. Built by
+    /// [`KeyCollector`](crate::KeyCollector); it cannot be negated.
+    InBloom {
+        column: String,
+        keys: Arc<crate::keys::KeyFilter>,
+    },
 }
 
 /// A column reference, the start of a comparison: `col("x").lt(5)`.
@@ -378,7 +385,8 @@ impl Expr {
             | Expr::In { column, .. }
             | Expr::IsNull { column, .. }
             | Expr::Like { column, .. }
-            | Expr::StartsWith { column, .. } => f(column),
+            | Expr::StartsWith { column, .. }
+            | Expr::InBloom { column, .. } => f(column),
             Expr::ColumnCmp { left, right, .. } => {
                 f(left);
                 f(right);
@@ -450,6 +458,7 @@ impl fmt::Display for Expr {
             Expr::Or(v) => f.write_str(&list(v, " or ", "false")),
             Expr::Not(e) => write!(f, "not ({e})"),
             Expr::Udf(u) => write!(f, "{u:?}"),
+            Expr::InBloom { column, keys } => write!(f, "{} in {keys:?}", ident(column)),
         }
     }
 }

@@ -24,6 +24,7 @@ mod coerce;
 mod error;
 mod eval;
 mod expr;
+mod keys;
 mod like;
 mod order;
 #[cfg(feature = "parquet")]
@@ -40,6 +41,7 @@ mod stats;
 
 pub use error::{Error, Result};
 pub use expr::{CmpOp, Column, Expr, Literal, Udf, UdfFn, col};
+pub use keys::{BLOOM_FPR, EXACT_KEYS, KeyCollector, KeyDomain, KeyFilter, MAX_KEYS};
 pub use parse::parse_filter;
 pub use scan::{Scan, ScanBuilder, Table, scan};
 pub use stats::ScanStats;

@@ -50,6 +50,8 @@ enum F {
     /// A pair of columns of one type, and an operator.
     ColCmp(usize, usize),
     Udf(usize, usize),
+    /// Join keys on a column: the values at some rows, plus values that may be absent.
+    Keys(usize, Vec<usize>, Vec<i64>),
     And(Vec<F>),
     Or(Vec<F>),
     Not(Box<F>),
@@ -335,10 +337,49 @@ fn resolve(f: &F, batch: &RecordBatch) -> Expr {
         }
         F::ColCmp(p, o) => col(PAIRS[*p].0).cmp_column(OPS[*o], PAIRS[*p].1),
         F::Udf(k, c) => udf(*k, UDF_COLS[*c]),
+        F::Keys(c, picks, extra) => join_keys(batch, *c, picks, extra),
         F::And(v) => Expr::And(v.iter().map(|f| resolve(f, batch)).collect()),
         F::Or(v) => Expr::Or(v.iter().map(|f| resolve(f, batch)).collect()),
         F::Not(f) => resolve(f, batch).not(),
     }
+}
+
+/// Columns join keys are collected for.
+const KEY_COLS: [&str; 12] = [
+    "i_small", "i_runs", "i_sorted", "i_few", "i_wide", "i32", "d1", "d2", "s_low", "s_uniq",
+    "s_uni", "i_of_low",
+];
+
+/// The keys of column `c` at rows `picks` (nulls included) and `extra` values, as the
+/// filter a join pushes (an exact IN list when few, else a Bloom filter).
+fn join_keys(batch: &RecordBatch, c: usize, picks: &[usize], extra: &[i64]) -> Expr {
+    let a = batch.column(c);
+    let mut keys = sift_scan::KeyCollector::new(a.data_type()).unwrap();
+    if !a.is_empty() {
+        let rows = UInt64Array::from_iter_values(picks.iter().map(|p| (p % a.len()) as u64));
+        keys.add(arrow::compute::take(a, &rows, None).unwrap().as_ref())
+            .unwrap();
+    }
+    let extra: ArrayRef = match a.data_type() {
+        DataType::Utf8 => Arc::new(StringArray::from_iter_values(
+            extra.iter().map(|v| format!("{v}")),
+        )),
+        dt => cast(&Int64Array::from(extra.to_vec()), dt).unwrap(),
+    };
+    keys.add(extra.as_ref()).unwrap();
+    keys.into_filter(COLS[c].0).unwrap()
+}
+
+fn keys_strategy() -> impl Strategy<Value = F> {
+    (
+        prop::sample::select(KEY_COLS.to_vec()),
+        prop_oneof![
+            prop::collection::vec(any::<usize>(), 0..8),
+            prop::collection::vec(any::<usize>(), 50..400),
+        ],
+        prop::collection::vec(prop_oneof![-30i64..30, 0i64..3000, any::<i64>()], 0..100),
+    )
+        .prop_map(|(c, picks, extra)| F::Keys(col_index(c), picks, extra))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -637,6 +678,77 @@ proptest! {
         check(&sift, "sift", &batch, &q);
         check(&parquet, "parquet", &batch, &q);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases(48),
+        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
+
+    /// Join keys (exact IN lists and Bloom filters) ANDed with random filters: the scans
+    /// of Sift and Parquet answer as the scalar probe of every value does, and no row
+    /// holding one of the keys is ever dropped by the key filter.
+    #[test]
+    fn join_keys_filter_like_the_reference(
+        spec in table_strategy(),
+        keys in keys_strategy(),
+        rest in prop::collection::vec(filter_strategy(), 0..2),
+        mut q in query_strategy(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (batch, sift, parquet) = tables(dir.path(), &spec);
+        let F::Keys(c, picks, _) = &keys else { unreachable!() };
+        let passed = common::eval(&resolve(&keys, &batch), &batch);
+        let a = batch.column(*c);
+        for p in picks.iter().filter(|_| !a.is_empty()) {
+            let row = p % a.len();
+            if a.is_valid(row) {
+                // Every row holding a picked value passes, not only the picked one.
+                let same = cmp::eq(a, &Scalar::new(a.slice(row, 1))).unwrap();
+                for i in 0..a.len() {
+                    if same.is_valid(i) && same.value(i) {
+                        prop_assert!(passed.value(i), "row {i} holds a key but was dropped");
+                    }
+                }
+            }
+        }
+        let mut all = vec![keys];
+        all.extend(rest);
+        q.filter = Some(F::And(all));
+        check(&sift, "sift", &batch, &q);
+        check(&parquet, "parquet", &batch, &q);
+    }
+}
+
+#[test]
+fn join_keys_cannot_be_negated_or_cross_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = small_table(
+        dir.path(),
+        vec![("s", Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef)],
+        2,
+    );
+    let mut keys = sift_scan::KeyCollector::new(&DataType::Int64).unwrap();
+    keys.add(&Int64Array::from_iter_values(0..1000)).unwrap();
+    let bloom = keys.into_filter("id").unwrap();
+    assert!(matches!(bloom, Expr::InBloom { .. }), "{bloom}");
+    let e = build_error(t.scan().filter(bloom.clone().not()));
+    assert!(e.contains("cannot be negated"), "{e}");
+    let Expr::InBloom { keys, .. } = bloom else {
+        unreachable!()
+    };
+    let on_strings = Expr::InBloom {
+        column: "s".into(),
+        keys,
+    };
+    let e = build_error(t.scan().filter(on_strings));
+    assert!(e.contains("'s'") && e.contains("Int"), "{e}");
+    // No keys at all (an empty or all-null build side): no row passes.
+    let mut none = sift_scan::KeyCollector::new(&DataType::Int64).unwrap();
+    none.add(&Int64Array::from(vec![None, None])).unwrap();
+    assert_eq!(ids(&t, none.into_filter("id").unwrap()), Vec::<i64>::new());
 }
 
 // ---------------------------------------------------------------------------------------

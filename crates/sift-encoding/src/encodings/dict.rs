@@ -322,7 +322,8 @@ impl Encoding for Dict {
     ) -> Result<Option<Bitmap>> {
         let len = self.checked_len(ctx, count)?;
         let dict = self.entries::<V>(ctx, id, len, depth)?;
-        let mask: Vec<bool> = dict.iter().map(|&v| p.eval(v)).collect();
+        let verdicts = p.eval_slice(&dict);
+        let mask: Vec<bool> = (0..dict.len()).map(|i| verdicts.get(i)).collect();
         self.filter_codes(ctx, id, count, depth, &mask).map(Some)
     }
 

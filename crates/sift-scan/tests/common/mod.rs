@@ -629,7 +629,32 @@ pub fn eval(e: &Expr, batch: &RecordBatch) -> BooleanArray {
             let cols: Vec<ArrayRef> = u.columns.iter().map(|c| column(c)).collect();
             (u.f)(&cols).unwrap()
         }
+        Expr::InBloom { column: c, keys } => bloom_reference(&column(c), keys),
     }
+}
+
+/// The scalar probe of every value of `a` (nulls unknown): what the scan's dictionary
+/// masks and batch probes must answer.
+fn bloom_reference(a: &ArrayRef, keys: &sift_scan::KeyFilter) -> BooleanArray {
+    use sift_bits::bloom::{bytes_key, i128_key};
+    let bloom = keys.bloom();
+    let probe = |i: usize| -> bool {
+        match a.data_type() {
+            DataType::Utf8 => bloom.contains(bytes_key(a.as_string::<i32>().value(i).as_bytes())),
+            DataType::Utf8View => bloom.contains(bytes_key(a.as_string_view().value(i).as_bytes())),
+            DataType::Decimal128(..) => {
+                bloom.contains(i128_key(a.as_primitive::<Decimal128Type>().value(i)))
+            }
+            _ => {
+                let wide = cast(a, &DataType::Int64).unwrap();
+                let v = wide.as_primitive::<Int64Type>().value(i);
+                bloom.contains(i128_key(i128::from(v)))
+            }
+        }
+    };
+    (0..a.len())
+        .map(|i| a.is_valid(i).then(|| probe(i)))
+        .collect()
 }
 
 /// The rows of `batch` where `filter` is true (all rows without one).
