@@ -15,6 +15,8 @@ TPC-H queries of bench/tpch/ on all eight TPC-H tables at SF 0.01.
   integers exactly, dates as ISO text, strings exactly, NULL as an empty field.
 * Order: the columns of the query's ORDER BY must come in DuckDB's order; rows that tie on
   all of them may come in any order (they are compared as multisets, run by run).
+* The queries with joins run again with ``--join-filters off``; ``--explain`` of Q17 shows the
+  keys of the selected parts pushed into both lineitem scans.
 * ``sift sql --explain`` of Q6 shows the whole WHERE clause pushed into the Sift scan; bad
   SQL and a missing file fail with a message naming the culprit.
 """
@@ -197,12 +199,42 @@ def compare(expected: list[tuple], got: list[list[str]], keys: list[int]) -> lis
 @pytest.mark.parametrize("source", SOURCES)
 @pytest.mark.parametrize("q", QUERIES, ids=[f"q{q:02d}" for q in QUERIES])
 def test_tpch_query(q: int, source: str, tpch, tpch_duck, sift_bin) -> None:
+    check_query(q, source, tpch, tpch_duck, sift_bin)
+
+
+# The queries with joins whose build side is filtered, where join filters apply.
+JOIN_QUERIES = [2, 3, 5, 8, 9, 10, 17, 18, 20, 21]
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("q", JOIN_QUERIES, ids=[f"q{q:02d}" for q in JOIN_QUERIES])
+def test_tpch_query_without_join_filters(q: int, source: str, tpch, tpch_duck,
+                                         sift_bin) -> None:
+    check_query(q, source, tpch, tpch_duck, sift_bin, "--join-filters", "off")
+
+
+def test_q17_sends_the_part_keys_into_both_lineitem_scans(tpch, sift_bin) -> None:
+    """Q17's parts of one brand and container filter the lineitem scan of the join and the
+    one under the correlated subquery's aggregate; with --join-filters off, neither."""
+    tables = {t: tpch.sift[t] for t in ("lineitem", "part")}
+    for setting, expected in (("on", 2), ("off", 0)):
+        p = sift_sql(sift_bin, tables, query_text(17), "--explain", "--join-filters", setting)
+        assert p.returncode == 0, p.stderr
+        scans = [line for line in p.stdout.splitlines()
+                 if "SiftScan" in line and "lineitem" in line]
+        assert len(scans) == 2, p.stdout
+        with_keys = [line for line in scans if "join_filters=[l_partkey in keys of" in line]
+        assert len(with_keys) == expected, f"--join-filters {setting}:\n{p.stdout}"
+
+
+def check_query(q: int, source: str, tpch, tpch_duck, sift_bin, *options: str) -> None:
+    """`sift sql` of query `q` over the `source` files gives DuckDB's result."""
     sql = query_text(q)
     cur = tpch_duck.execute(sql)
     names = [d[0] for d in cur.description]
     expected = cur.fetchall()
 
-    p = sift_sql(sift_bin, tpch.files(source), sql, "-o", "csv")
+    p = sift_sql(sift_bin, tpch.files(source), sql, "-o", "csv", *options)
     if p.returncode != 0:
         pytest.fail(f"`sift sql` of q{q:02d} over the .{source} files exited {p.returncode}:\n"
                     f"{p.stderr.strip()}", pytrace=False)

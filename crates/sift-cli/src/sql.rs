@@ -15,7 +15,7 @@ use datafusion::datasource::listing::{
 };
 use datafusion::prelude::{DataFrame, SessionContext};
 use futures::StreamExt;
-use sift_datafusion::{PARQUET_EXTENSIONS, SiftTable, has_extension, session};
+use sift_datafusion::{PARQUET_EXTENSIONS, SiftOptions, SiftTable, has_extension, session};
 
 use crate::cat::{CatOutput, OutputFormatParser};
 use crate::display::printable_batch;
@@ -66,7 +66,8 @@ pub struct SqlArgs {
     #[arg(long)]
     pub explain: bool,
     /// Run the (last) query N times and print its times as JSON on stdout (first run,
-    /// best, median, in milliseconds; each run plans and executes) instead of its rows.
+    /// best, median, in milliseconds; each run plans and executes) instead of its rows,
+    /// with the counters of the last run's Sift scans.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub runs: Option<u64>,
     /// Read .parquet tables given with --table with DataFusion's own Parquet reader
@@ -77,6 +78,21 @@ pub struct SqlArgs {
     /// (its `pushdown_filters` option).
     #[arg(long)]
     pub datafusion_pushdown: bool,
+    /// Join filters: the keys of a hash join's filtered side, as a Bloom filter or an
+    /// exact IN list, tested inside the Sift scans of the other side before their other
+    /// columns are decoded (--explain shows them as join_filters). Also `SET
+    /// sift.join_filters = false` in SQL.
+    #[arg(long, value_name = "ON|OFF", default_value = "on", value_parser = on_off,
+        action = clap::ArgAction::Set)]
+    pub join_filters: bool,
+}
+
+fn on_off(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        _ => Err(format!("'{s}' is not on or off")),
+    }
 }
 
 /// Which reader scans Parquet tables.
@@ -111,6 +127,16 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<()> {
         .context("cannot start the query threads")?;
     runtime.block_on(async {
         let ctx = session(threads);
+        if let Some(o) = ctx
+            .state_ref()
+            .write()
+            .config_mut()
+            .options_mut()
+            .extensions
+            .get_mut::<SiftOptions>()
+        {
+            o.join_filters = args.join_filters;
+        }
         if args.parquet_reader == ParquetReader::Datafusion {
             ctx.state_ref()
                 .write()
@@ -210,7 +236,8 @@ async fn run_statement(ctx: &SessionContext, sql: &str, args: &SqlArgs, ui: &Ui)
 }
 
 /// `--runs`: the query planned and executed `runs` times; the first run is the first in
-/// this process (files opened by then, page cache as it is).
+/// this process (files opened by then, page cache as it is). The JSON also holds the
+/// counters of the last run's Sift scans.
 fn time_runs(df: DataFrame, runs: u64, started: Instant) -> Result<()> {
     // Planning the SQL and opening the tables happened once before, like a prepared
     // statement; every run optimises, plans physically and executes.
@@ -218,12 +245,21 @@ fn time_runs(df: DataFrame, runs: u64, started: Instant) -> Result<()> {
     let handle = tokio::runtime::Handle::current();
     let mut times = Vec::new();
     let mut rows = 0usize;
+    let mut scans = serde_json::Map::new();
     for _ in 0..runs {
         let df = df.clone();
         let t = Instant::now();
-        let batches = tokio::task::block_in_place(|| handle.block_on(df.collect()))?;
+        let (batches, plan) = tokio::task::block_in_place(|| {
+            handle.block_on(async {
+                let task = Arc::new(df.task_ctx());
+                let plan = df.create_physical_plan().await?;
+                let batches = datafusion::physical_plan::collect(Arc::clone(&plan), task).await?;
+                Ok::<_, DataFusionError>((batches, plan))
+            })
+        })?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
         rows = batches.iter().map(RecordBatch::num_rows).sum();
+        scans = scan_counters(&plan);
     }
     let mut sorted = times.clone();
     sorted.sort_by(f64::total_cmp);
@@ -234,9 +270,31 @@ fn time_runs(df: DataFrame, runs: u64, started: Instant) -> Result<()> {
         "median_ms": sorted[sorted.len() / 2],
         "runs": times,
         "rows": rows,
+        "scans": scans,
     });
     println!("{json}");
     Ok(())
+}
+
+/// The counters of the plan's Sift scans (rows scanned and passed on, values decoded,
+/// join filters applied), summed over all of them.
+fn scan_counters(
+    plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut sums: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut stack = vec![Arc::clone(plan)];
+    while let Some(p) = stack.pop() {
+        if p.downcast_ref::<sift_datafusion::SiftScanExec>().is_some()
+            && let Some(m) = p.metrics()
+        {
+            for metric in m.iter() {
+                *sums.entry(metric.value().name().to_string()).or_default() +=
+                    metric.value().as_usize();
+            }
+        }
+        stack.extend(p.children().into_iter().cloned());
+    }
+    sums.into_iter().map(|(k, v)| (k, v.into())).collect()
 }
 
 /// The plan, one line per node: logical plan, then physical plan.

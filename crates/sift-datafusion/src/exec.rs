@@ -29,6 +29,7 @@ use datafusion::physical_plan::{
 };
 use sift_scan::{Expr as Filter, Scan, ScanStats};
 
+use crate::join_filter::JoinFilter;
 use crate::stats::blocks_statistics;
 use crate::table::TableFile;
 use crate::translate::physical_to_sift;
@@ -46,6 +47,8 @@ pub struct SiftScanExec {
     filter: Option<Filter>,
     /// Dynamic filters from the plan above, evaluated where they translate exactly.
     dynamic: Vec<Arc<dyn PhysicalExpr>>,
+    /// Keys of joins above, from the scans that restrict them ([`JoinFilters`](crate::JoinFilters)).
+    join_filters: Vec<JoinFilter>,
     limit: Option<usize>,
     /// Per partition, the blocks it reads, consecutive in each file.
     partitions: Vec<Vec<PartBlock>>,
@@ -84,6 +87,7 @@ impl SiftScanExec {
             projection,
             filter,
             dynamic: Vec::new(),
+            join_filters: Vec::new(),
             limit,
             partitions,
             properties: Arc::new(properties),
@@ -94,6 +98,42 @@ impl SiftScanExec {
     /// The filter evaluated inside the scan, in Sift's filter syntax.
     pub fn filter(&self) -> Option<&Filter> {
         self.filter.as_ref()
+    }
+
+    /// The scan with `filters` added to its join filters.
+    pub(crate) fn with_join_filters(&self, filters: Vec<JoinFilter>) -> SiftScanExec {
+        let mut node = self.clone();
+        node.join_filters.extend(filters);
+        node.metrics = ExecutionPlanMetricsSet::new();
+        node
+    }
+
+    /// The `LIMIT` pushed into the scan.
+    pub(crate) fn limit(&self) -> Option<usize> {
+        self.limit
+    }
+
+    /// Rows in the files scanned, before any filter.
+    pub(crate) fn total_rows(&self) -> u64 {
+        self.files.iter().map(|f| f.table.num_rows()).sum()
+    }
+
+    /// The tables scanned, in order.
+    pub(crate) fn tables(&self) -> impl Iterator<Item = &sift_scan::Table> {
+        self.files.iter().map(|f| &f.table)
+    }
+
+    /// The files scanned, for display: all of them when few, else the first two.
+    pub(crate) fn file_names(&self) -> String {
+        let files: Vec<String> = self
+            .files
+            .iter()
+            .map(|x| x.table.path().display().to_string())
+            .collect();
+        match files.len() {
+            0..=3 => files.join(", "),
+            n => format!("{}, … ({n} files)", files[..2].join(", ")),
+        }
     }
 
     fn column_names(&self) -> Vec<String> {
@@ -160,15 +200,7 @@ fn row_ranges(blocks: &[PartBlock]) -> Vec<(usize, Range<u64>)> {
 
 impl DisplayAs for SiftScanExec {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        let files: Vec<String> = self
-            .files
-            .iter()
-            .map(|x| x.table.path().display().to_string())
-            .collect();
-        let files = match files.len() {
-            0..=3 => files.join(", "),
-            n => format!("{}, … ({n} files)", files[..2].join(", ")),
-        };
+        let files = self.file_names();
         match t {
             DisplayFormatType::TreeRender => write!(f, "files={files}"),
             DisplayFormatType::Default | DisplayFormatType::Verbose => {
@@ -184,6 +216,10 @@ impl DisplayAs for SiftScanExec {
                 if !self.dynamic.is_empty() {
                     let now: Vec<String> = self.dynamic.iter().map(|d| d.to_string()).collect();
                     write!(f, ", dynamic_filters=[{}]", now.join(", "))?;
+                }
+                if !self.join_filters.is_empty() {
+                    let j: Vec<String> = self.join_filters.iter().map(|j| j.to_string()).collect();
+                    write!(f, ", join_filters=[{}]", j.join(", "))?;
                 }
                 if let Some(limit) = self.limit {
                     write!(f, ", limit={limit}")?;
@@ -256,6 +292,7 @@ impl ExecutionPlan for SiftScanExec {
             columns: self.column_names(),
             filter: self.filter.clone(),
             dynamic: self.dynamic.clone(),
+            join_filters: self.join_filters.clone(),
             table_schema: self.table_schema.clone(),
             remaining: self.limit.map(|l| l as u64),
             current: None,
@@ -321,7 +358,7 @@ impl ExecutionPlan for SiftScanExec {
         if let Some(p) = &self.projection {
             stats = stats.project(Some(p));
         }
-        if self.filter.is_some() {
+        if self.filter.is_some() || !self.join_filters.is_empty() {
             stats = stats.to_inexact();
         }
         if let Some(limit) = self.limit {
@@ -341,6 +378,8 @@ struct Counters {
     bytes_read: Count,
     /// Scans started with a dynamic filter in force.
     dynamic_filters: Count,
+    /// Scans started with a join filter in force.
+    join_filters: Count,
 }
 
 impl Counters {
@@ -354,6 +393,7 @@ impl Counters {
             values_decoded: c("values_decoded"),
             bytes_read: c("bytes_read"),
             dynamic_filters: c("dynamic_filters"),
+            join_filters: c("join_filters"),
         }
     }
 
@@ -376,6 +416,7 @@ struct PartitionScan {
     columns: Vec<String>,
     filter: Option<Filter>,
     dynamic: Vec<Arc<dyn PhysicalExpr>>,
+    join_filters: Vec<JoinFilter>,
     table_schema: SchemaRef,
     remaining: Option<u64>,
     current: Option<(Scan, std::path::PathBuf)>,
@@ -394,6 +435,12 @@ impl PartitionScan {
             let now = snapshot_physical_expr(Arc::clone(d))?;
             if let Some(f) = physical_to_sift(&now, &self.table_schema) {
                 self.counters.dynamic_filters.add(1);
+                builder = builder.filter(f);
+            }
+        }
+        for j in &self.join_filters {
+            if let Some(f) = j.filter()? {
+                self.counters.join_filters.add(1);
                 builder = builder.filter(f);
             }
         }

@@ -26,6 +26,7 @@
 
 mod exec;
 mod factory;
+mod join_filter;
 mod stats;
 mod table;
 mod translate;
@@ -39,6 +40,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use exec::SiftScanExec;
 pub use factory::{SiftTableFactory, SiftUrlTables};
+pub use join_filter::{JoinFilters, SiftOptions};
 pub use stats::zone_bound;
 pub use table::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, SiftTable, has_extension, resolve_location};
 pub use translate::to_sift;
@@ -53,9 +55,11 @@ pub fn session(threads: usize) -> SessionContext {
         .with_information_schema(true);
     // Errors then carry the line and column of the SQL they are about.
     config.options_mut().sql_parser.collect_spans = true;
+    let config = config.with_option_extension(SiftOptions::default());
     let state = SessionStateBuilder::new()
         .with_default_features()
         .with_config(config)
+        .with_physical_optimizer_rule(Arc::new(JoinFilters))
         .with_table_factory("SIFT".into(), Arc::new(SiftTableFactory))
         .with_table_factory("SIFT_PARQUET".into(), Arc::new(SiftTableFactory))
         .build();

@@ -1,0 +1,402 @@
+//! Join filters: the keys of a hash join's selective side, pushed as a Bloom filter (or an
+//! exact `IN` list, when they are few) into the Sift scans of the other side, where they
+//! are tested on the encoded key column before any payload column is decoded.
+//!
+//! [`JoinFilters`] is a physical optimizer rule. For every hash join, and each pair of
+//! join keys that are plain columns, it follows each key down its side of the plan:
+//!
+//! - to the **source** of the key's values: a Sift scan with a filter of its own (a
+//!   dimension table restricted by the query), whose key column holds every value the key
+//!   can take on that side. The path may cross projections, filters, repartitions,
+//!   aggregates (on a group-by column) and joins;
+//! - to the **target**: the Sift scan on the other side whose rows can be filtered by the
+//!   key without changing the join's result. The path may cross projections, filters,
+//!   repartitions, aggregates on a group-by column (dropping a group's rows drops the
+//!   group) and inner or semi joins.
+//!
+//! The target's scan then gets `key IN (source keys)`: the source scan is run once more,
+//! reading its key column only (the first partition that needs the keys runs it, the
+//! others wait for it), and its keys become the filter. Because the source is found by
+//! following the key and not the join's build side, a filter can also cross to the other
+//! side's build input: in TPC-H Q17 the parts of one brand and container filter both
+//! scans of `lineitem`, including the one under the correlated subquery's aggregate.
+//!
+//! A filter goes only where the join drops the target's rows that have no match: the
+//! probe side of inner, left, left semi/anti/mark and right semi joins, the build side of
+//! inner, right, right semi/anti/mark and left semi joins, never with `NULL = NULL` keys.
+//! The join still compares the keys, so a false positive of the Bloom filter costs a
+//! row, never a wrong answer. The rule changes nothing when the session option
+//! `sift.join_filters` is false (`SET sift.join_filters = false`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::config::{ConfigExtension, ConfigOptions};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{DataFusionError, JoinType, NullEquality, Result, extensions_options};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::aggregates::AggregateExec;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::joins::HashJoinExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use sift_scan::{Expr as Filter, KeyCollector};
+
+use crate::exec::SiftScanExec;
+
+extensions_options! {
+    /// Sift's options in a DataFusion session, under the prefix `sift`.
+    pub struct SiftOptions {
+        /// Push the keys of hash joins' selective sides into the Sift scans of the other
+        /// side, as Bloom filters or exact IN lists.
+        pub join_filters: bool, default = true
+    }
+}
+
+impl ConfigExtension for SiftOptions {
+    const PREFIX: &'static str = "sift";
+}
+
+/// The physical optimizer rule; see the module documentation.
+#[derive(Debug, Default)]
+pub struct JoinFilters;
+
+impl PhysicalOptimizerRule for JoinFilters {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let on = config
+            .extensions
+            .get::<SiftOptions>()
+            .is_none_or(|o| o.join_filters);
+        if !on {
+            return Ok(plan);
+        }
+        // Find every (target scan, column, source) first, on the plan as it is, then put
+        // the filters into the target scans in one pass.
+        let mut wanted: HashMap<usize, Vec<JoinFilter>> = HashMap::new();
+        let mut sources: HashMap<(usize, String), Arc<KeySource>> = HashMap::new();
+        plan.apply(|node| {
+            if let Some(join) = node.downcast_ref::<HashJoinExec>() {
+                for (target, filter) in join_filters(join, &mut sources) {
+                    let list = wanted.entry(target).or_default();
+                    if !list.iter().any(|f| f.same_as(&filter)) {
+                        list.push(filter);
+                    }
+                }
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+        if wanted.is_empty() {
+            return Ok(plan);
+        }
+        plan.transform_up(|node| {
+            let Some(filters) = wanted.get(&address(&node)) else {
+                return Ok(Transformed::no(node));
+            };
+            let Some(scan) = node.downcast_ref::<SiftScanExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            let scan = scan.with_join_filters(filters.clone());
+            Ok(Transformed::yes(Arc::new(scan) as Arc<dyn ExecutionPlan>))
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "SiftJoinFilters"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// A plan node's identity during one run of the rule.
+fn address(plan: &Arc<dyn ExecutionPlan>) -> usize {
+    Arc::as_ptr(plan).cast::<()>() as usize
+}
+
+/// The filters `join` sends, as (target scan's address, filter).
+fn join_filters(
+    join: &HashJoinExec,
+    sources: &mut HashMap<(usize, String), Arc<KeySource>>,
+) -> Vec<(usize, JoinFilter)> {
+    // `NULL = NULL` joins match null keys, which a key filter drops; a null-aware anti
+    // join (`NOT IN`) answers differently once the other side holds a null.
+    if join.null_equality() != NullEquality::NullEqualsNothing || join.null_aware {
+        return Vec::new();
+    }
+    use JoinType as J;
+    let into_probe = matches!(
+        join.join_type(),
+        J::Inner | J::Left | J::LeftSemi | J::LeftAnti | J::LeftMark | J::RightSemi
+    );
+    let into_build = matches!(
+        join.join_type(),
+        J::Inner | J::Right | J::RightSemi | J::RightAnti | J::RightMark | J::LeftSemi
+    );
+    let mut out = Vec::new();
+    for (l, r) in join.on() {
+        let (Some(l), Some(r)) = (l.downcast_ref::<Column>(), r.downcast_ref::<Column>()) else {
+            continue;
+        };
+        let directions = [
+            (
+                into_probe,
+                (join.left(), l.index()),
+                (join.right(), r.index()),
+            ),
+            (
+                into_build,
+                (join.right(), r.index()),
+                (join.left(), l.index()),
+            ),
+        ];
+        for (allowed, (from, from_col), (to, to_col)) in directions {
+            if !allowed {
+                continue;
+            }
+            let (Some(source), Some(target)) = (
+                trace(from, from_col, Walk::Source),
+                trace(to, to_col, Walk::Target),
+            ) else {
+                continue;
+            };
+            if let Some(f) = filter_between(&source, &target, sources) {
+                out.push((address(&target.plan), f));
+            }
+        }
+    }
+    out
+}
+
+/// A column of a Sift scan that a key was followed to.
+struct Found {
+    plan: Arc<dyn ExecutionPlan>,
+    column: usize,
+}
+
+impl Found {
+    fn scan(&self) -> Option<&SiftScanExec> {
+        self.plan.downcast_ref::<SiftScanExec>()
+    }
+}
+
+/// The filter from `source`'s keys into `target`, when it is worth having: the source
+/// scan restricts its table with a filter of its own, reads no more rows than the target,
+/// and the key columns have one type.
+fn filter_between(
+    source: &Found,
+    target: &Found,
+    sources: &mut HashMap<(usize, String), Arc<KeySource>>,
+) -> Option<JoinFilter> {
+    let (s, t) = (source.scan()?, target.scan()?);
+    if s.filter().is_none() || s.total_rows() > t.total_rows() || t.limit().is_some() {
+        return None;
+    }
+    let s_field = s.schema().field(source.column).clone();
+    let t_field = t.schema().field(target.column).clone();
+    if s_field.data_type() != t_field.data_type()
+        || sift_scan::KeyDomain::of(s_field.data_type()).is_none()
+    {
+        return None;
+    }
+    let key = (address(&source.plan), s_field.name().clone());
+    let keys = sources
+        .entry(key)
+        .or_insert_with(|| {
+            Arc::new(KeySource {
+                scan: s.clone(),
+                column: s_field.name().clone(),
+                data_type: s_field.data_type().clone(),
+                keys: OnceLock::new(),
+            })
+        })
+        .clone();
+    Some(JoinFilter {
+        column: t_field.name().clone(),
+        keys,
+    })
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Walk {
+    /// To where the key's values come from: any join passes on a subset of its input.
+    Source,
+    /// To where rows can be dropped by key: only joins that keep each row's key.
+    Target,
+}
+
+/// Follows column `col` of `plan` down to a Sift scan.
+fn trace(plan: &Arc<dyn ExecutionPlan>, col: usize, walk: Walk) -> Option<Found> {
+    if plan.downcast_ref::<SiftScanExec>().is_some() {
+        return Some(Found {
+            plan: Arc::clone(plan),
+            column: col,
+        });
+    }
+    if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
+        let c = p.expr().get(col)?.expr.downcast_ref::<Column>()?;
+        return trace(p.input(), c.index(), walk);
+    }
+    if let Some(f) = plan.downcast_ref::<FilterExec>() {
+        let col = match f.projection() {
+            Some(p) => *p.get(col)?,
+            None => col,
+        };
+        return trace(f.input(), col, walk);
+    }
+    if let Some(a) = plan.downcast_ref::<AggregateExec>() {
+        let group = a.group_expr();
+        if !group.is_single() {
+            return None;
+        }
+        let c = group.expr().get(col)?.0.downcast_ref::<Column>()?;
+        return trace(a.input(), c.index(), walk);
+    }
+    if let Some(j) = plan.downcast_ref::<HashJoinExec>() {
+        let col = match &j.projection {
+            Some(p) => *p.get(col)?,
+            None => col,
+        };
+        let left = j.left().schema().fields().len();
+        use JoinType as J;
+        let (side, col) = match j.join_type() {
+            J::LeftSemi | J::LeftAnti | J::LeftMark => (j.left(), col),
+            J::RightSemi | J::RightAnti | J::RightMark => (j.right(), col),
+            _ if col < left => (j.left(), col),
+            _ => (j.right(), col - left),
+        };
+        let keeps_rows = matches!(
+            j.join_type(),
+            J::Inner | J::LeftSemi | J::LeftAnti | J::RightSemi | J::RightAnti
+        );
+        if walk == Walk::Target && !keeps_rows {
+            return None;
+        }
+        // A mark join's extra column is not an input column.
+        if col >= side.schema().fields().len() {
+            return None;
+        }
+        return trace(side, col, walk);
+    }
+    // Nodes that pass their input's rows and columns through unchanged.
+    let passes = matches!(
+        plan.name(),
+        "RepartitionExec"
+            | "CoalescePartitionsExec"
+            | "CoalesceBatchesExec"
+            | "CooperativeExec"
+            | "SortExec"
+            | "SortPreservingMergeExec"
+    );
+    match plan.children().as_slice() {
+        [child] if passes && child.schema().fields().len() == plan.schema().fields().len() => {
+            trace(child, col, walk)
+        }
+        _ => None,
+    }
+}
+
+/// A filter a scan receives: its column must be among the keys of `keys`.
+#[derive(Clone)]
+pub(crate) struct JoinFilter {
+    pub column: String,
+    pub keys: Arc<KeySource>,
+}
+
+impl JoinFilter {
+    fn same_as(&self, other: &JoinFilter) -> bool {
+        self.column == other.column && Arc::ptr_eq(&self.keys, &other.keys)
+    }
+
+    /// The filter on this scan's column, the keys collected on first use.
+    pub(crate) fn filter(&self) -> Result<Option<Filter>> {
+        let keys = self.keys.keys.get_or_init(|| self.keys.collect());
+        match keys {
+            Ok(Some(f)) => Ok(Some(renamed(f, &self.column))),
+            Ok(None) => Ok(None),
+            Err(e) => Err(DataFusionError::External(e.clone().into())),
+        }
+    }
+}
+
+impl fmt::Debug for JoinFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl fmt::Display for JoinFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} in keys of {}", self.column, self.keys)?;
+        match self.keys.keys.get() {
+            Some(Ok(Some(Filter::InBloom { keys, .. }))) => write!(f, " [{keys:?}]"),
+            Some(Ok(Some(Filter::In { values, .. }))) => write!(f, " [{} keys]", values.len()),
+            Some(Ok(None)) => f.write_str(" [too many keys]"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The keys of one source scan's column, collected once by a second, key-only run of the
+/// scan (with its own filter).
+pub(crate) struct KeySource {
+    scan: SiftScanExec,
+    column: String,
+    data_type: DataType,
+    keys: OnceLock<std::result::Result<Option<Filter>, String>>,
+}
+
+impl fmt::Display for KeySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({})", self.scan.file_names(), self.column)?;
+        if let Some(filter) = self.scan.filter() {
+            write!(f, " where {filter}")?;
+        }
+        Ok(())
+    }
+}
+
+impl KeySource {
+    fn collect(&self) -> std::result::Result<Option<Filter>, String> {
+        let mut keys = KeyCollector::new(&self.data_type).map_err(|e| e.to_string())?;
+        for table in self.scan.tables() {
+            let mut scan = table.scan().project([self.column.as_str()]);
+            if let Some(f) = self.scan.filter() {
+                scan = scan.filter(f.clone());
+            }
+            let path = table.path().display().to_string();
+            let scan = scan
+                .build()
+                .map_err(|e| format!("cannot scan {path} for join keys: {e}"))?;
+            for batch in scan {
+                let batch = batch.map_err(|e| format!("cannot scan {path} for join keys: {e}"))?;
+                keys.add(batch.column(0).as_ref())
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(keys.into_filter(&self.column))
+    }
+}
+
+/// `f` (a filter on the source's key column) on column `column` instead.
+fn renamed(f: &Filter, column: &str) -> Filter {
+    match f {
+        Filter::In { values, .. } => Filter::In {
+            column: column.to_string(),
+            values: values.clone(),
+        },
+        Filter::InBloom { keys, .. } => Filter::InBloom {
+            column: column.to_string(),
+            keys: Arc::clone(keys),
+        },
+        other => other.clone(),
+    }
+}
