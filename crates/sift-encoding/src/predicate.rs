@@ -148,6 +148,17 @@ impl ValuePredicate {
         let mismatch = || {
             EncodingError::Unsupported(format!("predicate {self:?} on a {} array", a.data_type()))
         };
+        if let Self::IntBloom(bloom) = self
+            && let Some(wide) = as_i64(a)?
+        {
+            // The batch probe, on the values as i64 (every key's own bits).
+            let mut out = bloom.probe_i64(wide.as_primitive::<Int64Type>().values());
+            if let Some(nb) = &nulls {
+                let valid = Bitmap::from_bools(nb.iter());
+                out.and_assign(&valid);
+            }
+            return Ok(out);
+        }
         macro_rules! ints {
             ($t:ty) => {{
                 let vals = a.as_primitive::<$t>().values();
@@ -203,6 +214,22 @@ impl ValuePredicate {
         }
         Bitmap::from_words(words, n).ok_or_else(|| EncodingError::Unsupported("bitmap".into()))
     }
+}
+
+/// `a` as an `Int64` array when every value of its type is an `i64` (integers up to 64
+/// bits but `u64`, dates, times, timestamps, durations), else `None`.
+fn as_i64(a: &dyn Array) -> Result<Option<arrow_array::ArrayRef>> {
+    use arrow_schema::DataType as D;
+    let dt = a.data_type();
+    let cast = |a: &dyn Array, to: &D| arrow_cast::cast(a, to);
+    Ok(match dt {
+        D::Int8 | D::Int16 | D::Int32 | D::Int64 | D::UInt8 | D::UInt16 | D::UInt32 => {
+            Some(cast(a, &D::Int64)?)
+        }
+        D::Date32 | D::Time32(_) => Some(cast(cast(a, &D::Int32)?.as_ref(), &D::Int64)?),
+        D::Date64 | D::Time64(_) | D::Timestamp(..) | D::Duration(_) => Some(cast(a, &D::Int64)?),
+        _ => None,
+    })
 }
 
 /// A predicate on the values of one domain, as encodings see it.

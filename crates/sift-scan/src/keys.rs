@@ -107,10 +107,15 @@ impl fmt::Debug for KeyFilter {
 pub struct KeyCollector {
     data_type: DataType,
     domain: KeyDomain,
-    /// Integer keys as values (exact set, bounds); byte strings as their keys.
-    ints: Vec<i128>,
-    hashes: Vec<u64>,
-    /// More rows than [`MAX_KEYS`]: no filter.
+    /// Every key, repeats included ([`i128_key`] of integers, [`bytes_key`] of strings).
+    keys: Vec<u64>,
+    /// The distinct integers while there are at most [`EXACT_KEYS`], sorted.
+    exact: Option<Vec<i128>>,
+    /// Smallest and largest integer.
+    bounds: Option<(i128, i128)>,
+    /// At most this many rows are collected (repeats and nulls included).
+    max_rows: usize,
+    /// More rows than `max_rows`: no filter.
     overflow: bool,
 }
 
@@ -122,10 +127,41 @@ impl KeyCollector {
         Ok(KeyCollector {
             data_type: dt.clone(),
             domain,
-            ints: Vec::new(),
-            hashes: Vec::new(),
+            keys: Vec::new(),
+            exact: (domain == KeyDomain::Int).then(Vec::new),
+            bounds: None,
+            max_rows: MAX_KEYS,
             overflow: false,
         })
+    }
+
+    /// The collector with at most `rows` rows instead of [`MAX_KEYS`] (a smaller limit
+    /// only): beyond them it gives no filter.
+    pub fn max_rows(mut self, rows: usize) -> KeyCollector {
+        self.max_rows = rows.min(MAX_KEYS);
+        self
+    }
+
+    /// Whether more rows than the limit were added (the rest can be skipped).
+    pub fn is_full(&self) -> bool {
+        self.overflow
+    }
+
+    fn add_int(&mut self, v: i128) {
+        self.keys.push(i128_key(v));
+        self.bounds = Some(match self.bounds {
+            Some((lo, hi)) => (lo.min(v), hi.max(v)),
+            None => (v, v),
+        });
+        if let Some(exact) = &mut self.exact
+            && let Err(at) = exact.binary_search(&v)
+        {
+            if exact.len() == EXACT_KEYS {
+                self.exact = None;
+            } else {
+                exact.insert(at, v);
+            }
+        }
     }
 
     /// Adds the non-null values of `a` (of the collector's type).
@@ -137,22 +173,37 @@ impl KeyCollector {
                 a.data_type()
             )));
         }
-        if self.overflow || self.ints.len() + self.hashes.len() + a.len() > MAX_KEYS {
+        if self.overflow || self.keys.len() + a.len() > self.max_rows {
             self.overflow = true;
-            self.ints = Vec::new();
-            self.hashes = Vec::new();
+            self.keys = Vec::new();
             return Ok(());
         }
+        use DataType as D;
+        // Times and timestamps are their integers (as the scan stores them).
+        let cast;
+        let a = match a.data_type() {
+            D::Time32(_) => {
+                cast = arrow_cast::cast(a, &D::Int32)?;
+                cast.as_ref()
+            }
+            D::Time64(_) | D::Timestamp(..) | D::Duration(_) => {
+                cast = arrow_cast::cast(a, &D::Int64)?;
+                cast.as_ref()
+            }
+            _ => a,
+        };
         let nulls = a.logical_nulls();
         let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
         macro_rules! ints {
             ($t:ty) => {{
                 let values = a.as_primitive::<$t>().values();
-                let keep = values.iter().enumerate().filter(|(i, _)| valid(*i));
-                self.ints.extend(keep.map(|(_, &v)| v as i128));
+                for (i, &v) in values.iter().enumerate() {
+                    if valid(i) {
+                        self.add_int(v as i128);
+                    }
+                }
             }};
         }
-        use DataType as D;
         match a.data_type() {
             D::Int8 => ints!(Int8Type),
             D::Int16 => ints!(Int16Type),
@@ -165,21 +216,11 @@ impl KeyCollector {
             D::Date32 => ints!(Date32Type),
             D::Date64 => ints!(Date64Type),
             D::Decimal128(..) => ints!(Decimal128Type),
-            D::Time32(_) | D::Time64(_) | D::Timestamp(..) | D::Duration(_) => {
-                let target = match a.data_type() {
-                    D::Time32(_) => D::Int32,
-                    _ => D::Int64,
-                };
-                let cast = arrow_cast::cast(a, &target)?;
-                let mut inner = KeyCollector::new(&target)?;
-                inner.add(cast.as_ref())?;
-                self.ints.extend(inner.ints);
-            }
             _ => {
-                let hashes = &mut self.hashes;
+                let keys = &mut self.keys;
                 sift_encoding::for_each_bytes(a, |_, v| {
                     if let Some(v) = v {
-                        hashes.push(bytes_key(v));
+                        keys.push(bytes_key(v));
                     }
                 })
                 .map_err(|e| Error::Type(e.to_string()))?;
@@ -189,7 +230,7 @@ impl KeyCollector {
     }
 
     /// The integer keys as literals of the filter language, for the types that have one.
-    fn literals(&self) -> Option<Vec<Literal>> {
+    fn literals(&self, ints: &[i128]) -> Option<Vec<Literal>> {
         let literal = |v: i128| match self.data_type {
             DataType::Decimal128(_, scale) => Some(Literal::Decimal {
                 unscaled: v,
@@ -199,50 +240,35 @@ impl KeyCollector {
             ref dt if dt.is_integer() => Some(Literal::Int(v)),
             _ => None,
         };
-        self.ints.iter().map(|&v| literal(v)).collect()
+        ints.iter().map(|&v| literal(v)).collect()
     }
 
     /// The filter on `column` that every collected key passes: `IN` the exact keys when
     /// there are at most [`EXACT_KEYS`] distinct integers, else a Bloom filter; `None`
-    /// when more than [`MAX_KEYS`] rows were collected.
+    /// when more rows than the limit were added.
     pub fn into_filter(mut self, column: &str) -> Option<Expr> {
         if self.overflow {
             return None;
         }
-        let keys: Vec<u64> = match self.domain {
-            KeyDomain::Int => {
-                self.ints.sort_unstable();
-                self.ints.dedup();
-                if self.ints.len() <= EXACT_KEYS
-                    && let Some(values) = self.literals()
-                {
-                    return Some(Expr::In {
-                        column: column.to_string(),
-                        values,
-                    });
-                }
-                self.ints.iter().map(|&v| i128_key(v)).collect()
-            }
-            KeyDomain::Bytes => {
-                self.hashes.sort_unstable();
-                self.hashes.dedup();
-                self.hashes
-            }
-        };
-        let mut bloom = BloomFilter::with_capacity(keys.len(), BLOOM_FPR);
-        for &k in &keys {
+        if let Some(values) = self.exact.as_deref().and_then(|e| self.literals(e)) {
+            return Some(Expr::In {
+                column: column.to_string(),
+                values,
+            });
+        }
+        self.keys.sort_unstable();
+        self.keys.dedup();
+        let mut bloom = BloomFilter::with_capacity(self.keys.len(), BLOOM_FPR);
+        for &k in &self.keys {
             bloom.insert(k);
         }
-        let bounds = (self.domain == KeyDomain::Int)
-            .then(|| Some((*self.ints.first()?, *self.ints.last()?)))
-            .flatten();
         Some(Expr::InBloom {
             column: column.to_string(),
             keys: Arc::new(KeyFilter {
                 domain: self.domain,
                 bloom: Arc::new(bloom),
-                bounds,
-                distinct: keys.len(),
+                bounds: self.bounds,
+                distinct: self.keys.len(),
             }),
         })
     }
