@@ -688,9 +688,10 @@ fn int_values<T: NativeInt>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -
     let Some(s) = sel else {
         return decode_int_column::<T>(ctx, count);
     };
-    // Roots outside the i64 cascade (plain, or bit-packed over a range beyond i64 such as
-    // large u64 values) decode in their own type, then compact.
-    if T::BYTES > 8 || ctx.enc.node(0)?.beyond_i64(T::BYTES) {
+    // Roots outside the i64 cascade (plain in the column's own width, or bit-packed over a
+    // range beyond i64 such as large u64 values or wide decimals) decode in their own
+    // type, then compact; the others (decimals that fit i64 too) select their codes first.
+    if ctx.enc.node(0)?.beyond_i64(T::BYTES) {
         return Ok(compact(&decode_int_column::<T>(ctx, count)?, s));
     }
     let wide = i64::select(ctx, 0, count, 0, s)?;
