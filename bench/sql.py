@@ -434,8 +434,10 @@ class SiftSql(Engine):
         times = [float(t) for t in out["runs"]]
         if len(times) != args.runs:
             raise RuntimeError(f"`sift sql --runs {args.runs}` reported {len(times)} runs")
-        return summarize(times, float(out["first_ms"]), out.get("prepare_ms"),
-                         int(out["rows"]))
+        res = summarize(times, float(out["first_ms"]), out.get("prepare_ms"),
+                        int(out["rows"]))
+        res["scans"] = out.get("scans", {})
+        return res
 
     def result(self, sql_file: Path, threads: int, args, data: Data) -> list[list[str]]:
         cmd = self.command(threads, data) + ["-o", "csv", "-f", str(sql_file)]
@@ -463,6 +465,18 @@ class SiftOnSift(SiftSql):
 class SiftOnParquet(SiftSql):
     key, title, fmt = "sift-parquet", "sift-parquet", "parquet"
     note = "`sift sql --threads T` on the tpchgen Parquet files (Sift's own Parquet scan)."
+
+
+class SiftOnSiftNoJoinFilters(SiftSql):
+    key, title, fmt = "sift-sift-nojf", "sift-sift-nojf", "sift"
+    extra = ("--join-filters", "off")
+    note = "sift-sift with `--join-filters off` (no join keys pushed into the scans)."
+
+
+class SiftOnParquetNoJoinFilters(SiftSql):
+    key, title, fmt = "sift-parquet-nojf", "sift-parquet-nojf", "parquet"
+    extra = ("--join-filters", "off")
+    note = "sift-parquet with `--join-filters off`."
 
 
 class DataFusionParquet(SiftSql):
@@ -516,8 +530,11 @@ class DuckDBParquet(DuckDBEngine):
             "from read_parquet('X.parquet')` per table.")
 
 
-ENGINE_KEYS = ("sift-sift", "sift-parquet", "datafusion-parquet",
-               "datafusion-parquet-pushdown", "duckdb-native", "duckdb-parquet")
+ENGINE_KEYS = ("sift-sift", "sift-sift-nojf", "sift-parquet", "sift-parquet-nojf",
+               "datafusion-parquet", "datafusion-parquet-pushdown", "duckdb-native",
+               "duckdb-parquet")
+# Run when --engines is not given; the -nojf engines (join filters off) only when asked.
+DEFAULT_ENGINES = tuple(k for k in ENGINE_KEYS if not k.endswith("-nojf"))
 
 
 # --------------------------------------------------------------------------- driver
@@ -755,6 +772,32 @@ def total_cell(per_q: dict, queries: list[Query], key: str, engine: str, base: s
     return s
 
 
+def join_filter_table(run: Run, queries: list[Query], engines: list[Engine]) -> list[str]:
+    """Per query and thread count, each format with join filters on against off."""
+    keys = {e.key for e in engines}
+    pairs = [(on, on + "-nojf") for on in ("sift-sift", "sift-parquet")
+             if on in keys and on + "-nojf" in keys]
+    if not pairs:
+        return []
+    out = ["| T | query | files | best ms on | off | off / on | rows into plan on | off "
+           "| values decoded on | off | scans filtered |", "|---|---|---|" + "---:|" * 8]
+    for t in sorted(run.results):
+        for q in queries:
+            res = run.results[t].get(q.name, {})
+            for on, off in pairs:
+                a, b = res.get(on, {}), res.get(off, {})
+                if "best_ms" not in a or "best_ms" not in b:
+                    continue
+                sa, sb = a.get("scans", {}), b.get("scans", {})
+                n = lambda d, k: f"{d[k]:,}" if k in d else "—"
+                out.append(f"| {t} | {q.name} | {on.split('-')[1]} | {ms(a['best_ms'])}"
+                           f"{' ✘' if bad(a) else ''} | {ms(b['best_ms'])}{' ✘' if bad(b) else ''}"
+                           f" | {b['best_ms'] / a['best_ms']:.2f}× | {n(sa, 'rows_matched')} | "
+                           f"{n(sb, 'rows_matched')} | {n(sa, 'values_decoded')} | "
+                           f"{n(sb, 'values_decoded')} | {n(sa, 'join_filters')} |")
+    return out
+
+
 def engine_table(per_q: dict, queries: list[Query], engines: list[Engine], key: str) -> list[str]:
     heads = [e.key for e in engines]
     out = ["| query | " + " | ".join(heads) + " |", "|---|" + "---:|" * len(heads)]
@@ -967,6 +1010,12 @@ def report(run: Run, queries: list[Query], engines: list[Engine], data: Data, ar
     for t in sorted(run.results):
         out += [f"## {t} thread{'s' if t > 1 else ''}: first run ms (time / sift-sift's)", ""]
         out += engine_table(run.results[t], queries, engines, "first_ms")
+    jf = join_filter_table(run, queries, engines)
+    if jf:
+        out += ["## Join filters on and off (Sift's scan counters, last run)", "",
+                "Rows into the plan: rows the Sift scans passed on (all scans summed); values "
+                "decoded: by the scans; scans filtered: scans that started with a join "
+                "filter. Time: best ms; ratio: off / on.", "", *jf, ""]
     if run.handwritten:
         out += ["## Hand-written plans against SQL (one thread, Sift files)", "",
                 f"`sift query qN lineitem.sift --runs {n} --json` (one thread, `taskset -c 0`; "
@@ -1062,7 +1111,7 @@ def main() -> int:
     if not args.thread_counts or min(args.thread_counts) < 1 or \
             max(args.thread_counts) > (os.cpu_count() or 1):
         ap.error(f"--threads: counts between 1 and {os.cpu_count()}")
-    keys = [k.strip() for k in args.engines.split(",") if k.strip()] or list(ENGINE_KEYS)
+    keys = [k.strip() for k in args.engines.split(",") if k.strip()] or list(DEFAULT_ENGINES)
     unknown = set(keys) - set(ENGINE_KEYS)
     if unknown:
         ap.error(f"unknown engine(s): {', '.join(sorted(unknown))}")
@@ -1091,6 +1140,8 @@ def main() -> int:
             log(f"sift engines unavailable: {reason}")
         data = prepare_data(args, sift_bin, origin and origin["mtime"], reason)
         by_key = {"sift-sift": SiftOnSift, "sift-parquet": SiftOnParquet,
+                  "sift-sift-nojf": SiftOnSiftNoJoinFilters,
+                  "sift-parquet-nojf": SiftOnParquetNoJoinFilters,
                   "datafusion-parquet": DataFusionParquet,
                   "datafusion-parquet-pushdown": DataFusionPushdown}
         engines: list[Engine] = []
