@@ -12,38 +12,10 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use sift_bits::bloom::BloomFilter;
 use sift_bits::{Level, with_level};
 
+mod common;
+use common::{bloom_of_size, rng};
+
 const N: usize = 1 << 16;
-
-fn rng(seed: u64) -> impl FnMut() -> u64 {
-    let mut s = seed;
-    move || {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-/// A filter of exactly `bytes` at design fpr 0.01, filled with as many random keys as it
-/// was sized for (the most that give this size).
-fn filter_of(bytes: usize, next: &mut impl FnMut() -> u64) -> BloomFilter {
-    let (mut lo, mut hi) = (1usize, bytes);
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if BloomFilter::with_capacity(mid, 0.01).size_bytes() <= bytes {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    let mut f = BloomFilter::with_capacity(lo, 0.01);
-    assert_eq!(f.size_bytes(), bytes);
-    for _ in 0..lo {
-        f.insert(next() >> 32);
-    }
-    f
-}
 
 fn probe(c: &mut Criterion) {
     let mut next = rng(1);
@@ -60,7 +32,7 @@ fn probe(c: &mut Criterion) {
     ];
     let filters: Vec<(&str, BloomFilter)> = sizes
         .iter()
-        .map(|&(name, bytes)| (name, filter_of(bytes, &mut next)))
+        .map(|&(name, bytes)| (name, bloom_of_size(bytes, || next() >> 32)))
         .collect();
     for (group, wide) in [("bloom probe_u32", false), ("bloom probe u64", true)] {
         let mut g = c.benchmark_group(group);

@@ -19,18 +19,10 @@ use sift_bits::select::{select_into, unpack_selected_into};
 use sift_bits::unpack::{Lane, unpack_for_at};
 use sift_bits::{Bitmap, Level, Predicate};
 
-const N: usize = 1 << 16;
+mod common;
+use common::rng;
 
-fn rng(seed: u64) -> impl FnMut() -> u64 {
-    let mut s = seed;
-    move || {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
+const N: usize = 1 << 16;
 
 fn bitmap(next: &mut impl FnMut() -> u64, ands: u32) -> Bitmap {
     let words = (0..N / 64)

@@ -33,6 +33,9 @@ use sift_bits::select::unpack_selected_into;
 use sift_bits::unpack::{Lane, unpack_for_at};
 use sift_bits::{Bitmap, Level, Predicate, with_level};
 
+mod common;
+use common::bloom_of_size;
+
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -495,26 +498,6 @@ fn keys_per_cycle(n: usize, inner: usize, mut f: impl FnMut()) -> f64 {
     (n * inner) as f64 / t.cycles
 }
 
-/// A filter of exactly `bytes` at design rate 0.01, holding as many random keys (top bit
-/// clear) as it was sized for: the most that give this size.
-fn bloom_of_size(bytes: usize, rng: &mut Rng) -> BloomFilter {
-    let (mut lo, mut hi) = (1usize, bytes);
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if BloomFilter::with_capacity(mid, 0.01).size_bytes() <= bytes {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    let mut f = BloomFilter::with_capacity(lo, 0.01);
-    assert_eq!(f.size_bytes(), bytes);
-    for _ in 0..lo {
-        f.insert(rng.next() >> 1);
-    }
-    f
-}
-
 /// Section 5: Bloom filter probe rates and false-positive rates.
 fn bloom_table() {
     const N: usize = 1 << 16;
@@ -530,7 +513,7 @@ fn bloom_table() {
     ];
     let filters: Vec<BloomFilter> = sizes
         .iter()
-        .map(|&(b, _)| bloom_of_size(b, &mut rng))
+        .map(|&(b, _)| bloom_of_size(b, || rng.next() >> 1))
         .collect();
     println!(
         "\n### Bloom filter probe, keys per core cycle (2^16 random keys per call, filter at design load for fpr 0.01)\n"

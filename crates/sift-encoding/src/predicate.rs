@@ -159,33 +159,11 @@ impl ValuePredicate {
             }
             return Ok(out);
         }
-        macro_rules! ints {
-            ($t:ty) => {{
-                let vals = a.as_primitive::<$t>().values();
-                for (i, &v) in vals.iter().enumerate() {
-                    put(i, self.matches_int(v as i128));
-                }
-            }};
+        if for_each_int(a, |i, v| put(i, self.matches_int(v)))? {
+            return Bitmap::from_words(words, n)
+                .ok_or_else(|| EncodingError::Unsupported("bitmap".into()));
         }
         match a.data_type() {
-            D::Int8 => ints!(Int8Type),
-            D::Int16 => ints!(Int16Type),
-            D::Int32 => ints!(Int32Type),
-            D::Int64 => ints!(Int64Type),
-            D::UInt8 => ints!(UInt8Type),
-            D::UInt16 => ints!(UInt16Type),
-            D::UInt32 => ints!(UInt32Type),
-            D::UInt64 => ints!(UInt64Type),
-            D::Date32 => ints!(Date32Type),
-            D::Date64 => ints!(Date64Type),
-            D::Decimal128(..) => ints!(Decimal128Type),
-            D::Time32(_) | D::Time64(_) | D::Timestamp(..) | D::Duration(_) => {
-                let target = match a.data_type() {
-                    D::Time32(_) => D::Int32,
-                    _ => D::Int64,
-                };
-                return self.eval_array(&arrow_cast::cast(a, &target)?);
-            }
             D::Float16 | D::Float32 => {
                 return self.eval_array(&arrow_cast::cast(a, &D::Float64)?);
             }
@@ -214,6 +192,43 @@ impl ValuePredicate {
         }
         Bitmap::from_words(words, n).ok_or_else(|| EncodingError::Unsupported("bitmap".into()))
     }
+}
+
+/// Calls `f(row, value)` for every row of an integer-like array (integers, dates, times,
+/// timestamps, durations, decimals unscaled), nulls included (their value is
+/// meaningless), and returns true; false for arrays of other types.
+pub fn for_each_int(a: &dyn Array, mut f: impl FnMut(usize, i128)) -> Result<bool> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_schema::DataType as D;
+    macro_rules! ints {
+        ($a:expr, $t:ty) => {
+            $a.as_primitive::<$t>()
+                .values()
+                .iter()
+                .enumerate()
+                .for_each(|(i, &v)| f(i, v as i128))
+        };
+    }
+    match a.data_type() {
+        D::Int8 => ints!(a, Int8Type),
+        D::Int16 => ints!(a, Int16Type),
+        D::Int32 => ints!(a, Int32Type),
+        D::Int64 => ints!(a, Int64Type),
+        D::UInt8 => ints!(a, UInt8Type),
+        D::UInt16 => ints!(a, UInt16Type),
+        D::UInt32 => ints!(a, UInt32Type),
+        D::UInt64 => ints!(a, UInt64Type),
+        D::Date32 => ints!(a, Date32Type),
+        D::Date64 => ints!(a, Date64Type),
+        D::Decimal128(..) => ints!(a, Decimal128Type),
+        D::Time32(_) => ints!(arrow_cast::cast(a, &D::Int32)?, Int32Type),
+        D::Time64(_) | D::Timestamp(..) | D::Duration(_) => {
+            ints!(arrow_cast::cast(a, &D::Int64)?, Int64Type)
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 /// `a` as an `Int64` array when every value of its type is an `i64` (integers up to 64

@@ -14,8 +14,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use arrow_array::Array;
-use arrow_array::cast::AsArray;
-use arrow_array::types::*;
 use arrow_schema::DataType;
 use sift_bits::bloom::{BloomFilter, bytes_key, i128_key};
 use sift_encoding::{PhysicalKind, physical_kind};
@@ -178,53 +176,21 @@ impl KeyCollector {
             self.keys = Vec::new();
             return Ok(());
         }
-        use DataType as D;
-        // Times and timestamps are their integers (as the scan stores them).
-        let cast;
-        let a = match a.data_type() {
-            D::Time32(_) => {
-                cast = arrow_cast::cast(a, &D::Int32)?;
-                cast.as_ref()
-            }
-            D::Time64(_) | D::Timestamp(..) | D::Duration(_) => {
-                cast = arrow_cast::cast(a, &D::Int64)?;
-                cast.as_ref()
-            }
-            _ => a,
-        };
         let nulls = a.logical_nulls();
         let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
-        macro_rules! ints {
-            ($t:ty) => {{
-                let values = a.as_primitive::<$t>().values();
-                for (i, &v) in values.iter().enumerate() {
-                    if valid(i) {
-                        self.add_int(v as i128);
-                    }
-                }
-            }};
-        }
-        match a.data_type() {
-            D::Int8 => ints!(Int8Type),
-            D::Int16 => ints!(Int16Type),
-            D::Int32 => ints!(Int32Type),
-            D::Int64 => ints!(Int64Type),
-            D::UInt8 => ints!(UInt8Type),
-            D::UInt16 => ints!(UInt16Type),
-            D::UInt32 => ints!(UInt32Type),
-            D::UInt64 => ints!(UInt64Type),
-            D::Date32 => ints!(Date32Type),
-            D::Date64 => ints!(Date64Type),
-            D::Decimal128(..) => ints!(Decimal128Type),
-            _ => {
-                let keys = &mut self.keys;
-                sift_encoding::for_each_bytes(a, |_, v| {
-                    if let Some(v) = v {
-                        keys.push(bytes_key(v));
-                    }
-                })
-                .map_err(|e| Error::Type(e.to_string()))?;
+        let ints = sift_encoding::for_each_int(a, |i, v| {
+            if valid(i) {
+                self.add_int(v);
             }
+        });
+        if !ints.map_err(|e| Error::Type(e.to_string()))? {
+            let keys = &mut self.keys;
+            sift_encoding::for_each_bytes(a, |_, v| {
+                if let Some(v) = v {
+                    keys.push(bytes_key(v));
+                }
+            })
+            .map_err(|e| Error::Type(e.to_string()))?;
         }
         Ok(())
     }
