@@ -95,7 +95,10 @@ impl PhysicalOptimizerRule for JoinFilters {
         if wanted.is_empty() {
             return Ok(plan);
         }
-        plan.transform_up(|node| {
+        // Nodes are known by address: the original plan stays alive while it is rewritten,
+        // so no node made meanwhile can take the address of one of its nodes.
+        let original = Arc::clone(&plan);
+        let rewritten = plan.transform_up(|node| {
             let Some(filters) = wanted.get(&address(&node)) else {
                 return Ok(Transformed::no(node));
             };
@@ -104,8 +107,9 @@ impl PhysicalOptimizerRule for JoinFilters {
             };
             let scan = scan.with_join_filters(filters.clone());
             Ok(Transformed::yes(Arc::new(scan) as Arc<dyn ExecutionPlan>))
-        })
-        .map(|t| t.data)
+        });
+        drop(original);
+        rewritten.map(|t| t.data)
     }
 
     fn name(&self) -> &str {
