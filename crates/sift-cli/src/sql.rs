@@ -259,7 +259,10 @@ fn time_runs(df: DataFrame, runs: u64, started: Instant) -> Result<()> {
         })?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
         rows = batches.iter().map(RecordBatch::num_rows).sum();
-        scans = scan_counters(&plan);
+        scans = sift_datafusion::summed_scan_counters(&plan)
+            .into_iter()
+            .map(|(k, v)| (k, v.into()))
+            .collect();
     }
     let mut sorted = times.clone();
     sorted.sort_by(f64::total_cmp);
@@ -274,27 +277,6 @@ fn time_runs(df: DataFrame, runs: u64, started: Instant) -> Result<()> {
     });
     println!("{json}");
     Ok(())
-}
-
-/// The counters of the plan's Sift scans (rows scanned and passed on, values decoded,
-/// join filters applied), summed over all of them.
-fn scan_counters(
-    plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
-) -> serde_json::Map<String, serde_json::Value> {
-    let mut sums: std::collections::BTreeMap<String, usize> = Default::default();
-    let mut stack = vec![Arc::clone(plan)];
-    while let Some(p) = stack.pop() {
-        if p.downcast_ref::<sift_datafusion::SiftScanExec>().is_some()
-            && let Some(m) = p.metrics()
-        {
-            for metric in m.iter() {
-                *sums.entry(metric.value().name().to_string()).or_default() +=
-                    metric.value().as_usize();
-            }
-        }
-        stack.extend(p.children().into_iter().cloned());
-    }
-    sums.into_iter().map(|(k, v)| (k, v.into())).collect()
 }
 
 /// The plan, one line per node: logical plan, then physical plan.

@@ -1,7 +1,7 @@
 //! [`SiftScanExec`]: the physical scan of a [`SiftTable`](crate::SiftTable), split into
 //! partitions of consecutive blocks that DataFusion runs on separate threads.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -47,7 +47,8 @@ pub struct SiftScanExec {
     filter: Option<Filter>,
     /// Dynamic filters from the plan above, evaluated where they translate exactly.
     dynamic: Vec<Arc<dyn PhysicalExpr>>,
-    /// Keys of joins above, from the scans that restrict them ([`JoinFilters`](crate::JoinFilters)).
+    /// Keys of joins above, from the scans that restrict them
+    /// ([`JoinFilters`](crate::JoinFilters)).
     join_filters: Vec<JoinFilter>,
     limit: Option<usize>,
     /// Per partition, the blocks it reads, consecutive in each file.
@@ -366,6 +367,37 @@ impl ExecutionPlan for SiftScanExec {
         }
         Ok(Arc::new(stats))
     }
+}
+
+/// The counters of every Sift scan in an executed `plan` (blocks read and pruned, rows
+/// scanned and passed on, values decoded, bytes read, scans with dynamic or join filters),
+/// one map per scan, each summed over its partitions.
+pub fn scan_counters(plan: &Arc<dyn ExecutionPlan>) -> Vec<BTreeMap<String, usize>> {
+    let mut out = Vec::new();
+    let mut stack = vec![Arc::clone(plan)];
+    while let Some(p) = stack.pop() {
+        if p.downcast_ref::<SiftScanExec>().is_some()
+            && let Some(m) = p.metrics()
+        {
+            let mut scan = BTreeMap::new();
+            for metric in m.iter() {
+                *scan.entry(metric.value().name().to_string()).or_default() +=
+                    metric.value().as_usize();
+            }
+            out.push(scan);
+        }
+        stack.extend(p.children().into_iter().cloned());
+    }
+    out
+}
+
+/// [`scan_counters`] summed over all the plan's Sift scans.
+pub fn summed_scan_counters(plan: &Arc<dyn ExecutionPlan>) -> BTreeMap<String, usize> {
+    let mut sums = BTreeMap::new();
+    for (name, n) in scan_counters(plan).into_iter().flatten() {
+        *sums.entry(name).or_default() += n;
+    }
+    sums
 }
 
 /// What the scans of one partition did, as DataFusion metrics (`EXPLAIN ANALYZE`).

@@ -7,8 +7,9 @@
 //!
 //! - to the **source** of the key's values: a Sift scan with a filter of its own (a
 //!   dimension table restricted by the query, at most a quarter the size of the target's
-//!   table), whose key column holds every value the key can take on that side. The path may cross projections, filters, repartitions,
-//!   aggregates (on a group-by column) and joins;
+//!   table), whose key column holds every value the key can take on that side. The path
+//!   may cross projections, filters, repartitions, aggregates (on a group-by column) and
+//!   joins;
 //! - to the **target**: the Sift scan on the other side whose rows can be filtered by the
 //!   key without changing the join's result. The path may cross projections, filters,
 //!   repartitions, aggregates on a group-by column (dropping a group's rows drops the
@@ -201,8 +202,9 @@ const SMALLER_BY: u64 = 4;
 
 /// No filter is made when more than this share of the source table's rows pass its
 /// filter (the key collection stops there): probing every row of the target costs more
-/// than decoding the rows it would drop (measured on TPC-H: Q3's and Q21's orders, half of them passing, made the
-/// lineitem scans slower; Q5's year of orders, 15 %, and Q3's customers, 20 %, faster).
+/// than decoding the rows it would drop (measured on TPC-H: Q3's and Q21's orders, half
+/// of them passing, made the lineitem scans slower; Q5's year of orders, 15 %, and Q3's
+/// customers, 20 %, faster).
 const MAX_PASS: f64 = 0.25;
 
 /// The filter from `source`'s keys into `target`, when it is worth having: the source

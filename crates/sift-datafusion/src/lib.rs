@@ -38,7 +38,7 @@ use datafusion::error::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-pub use exec::SiftScanExec;
+pub use exec::{SiftScanExec, scan_counters, summed_scan_counters};
 pub use factory::{SiftTableFactory, SiftUrlTables};
 pub use join_filter::{JoinFilters, SiftOptions};
 pub use stats::zone_bound;

@@ -14,7 +14,7 @@ use arrow::util::pretty::pretty_format_batches;
 use datafusion::datasource::MemTable;
 use datafusion::physical_plan::{ExecutionPlan, displayable};
 use datafusion::prelude::SessionContext;
-use sift_datafusion::{SiftTable, session};
+use sift_datafusion::{SiftTable, scan_counters, session, summed_scan_counters};
 use sift_format::{SiftWriter, WriteOptions};
 
 const ROWS: usize = 10_000;
@@ -246,7 +246,7 @@ fn pushed_filters_prune_blocks() {
         let text = datafusion::physical_plan::displayable(plan.as_ref())
             .indent(true)
             .to_string();
-        let metrics = plan_metrics(&plan);
+        let metrics = summed_scan_counters(&plan);
         // 10,000 rows in blocks of 1,500: the 6 blocks before row 9,000 are pruned.
         assert_eq!(metrics.get("blocks"), Some(&7), "{text} {metrics:?}");
         assert_eq!(metrics.get("blocks_pruned"), Some(&6), "{text} {metrics:?}");
@@ -256,37 +256,6 @@ fn pushed_filters_prune_blocks() {
             "{text} {metrics:?}"
         );
     });
-}
-
-/// The scans' counters, summed over partitions.
-fn plan_metrics(plan: &Arc<dyn ExecutionPlan>) -> std::collections::HashMap<String, usize> {
-    let mut out = std::collections::HashMap::new();
-    for scan in scan_metrics(plan) {
-        for (name, n) in scan {
-            *out.entry(name).or_insert(0) += n;
-        }
-    }
-    out
-}
-
-/// Each scan's counters, summed over its partitions.
-fn scan_metrics(plan: &Arc<dyn ExecutionPlan>) -> Vec<std::collections::HashMap<String, usize>> {
-    let mut out = Vec::new();
-    let mut stack = vec![plan.clone()];
-    while let Some(p) = stack.pop() {
-        if p.name() == "SiftScanExec"
-            && let Some(m) = p.metrics()
-        {
-            let mut scan = std::collections::HashMap::new();
-            for metric in m.iter() {
-                *scan.entry(metric.value().name().to_string()).or_insert(0) +=
-                    metric.value().as_usize();
-            }
-            out.push(scan);
-        }
-        stack.extend(p.children().into_iter().cloned());
-    }
-    out
 }
 
 #[test]
@@ -398,7 +367,7 @@ fn dynamic_filters_prune_blocks() {
                 .await
                 .expect("run");
             let text = displayable(plan.as_ref()).indent(true).to_string();
-            let scans = scan_metrics(&plan);
+            let scans = scan_counters(&plan);
             let probed = scans
                 .iter()
                 .find(|m| m.get("dynamic_filters").is_some_and(|&n| n > 0))
@@ -573,7 +542,10 @@ fn join_filters_keep_results_and_drop_rows() {
                     };
                     let (plan_on, plan_off) = (run(&on).await, run(&off).await);
                     let text = displayable(plan_on.as_ref()).indent(true).to_string();
-                    let (m_on, m_off) = (plan_metrics(&plan_on), plan_metrics(&plan_off));
+                    let (m_on, m_off) = (
+                        summed_scan_counters(&plan_on),
+                        summed_scan_counters(&plan_off),
+                    );
                     let used = m_on.get("join_filters").copied().unwrap_or(0);
                     assert_eq!(m_off.get("join_filters").copied().unwrap_or(0), 0, "{sql}");
                     assert_eq!(
