@@ -227,6 +227,13 @@ def test_q17_sends_the_part_keys_into_both_lineitem_scans(tpch, sift_bin) -> Non
         assert len(with_keys) == expected, f"--join-filters {setting}:\n{p.stdout}"
 
 
+def test_join_filters_setting_must_be_on_or_off(tpch, sift_bin) -> None:
+    p = sift_sql(sift_bin, {"part": tpch.sift["part"]}, "select count(*) from part",
+                 "--join-filters", "maybe")
+    assert p.returncode != 0, p.stdout
+    assert "'maybe' is not on or off" in p.stderr, p.stderr
+
+
 def check_query(q: int, source: str, tpch, tpch_duck, sift_bin, *options: str) -> None:
     """`sift sql` of query `q` over the `source` files gives DuckDB's result."""
     sql = query_text(q)
