@@ -746,10 +746,15 @@ fn join_keys_cannot_be_negated_or_cross_types() {
     let e = build_error(t.scan().filter(on_strings));
     assert!(e.contains("'s'") && e.contains("Int"), "{e}");
     // Keys of a type without key support, or an array of another type than declared.
-    let e = sift_scan::KeyCollector::new(&DataType::Float64).unwrap_err().to_string();
+    let e = sift_scan::KeyCollector::new(&DataType::Float64)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("join keys of type Float64"), "{e}");
     let mut ints = sift_scan::KeyCollector::new(&DataType::Int64).unwrap();
-    let e = ints.add(&Int32Array::from(vec![1])).unwrap_err().to_string();
+    let e = ints
+        .add(&Int32Array::from(vec![1]))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("Int64") && e.contains("Int32"), "{e}");
     // No keys at all (an empty or all-null build side): no row passes.
     let mut none = sift_scan::KeyCollector::new(&DataType::Int64).unwrap();
