@@ -20,7 +20,17 @@ use crate::io::Stdout;
 use crate::table::{fmt_secs, human_bytes, human_count};
 use crate::ui::Ui;
 
-/// Scan a Sift or Parquet file: only the rows passing a filter, only some columns.
+/// Scan Sift or Parquet files: only the rows passing a filter, only some columns.
+///
+/// The input is one or more files, directories (every .sift file below, or every
+/// .parquet file when there is none), glob patterns ('data/*.sift') or object-store URLs
+/// (s3://bucket/lineitem/, gs://…, az://…, https://…), read as one table. Directories
+/// named key=value are Hive partitions: the value becomes column `key`, and a filter on
+/// it skips whole files before they are opened. Files' schemas must match, up to columns
+/// some files lack (null there) and integers of different widths. Object stores are
+/// configured by the usual environment variables (AWS_ACCESS_KEY_ID, AWS_REGION,
+/// AWS_ENDPOINT_URL, GOOGLE_SERVICE_ACCOUNT, AZURE_STORAGE_ACCOUNT_NAME, …) or
+/// --store-option.
 ///
 /// The filter is evaluated by Sift's engine: blocks whose statistics rule it out are
 /// skipped, predicates run on the compressed data where the encoding allows, and only
@@ -41,10 +51,14 @@ use crate::ui::Ui;
     sift scan lineitem.sift --filter \"l_shipdate >= date '1994-01-01' and l_quantity < 24\" --limit 10\n  \
     sift scan lineitem.sift -c l_orderkey,l_comment -f \"l_comment like '%special%'\" -o csv\n  \
     sift scan lineitem.parquet -f \"l_returnflag = 'R'\" --out returned.sift\n  \
-    sift scan lineitem.sift -f \"l_discount between 0.05 and 0.07\" -o none --stats")]
+    sift scan lineitem.sift -f \"l_discount between 0.05 and 0.07\" -o none --stats\n  \
+    sift scan 's3://bucket/sales/' -f \"year = 2024 and amount > 100\" --stats\n  \
+    sift scan 'parts/*.sift' -c id,name -n 20")]
 pub struct ScanArgs {
-    /// The file to scan (.sift or .parquet).
-    pub file: PathBuf,
+    /// Files, directories, glob patterns or URLs to scan as one table (.sift or
+    /// .parquet files).
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<String>,
     /// Columns to return, comma-separated (default: all).
     #[arg(short, long, value_delimiter = ',', value_name = "A,B,…")]
     pub columns: Vec<String>,
@@ -78,6 +92,34 @@ pub struct ScanArgs {
     /// file's order.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..1025))]
     pub threads: Option<u64>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// How object stores are reached.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    /// A setting of the object store client, on top of the environment: aws_endpoint,
+    /// aws_region, aws_allow_http, google_service_account, azure_storage_account_name, …
+    /// (repeatable).
+    #[arg(long = "store-option", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub store_options: Vec<(String, String)>,
+}
+
+impl StoreArgs {
+    pub fn options(&self) -> sift_store::StoreOptions {
+        sift_store::StoreOptions {
+            config: self.store_options.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
 }
 
 /// `START..END`, `START..`, `..END` or `N` (meaning `N..N+1`).
@@ -111,14 +153,18 @@ fn parse_row_range(s: &str) -> Result<Range<u64>, String> {
 pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
     let start_time = Instant::now();
     // The engine reads what it can scan in place; other formats need `sift convert`.
-    let format = Format::of(&args.file)?;
-    if !matches!(format, Format::Sift | Format::Parquet) {
-        bail!(
-            "{}: sift scan reads .sift and .parquet files; convert {} files first \
-             (sift convert IN OUT.sift)",
-            args.file.display(),
-            format.name()
-        );
+    for input in &args.inputs {
+        let path = Path::new(input);
+        if path.is_file() {
+            let format = Format::of(path)?;
+            if !matches!(format, Format::Sift | Format::Parquet) {
+                bail!(
+                    "{input}: sift scan reads .sift and .parquet files; convert {} files \
+                     first (sift convert IN OUT.sift)",
+                    format.name()
+                );
+            }
+        }
     }
     // Parse before opening the file so a typo is reported at once.
     let filter = match &args.filter {
@@ -129,11 +175,14 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
         None => None,
     };
     if let Some(out) = &args.out {
-        check_out_path(&args.file, out)?;
+        for input in &args.inputs {
+            check_out_path(Path::new(input), out)?;
+        }
     }
 
-    let table = sift_scan::Table::open(&args.file).context("cannot open the file")?;
-    let mut builder = table.scan();
+    let dataset = sift_store::open_dataset(&args.inputs, &args.store.options(), true)
+        .context("cannot open the input")?;
+    let mut builder = dataset.scan();
     if !args.columns.is_empty() {
         builder = builder.project(args.columns.iter().cloned());
     }
@@ -170,8 +219,9 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
         ui.progress(None, "rows", "scanning")
     };
     let mut rows = 0u64;
+    let what = args.inputs.join(" ");
     for batch in scan.by_ref() {
-        let batch = batch.with_context(|| format!("cannot scan {}", args.file.display()))?;
+        let batch = batch.with_context(|| format!("cannot scan {what}"))?;
         rows += batch.num_rows() as u64;
         progress.inc(batch.num_rows() as u64);
         sink.write(batch)?;
@@ -182,6 +232,13 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
     let secs = start_time.elapsed().as_secs_f64();
 
     if args.stats {
+        let files = scan.file_counts();
+        if files.total > 1 {
+            eprintln!(
+                "scan: files {} (pruned {}, opened {})",
+                files.total, files.pruned, files.opened
+            );
+        }
         eprintln!("scan: {}", scan.stats());
         eprintln!(
             "scan: {} rows returned in {}",
@@ -193,8 +250,7 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
         if ui.verbose() {
             writeln!(
                 stdout,
-                "{} → {}: {} rows, {}, {}",
-                args.file.display(),
+                "{what} → {}: {} rows, {}, {}",
                 out.display(),
                 human_count(rows),
                 human_bytes(bytes),

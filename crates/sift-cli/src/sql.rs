@@ -177,7 +177,7 @@ async fn register(
     path: &str,
     reader: ParquetReader,
 ) -> Result<()> {
-    let is_parquet = has_extension(std::path::Path::new(path), PARQUET_EXTENSIONS);
+    let is_parquet = has_extension(path, PARQUET_EXTENSIONS);
     if reader == ParquetReader::Datafusion && is_parquet {
         let absolute = std::path::absolute(path)
             .with_context(|| format!("{path}: cannot resolve the path"))?;

@@ -1,7 +1,6 @@
 //! Tables made from SQL: `CREATE EXTERNAL TABLE … STORED AS SIFT`, and file paths named
 //! in `FROM`.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -9,7 +8,7 @@ use datafusion::catalog::{Session, TableProvider, TableProviderFactory, UrlTable
 use datafusion::common::{DataFusionError, Result};
 use datafusion::logical_expr::CreateExternalTable;
 
-use crate::table::{SiftTable, readable};
+use crate::table::SiftTable;
 
 /// Makes a [`SiftTable`] for `CREATE EXTERNAL TABLE name STORED AS SIFT LOCATION '…'`; the
 /// location is a file, a directory or a glob of `.sift` (or `.parquet`) files.
@@ -57,8 +56,10 @@ pub struct SiftUrlTables;
 #[async_trait]
 impl UrlTableFactory for SiftUrlTables {
     async fn try_new(&self, url: &str) -> Result<Option<Arc<dyn TableProvider>>> {
-        let path = Path::new(url);
-        if !readable(path) && !path.is_dir() {
+        let names_files = sift_store::readable(url)
+            || std::path::Path::new(url).is_dir()
+            || (sift_store::is_url(url) && url.ends_with('/'));
+        if !names_files {
             return Ok(None);
         }
         Ok(Some(Arc::new(SiftTable::open(url)?)))

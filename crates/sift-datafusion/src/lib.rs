@@ -41,8 +41,9 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 pub use exec::{SiftScanExec, scan_counters, summed_scan_counters};
 pub use factory::{SiftTableFactory, SiftUrlTables};
 pub use join_filter::{JoinFilters, SiftOptions};
+pub use sift_store::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, has_extension};
 pub use stats::zone_bound;
-pub use table::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, SiftTable, has_extension, resolve_location};
+pub use table::SiftTable;
 pub use translate::to_sift;
 
 /// A DataFusion session that runs `threads` partitions at once and knows Sift: `CREATE

@@ -41,97 +41,71 @@ impl std::fmt::Debug for TableFile {
     }
 }
 
-/// File extensions read as Sift files, and as Parquet files (through Sift's engine).
-pub const SIFT_EXTENSIONS: &[&str] = &["sift"];
-/// See [`SIFT_EXTENSIONS`].
-pub const PARQUET_EXTENSIONS: &[&str] = &["parquet", "parq", "pq"];
-
-/// Whether `path` ends in one of `extensions` (any case).
-pub fn has_extension(path: &Path, extensions: &[&str]) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
-}
-
-/// Whether `path` names a file a table reads (`.sift` or `.parquet`).
-pub(crate) fn readable(path: &Path) -> bool {
-    has_extension(path, SIFT_EXTENSIONS) || has_extension(path, PARQUET_EXTENSIONS)
-}
-
-/// The files a location names: a file, a directory (its `.sift` files, or its `.parquet`
-/// files if it holds no `.sift` file; not recursively), or a glob pattern (`data/*.sift`).
-/// Sorted, so partitions are stable.
-pub fn resolve_location(location: &str) -> Result<Vec<PathBuf>> {
-    let path = Path::new(location);
-    if path.is_file() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let mut files = Vec::new();
-    if path.is_dir() {
-        let entries = std::fs::read_dir(path)
-            .map_err(|e| DataFusionError::Execution(format!("{location}: {e}")))?;
-        for entry in entries {
-            let entry =
-                entry.map_err(|e| DataFusionError::Execution(format!("{location}: {e}")))?;
-            let p = entry.path();
-            if p.is_file() && readable(&p) {
-                files.push(p);
-            }
-        }
-        // A directory holding both a table and its conversion is read once: as Sift.
-        if files.iter().any(|p| has_extension(p, SIFT_EXTENSIONS)) {
-            files.retain(|p| has_extension(p, SIFT_EXTENSIONS));
-        }
-        if files.is_empty() {
-            return Err(DataFusionError::Plan(format!(
-                "{location}: the directory holds no .sift or .parquet file"
-            )));
-        }
-    } else if location.contains(['*', '?', '[']) {
-        let matches = glob::glob(location)
-            .map_err(|e| DataFusionError::Plan(format!("{location}: bad pattern: {e}")))?;
-        for m in matches {
-            let p = m.map_err(|e| DataFusionError::Execution(format!("{location}: {e}")))?;
-            if p.is_file() {
-                files.push(p);
-            }
-        }
-        if files.is_empty() {
-            return Err(DataFusionError::Plan(format!(
-                "{location}: no file matches the pattern"
-            )));
-        }
-    } else {
-        return Err(DataFusionError::Plan(format!(
-            "{location}: no such file or directory"
-        )));
-    }
-    files.sort();
-    Ok(files)
-}
-
 impl SiftTable {
-    /// The table of the files at `location` (see [`resolve_location`]).
+    /// The table of the files at `location`: a file, a directory, a glob or an
+    /// object-store URL (see [`sift_store::resolve`]), object stores configured from the
+    /// environment.
     pub fn open(location: &str) -> Result<SiftTable> {
-        Self::open_files(&resolve_location(location)?)
+        Self::open_with(location, &sift_store::StoreOptions::default())
+    }
+
+    /// [`open`](Self::open) with explicit object-store settings.
+    pub fn open_with(location: &str, options: &sift_store::StoreOptions) -> Result<SiftTable> {
+        let files = sift_store::resolve(location, options).map_err(external)?;
+        if let Some(f) = files.iter().find(|f| !f.partitions.is_empty()) {
+            return Err(DataFusionError::NotImplemented(format!(
+                "{location}: {} lies in a Hive partition directory ({}); SQL tables do not \
+                 have partition columns yet: name the files of one partition, or use \
+                 `sift scan` or sift.dataset, which do",
+                f.location,
+                f.partitions
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("null")))
+                    .collect::<Vec<_>>()
+                    .join("/")
+            )));
+        }
+        let tables = files
+            .iter()
+            .map(|f| {
+                sift_store::open_table(&f.location, options, true).map_err(|e| {
+                    DataFusionError::External(format!("cannot open {}: {e}", f.location).into())
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Self::from_tables(tables)
     }
 
     /// The table of these files, which must all have the same schema.
     pub fn open_files(paths: &[PathBuf]) -> Result<SiftTable> {
-        let mut files = Vec::with_capacity(paths.len());
+        let tables = paths
+            .iter()
+            .map(|path| {
+                Table::open(path).map_err(|e| {
+                    DataFusionError::External(format!("cannot open {}: {e}", path.display()).into())
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Self::from_tables(tables)
+    }
+
+    /// The table of these open files, which must all have the same schema.
+    pub fn from_tables(tables: Vec<Table>) -> Result<SiftTable> {
+        let mut files = Vec::with_capacity(tables.len());
         let mut schema: Option<SchemaRef> = None;
-        for path in paths {
-            let table = Table::open(path).map_err(|e| {
-                DataFusionError::External(format!("cannot open {}: {e}", path.display()).into())
-            })?;
+        for table in tables {
             match &schema {
                 None => schema = Some(table.schema()),
                 Some(first) => {
                     if let Some(difference) = schema_difference(first, &table.schema()) {
                         return Err(DataFusionError::Plan(format!(
                             "{} and {} cannot be one table: {difference}",
-                            paths[0].display(),
-                            path.display(),
+                            files.first().map_or(String::new(), |f: &TableFile| f
+                                .table
+                                .path()
+                                .display()
+                                .to_string()),
+                            table.path().display(),
                         )));
                     }
                 }
@@ -183,6 +157,13 @@ fn schema_difference(a: &Schema, b: &Schema) -> Option<String> {
             };
             format!("column {i} is {} against {}", show(x), show(y))
         })
+}
+
+fn external(e: sift_store::StoreError) -> DataFusionError {
+    match e {
+        sift_store::StoreError::Invalid { .. } => DataFusionError::Plan(e.to_string()),
+        e => DataFusionError::External(Box::new(e)),
+    }
 }
 
 #[async_trait]

@@ -20,6 +20,7 @@
 
 mod error;
 mod footer;
+mod ranges;
 mod reader;
 mod schema;
 mod writer;
@@ -29,6 +30,7 @@ pub use footer::{
     BlockMeta, ChunkMeta, FOOTER_HEADER_LEN, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN,
     footer_checksum, seal_footer,
 };
+pub use ranges::{RangeCounts, RangeOptions, RangeSource, coalesce};
 pub use reader::{BlockBatches, ChunkRef, FooterCounts, ReadOptions, SiftFile, map_file};
 pub use schema::{ColumnType, DICTIONARY_KEY, StoredField, Unit, check_schema, check_unique_names};
 pub use sift_encoding::{ChunkStats, Scalar};

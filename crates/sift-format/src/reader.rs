@@ -14,6 +14,7 @@ use sift_encoding::{Chunk, lookup_source};
 
 use crate::error::{Error, Result, corrupt, io_err};
 use crate::footer::{ChunkMeta, Footer, FooterBytes, FooterView, MAGIC, TRAILER_LEN};
+use crate::ranges::{RangeCounts, RangeOptions, RangeSource, Remote};
 use crate::schema::{ColumnType, StoredField, to_arrow_fields};
 
 /// How much of the tail the first read fetches; footers up to this size need one read.
@@ -138,15 +139,26 @@ struct Head {
     metadata: HashMap<String, String>,
 }
 
+/// Where an open file's bytes are.
+enum Storage {
+    /// A local file, mapped into memory unless the options said not to.
+    Local {
+        file: File,
+        map: Option<Arc<memmap2::Mmap>>,
+    },
+    /// An object read by byte range.
+    Remote(Remote),
+}
+
 /// An open Sift file.
 ///
 /// Opening checks the trailer and the footer's always-needed sections and decodes nothing
 /// per column: a column's field, a chunk's metadata and the Arrow schema are decoded (and
 /// validated) the first time they are used, then kept.
 pub struct SiftFile {
+    /// The local path, or the object's address.
     path: PathBuf,
-    file: File,
-    map: Option<Arc<memmap2::Mmap>>,
+    storage: Storage,
     len: u64,
     /// Boxed: an open file stays small to move around.
     footer: Box<FooterView>,
@@ -165,7 +177,14 @@ impl std::fmt::Debug for SiftFile {
         f.debug_struct("SiftFile")
             .field("path", &self.path)
             .field("len", &self.len)
-            .field("mapped", &self.map.is_some())
+            .field(
+                "storage",
+                &match &self.storage {
+                    Storage::Local { map: Some(_), .. } => "mapped",
+                    Storage::Local { map: None, .. } => "file",
+                    Storage::Remote(_) => "ranges",
+                },
+            )
             .field("blocks", &self.footer.num_blocks())
             .field("columns", &self.footer.num_columns())
             .finish()
@@ -182,6 +201,24 @@ pub fn map_file(file: &File) -> std::io::Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(file) }
 }
 
+/// A file shorter than magic and trailer is not a Sift file.
+fn check_len(path: &Path, len: u64) -> Result<()> {
+    let min_len = (MAGIC.len() + TRAILER_LEN) as u64;
+    if len < min_len {
+        return Err(corrupt(
+            path,
+            format!("{len} bytes is too short for a Sift file (at least {min_len})"),
+        ));
+    }
+    Ok(())
+}
+
+/// A chunk's byte range in the file.
+fn range_of(meta: &ChunkMeta) -> Range<u64> {
+    let (start, len) = meta.byte_range();
+    start..start + len
+}
+
 impl SiftFile {
     /// Opens a file with default options.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
@@ -195,26 +232,11 @@ impl SiftFile {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(io_err(&path))?;
         let len = file.metadata().map_err(io_err(&path))?.len();
-        let min_len = (MAGIC.len() + TRAILER_LEN) as u64;
-        if len < min_len {
-            return Err(corrupt(
-                &path,
-                format!("{len} bytes is too short for a Sift file (at least {min_len})"),
-            ));
-        }
+        check_len(&path, len)?;
         let tail_len = len.min(TAIL_GUESS);
         let mut tail = vec![0u8; tail_len as usize];
         file.read_exact_at(&mut tail, len - tail_len)
             .map_err(io_err(&path))?;
-        let (footer_len, crc) =
-            Footer::parse_trailer(&path, &tail[tail.len() - TRAILER_LEN..], len)?;
-        let footer_offset = len - TRAILER_LEN as u64 - footer_len;
-        if tail_len == len && tail[..MAGIC.len()] != MAGIC {
-            return Err(corrupt(
-                &path,
-                "not a Sift file (no SIFTDATA magic at the start)",
-            ));
-        }
         let map = if options.mmap {
             let map = map_file(&file).map_err(io_err(&path))?;
             if map.len() as u64 != len {
@@ -224,26 +246,88 @@ impl SiftFile {
         } else {
             None
         };
+        let storage = Storage::Local { file, map };
+        Self::from_tail(path, storage, len, tail, options)
+    }
+
+    /// Opens a file read by byte range (an object in an object store): one suffix request
+    /// reads the tail, and a second the rest of a footer larger than
+    /// [`RangeOptions::footer_guess`]. Chunks are fetched by [`prefetch`](Self::prefetch)
+    /// ahead of their use, or one request each when read without.
+    pub fn open_ranges(
+        source: Arc<dyn RangeSource>,
+        options: ReadOptions,
+        ranges: RangeOptions,
+    ) -> Result<Self> {
+        let path = PathBuf::from(source.location());
+        let remote = Remote::new(source, ranges);
+        let (tail, len) = remote
+            .read_suffix(ranges.footer_guess.max((MAGIC.len() + TRAILER_LEN) as u64))
+            .map_err(io_err(&path))?;
+        check_len(&path, len)?;
+        if tail.len() as u64 > len || tail.len() < TRAILER_LEN {
+            return Err(corrupt(
+                &path,
+                format!(
+                    "the store returned {} bytes for the tail of a {len}-byte object",
+                    tail.len()
+                ),
+            ));
+        }
+        Self::from_tail(path, Storage::Remote(remote), len, tail.to_vec(), options)
+    }
+
+    /// Parses the footer from the file's last `tail.len()` bytes, reading the rest of a
+    /// footer that does not fit.
+    fn from_tail(
+        path: PathBuf,
+        storage: Storage,
+        len: u64,
+        tail: Vec<u8>,
+        options: ReadOptions,
+    ) -> Result<Self> {
+        let tail_len = tail.len() as u64;
+        let (footer_len, crc) =
+            Footer::parse_trailer(&path, &tail[tail.len() - TRAILER_LEN..], len)?;
+        let footer_offset = len - TRAILER_LEN as u64 - footer_len;
+        if tail_len == len && tail[..MAGIC.len()] != MAGIC {
+            return Err(corrupt(
+                &path,
+                "not a Sift file (no SIFTDATA magic at the start)",
+            ));
+        }
         let have = tail_len - TRAILER_LEN as u64;
         // footer_len is bounded by the file length (checked in parse_trailer).
         let footer_bytes = if footer_len <= have {
             let start = (have - footer_len) as usize;
             FooterBytes::Owned(tail[start..start + footer_len as usize].to_vec())
-        } else if let Some(map) = &map {
-            let start = footer_offset as usize;
-            FooterBytes::Mapped(Arc::clone(map), start..start + footer_len as usize)
         } else {
-            let mut bytes = vec![0u8; footer_len as usize];
-            file.read_exact_at(&mut bytes, footer_offset)
-                .map_err(io_err(&path))?;
-            FooterBytes::Owned(bytes)
+            match &storage {
+                Storage::Local { map: Some(map), .. } => {
+                    let start = footer_offset as usize;
+                    FooterBytes::Mapped(Arc::clone(map), start..start + footer_len as usize)
+                }
+                Storage::Local { file, map: None } => {
+                    let mut bytes = vec![0u8; footer_len as usize];
+                    file.read_exact_at(&mut bytes, footer_offset)
+                        .map_err(io_err(&path))?;
+                    FooterBytes::Owned(bytes)
+                }
+                Storage::Remote(remote) => {
+                    // The part of the footer the tail did not hold.
+                    let missing = footer_offset..len - tail_len;
+                    let head = remote.read(missing).map_err(io_err(&path))?;
+                    let mut bytes = head.to_vec();
+                    bytes.extend_from_slice(&tail[..have as usize]);
+                    FooterBytes::Owned(bytes)
+                }
+            }
         };
         let footer = Box::new(FooterView::parse(&path, footer_bytes, crc, footer_offset)?);
         let columns = (0..footer.num_columns()).map(|_| OnceLock::new()).collect();
         Ok(Self {
             path,
-            file,
-            map,
+            storage,
             len,
             footer,
             options,
@@ -253,6 +337,64 @@ impl SiftFile {
             decoded_fields: AtomicUsize::new(0),
             decoded_chunks: AtomicUsize::new(0),
         })
+    }
+
+    /// Requests made and bytes received so far, for a file read by range (`None` for a
+    /// local file).
+    pub fn range_counts(&self) -> Option<RangeCounts> {
+        match &self.storage {
+            Storage::Remote(r) => Some(r.counts()),
+            Storage::Local { .. } => None,
+        }
+    }
+
+    /// Whether the file is read by byte range (from an object store).
+    pub fn is_remote(&self) -> bool {
+        matches!(self.storage, Storage::Remote(_))
+    }
+
+    /// For a file read by range: fetches the chunks of `columns` in `blocks` (and the
+    /// lookup sources they need) that are not held yet, with coalesced, concurrent
+    /// requests, and holds them until [`release`](Self::release); returns the requests
+    /// made. Does nothing for a local file.
+    pub fn prefetch(&self, blocks: &[usize], columns: &[usize]) -> Result<RangeCounts> {
+        let Storage::Remote(remote) = &self.storage else {
+            return Ok(RangeCounts::default());
+        };
+        let mut wanted = Vec::new();
+        for &b in blocks {
+            for &c in columns {
+                let meta = self.chunk_meta(b, c)?;
+                wanted.push(((b, c), range_of(meta)));
+                if let Some(src) = lookup_source(&meta.encoding) {
+                    wanted.push(((b, src), range_of(self.chunk_meta(b, src)?)));
+                }
+            }
+        }
+        wanted.sort_unstable_by_key(|(k, _)| *k);
+        wanted.dedup_by_key(|(k, _)| *k);
+        remote
+            .fetch(&remote.missing(wanted))
+            .map_err(io_err(&self.path))
+    }
+
+    /// Bytes [`prefetch`](Self::prefetch) would request for these chunks (before
+    /// coalescing), for planning how far ahead to fetch.
+    pub fn chunk_bytes(&self, blocks: &[usize], columns: &[usize]) -> Result<u64> {
+        let mut total = 0;
+        for &b in blocks {
+            for &c in columns {
+                total += self.chunk_meta(b, c)?.byte_range().1;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Drops the fetched chunks of `block` (a file read by range).
+    pub fn release(&self, block: usize) {
+        if let Storage::Remote(remote) = &self.storage {
+            remote.release(block);
+        }
     }
 
     /// The file path.
@@ -527,15 +669,29 @@ impl SiftFile {
         let col = self.column(column)?;
         let rows = self.block_rows(block).unwrap_or(0) as usize;
         let (start, len) = chunk.byte_range();
-        let bytes = match &self.map {
+        let bytes = match &self.storage {
             // The chunk's metadata was validated: its segments lie inside the file.
-            Some(map) => ChunkBytes::Mapped(&map[start as usize..(start + len) as usize]),
-            None => {
+            Storage::Local { map: Some(map), .. } => {
+                ChunkBytes::Mapped(&map[start as usize..(start + len) as usize])
+            }
+            Storage::Local { file, map: None } => {
                 let mut words = vec![0u64; (len as usize).div_ceil(8)];
                 let buf = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len as usize];
-                self.file
-                    .read_exact_at(buf, start)
-                    .map_err(io_err(&self.path))?;
+                file.read_exact_at(buf, start).map_err(io_err(&self.path))?;
+                ChunkBytes::Read(words, len as usize)
+            }
+            // Copied into words: decoders read buffers as aligned integers, and received
+            // bytes have no alignment.
+            Storage::Remote(remote) => {
+                let fetched = match remote.held((block, column)) {
+                    Some(b) => b,
+                    None => remote
+                        .read(start..start + len)
+                        .map_err(io_err(&self.path))?,
+                };
+                let mut words = vec![0u64; (len as usize).div_ceil(8)];
+                bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len as usize]
+                    .copy_from_slice(&fetched);
                 ChunkBytes::Read(words, len as usize)
             }
         };

@@ -238,7 +238,10 @@ impl RecordBatchReader for StatsReader {
 fn metadata<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyDict>> {
     let schema = table.schema();
     // Sift files also say how each chunk is encoded and how many bytes it takes.
-    let is_sift = sift_datafusion::has_extension(table.path(), sift_datafusion::SIFT_EXTENSIONS);
+    let is_sift = sift_datafusion::has_extension(
+        &table.path().to_string_lossy(),
+        sift_datafusion::SIFT_EXTENSIONS,
+    );
     let footer = if is_sift {
         let file = sift_format::SiftFile::open(table.path()).map_err(format_error)?;
         Some(file.decode_footer().map_err(format_error)?)

@@ -21,6 +21,7 @@
 
 mod bind;
 mod coerce;
+mod dataset;
 mod error;
 mod eval;
 mod expr;
@@ -39,6 +40,7 @@ mod scan;
 mod source;
 mod stats;
 
+pub use dataset::{Dataset, DatasetFile, DatasetScan, DatasetScanBuilder, FileCounts, Opener};
 pub use error::{Error, Result};
 pub use expr::{CmpOp, Column, Expr, Literal, Udf, UdfFn, col};
 pub use keys::{BLOOM_FPR, EXACT_KEYS, KeyCollector, KeyDomain, KeyFilter, MAX_KEYS};

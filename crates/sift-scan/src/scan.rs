@@ -20,6 +20,12 @@ use crate::prune::{Zone, prunes};
 use crate::source::Source;
 use crate::stats::ScanStats;
 
+/// How far ahead a scan of a file read by range fetches: at most this many bytes of
+/// chunks (more when one block alone is larger)…
+const READ_AHEAD_BYTES: u64 = 32 << 20;
+/// …and at most this many blocks.
+const READ_AHEAD_BLOCKS: usize = 16;
+
 /// An open file (Sift, or Parquet read through the same engine) that scans run on. Open
 /// it once to scan it many times: the footer is parsed and the checksums verified once.
 #[derive(Clone)]
@@ -42,6 +48,37 @@ impl Table {
             source: Arc::new(Source::open(&path, verify_checksums)?),
             path,
         })
+    }
+
+    /// Opens a Sift file read by byte range (an object in an object store; see
+    /// [`SiftFile::open_ranges`](sift_format::SiftFile::open_ranges)). Scans fetch the
+    /// chunks of several blocks ahead with coalesced, concurrent requests.
+    pub fn open_ranges(
+        source: Arc<dyn sift_format::RangeSource>,
+        verify_checksums: bool,
+        ranges: sift_format::RangeOptions,
+    ) -> Result<Table> {
+        let path = PathBuf::from(source.location());
+        let options = sift_format::ReadOptions {
+            verify_checksums,
+            ..Default::default()
+        };
+        let file = sift_format::SiftFile::open_ranges(source, options, ranges)?;
+        file.stored_schema()?;
+        Ok(Table {
+            source: Arc::new(Source::Sift(file)),
+            path,
+        })
+    }
+
+    /// Requests made and bytes received so far, for a file read by byte range (`None` for
+    /// a local file).
+    pub fn range_counts(&self) -> Option<sift_format::RangeCounts> {
+        match &*self.source {
+            Source::Sift(f) => f.range_counts(),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(_) => None,
+        }
     }
 
     /// The file's schema.
@@ -269,6 +306,7 @@ impl ScanBuilder {
             worker_stats: Arc::default(),
             received: 0,
             returned: 0,
+            fetched: Vec::new(),
         };
         let threads = self.threads.min(scan.blocks.len());
         if threads > 1 {
@@ -335,6 +373,8 @@ pub struct Scan {
     received: usize,
     /// Rows handed out, for the limit.
     returned: u64,
+    /// A file read by range: blocks whose chunks were fetched ahead and not yet released.
+    fetched: Vec<usize>,
 }
 
 impl Scan {
@@ -358,6 +398,7 @@ impl Scan {
             worker_stats: Arc::default(),
             received: 0,
             returned: 0,
+            fetched: Vec::new(),
         }
     }
 
@@ -383,6 +424,7 @@ impl Scan {
             worker_stats: Arc::default(),
             received: 0,
             returned: 0,
+            fetched: Vec::new(),
         };
         let shared = self.worker_stats.clone();
         let (tx, rx) = sync_channel(2);
@@ -440,15 +482,72 @@ impl Scan {
         let source = table.source.clone();
         let block_rows = source.block_rows(b);
         self.stats.blocks_total += 1;
-        let zone = |c: usize| Zone {
-            rows: block_rows as u64,
-            stats: source.stats(b, c),
-            members: source.members(b, c),
-        };
-        if prunes(&self.filter, &zone) {
+        if self.pruned(&source, b) {
             self.stats.blocks_pruned += 1;
             return Ok(None);
         }
+        match &*source {
+            Source::Sift(file) if file.is_remote() => {
+                self.fetch_ahead(file, &source, b)?;
+                let result = self.read_block(&source, b, block_rows, first_row);
+                file.release(b);
+                self.fetched.retain(|&f| f != b);
+                result
+            }
+            _ => self.read_block(&source, b, block_rows, first_row),
+        }
+    }
+
+    /// Whether the zone maps of block `b` prove the filter false.
+    fn pruned(&self, source: &Source, b: usize) -> bool {
+        let zone = |c: usize| Zone {
+            rows: source.block_rows(b) as u64,
+            stats: source.stats(b, c),
+            members: source.members(b, c),
+        };
+        prunes(&self.filter, &zone)
+    }
+
+    /// For a file read by range: unless block `b` was fetched already, fetches its chunks
+    /// with those of the next blocks this scan will read (skipping blocks the zone maps
+    /// prune), up to [`READ_AHEAD_BYTES`] or [`READ_AHEAD_BLOCKS`], in one round of
+    /// coalesced, concurrent requests.
+    fn fetch_ahead(
+        &mut self,
+        file: &sift_format::SiftFile,
+        source: &Source,
+        b: usize,
+    ) -> Result<()> {
+        if self.fetched.contains(&b) {
+            return Ok(());
+        }
+        let mut window = vec![b];
+        let mut bytes = file.chunk_bytes(&[b], &self.needed)?;
+        for &(next, _) in &self.blocks {
+            if window.len() >= READ_AHEAD_BLOCKS || bytes >= READ_AHEAD_BYTES {
+                break;
+            }
+            if self.pruned(source, next) {
+                continue;
+            }
+            bytes += file.chunk_bytes(&[next], &self.needed)?;
+            window.push(next);
+        }
+        let made = file.prefetch(&window, &self.needed)?;
+        self.stats.requests += made.requests;
+        self.stats.bytes_fetched += made.bytes;
+        self.fetched.extend(window);
+        Ok(())
+    }
+
+    /// Reads block `b`, which the zone maps do not prune.
+    fn read_block(
+        &mut self,
+        source: &Arc<Source>,
+        b: usize,
+        block_rows: usize,
+        first_row: u64,
+    ) -> Result<Option<RecordBatch>> {
         // Rows of this block inside the requested range.
         let lo = self
             .range
@@ -579,6 +678,19 @@ impl Scan {
             let n = size.min(joined.num_rows() - offset);
             self.pending.push_back(Ok(joined.slice(offset, n)));
             offset += n;
+        }
+    }
+}
+
+/// A scan that stops early (at its limit, or dropped) releases the chunks it fetched ahead.
+impl Drop for Scan {
+    fn drop(&mut self) {
+        if let Some(table) = &self.table
+            && let Source::Sift(file) = &*table.source
+        {
+            for &b in &self.fetched {
+                file.release(b);
+            }
         }
     }
 }

@@ -29,6 +29,11 @@ pub struct ScanStats {
     /// Parquet column chunks decoded by the `parquet` crate's Arrow reader instead (their
     /// pages use encodings or types not read in place, or only some rows were wanted).
     pub parquet_chunks_decoded: u64,
+    /// A file read by byte range (an object store): requests made for column chunks
+    /// (the footer's, made when the file was opened, aside).
+    pub requests: u64,
+    /// Bytes those requests received (gaps read to merge nearby chunks included).
+    pub bytes_fetched: u64,
 }
 
 impl ScanStats {
@@ -43,6 +48,8 @@ impl ScanStats {
         self.bytes_read += other.bytes_read;
         self.parquet_pages_in_place += other.parquet_pages_in_place;
         self.parquet_chunks_decoded += other.parquet_chunks_decoded;
+        self.requests += other.requests;
+        self.bytes_fetched += other.bytes_fetched;
     }
 }
 
@@ -64,6 +71,13 @@ impl fmt::Display for ScanStats {
                 f,
                 "; Parquet: {} pages read in place, {} column chunks decoded by the parquet crate",
                 self.parquet_pages_in_place, self.parquet_chunks_decoded
+            )?;
+        }
+        if self.requests > 0 {
+            write!(
+                f,
+                "; {} requests fetched {} bytes",
+                self.requests, self.bytes_fetched
             )?;
         }
         Ok(())

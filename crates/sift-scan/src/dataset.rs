@@ -1,0 +1,852 @@
+//! Datasets: many files scanned as one table, with Hive partition columns.
+//!
+//! A [`Dataset`] is a list of files, each with the partition values of the directories
+//! above it (`year=2024/month=1/part-0.sift`). A scan of it:
+//!
+//! 1. drops the files whose partition values make the filter false, before opening them;
+//! 2. opens the others (a footer read each) and unifies their schemas: columns are
+//!    matched by name; a column missing from some files is null there (so it must be
+//!    nullable, or become so); integers of one signedness widen to the widest; any
+//!    other difference is an error naming the two files;
+//! 3. scans each file in turn with the filter specialised to it: a leaf on a partition
+//!    column, or on a column the file lacks, is decided once for the whole file (with
+//!    SQL's null logic), so a file the filter rules out is skipped and the rest evaluate
+//!    only their own columns, with zone maps pruning blocks as for a single file;
+//! 4. appends the partition values (and nulls for missing columns) to each batch.
+//!
+//! Partition columns are 64-bit integers when every value of the key is one, else
+//! strings; `__HIVE_DEFAULT_PARTITION__` is null.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchOptions, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use crate::bind::column_index;
+use crate::error::{Error, Result};
+use crate::expr::{CmpOp, Expr, Literal};
+use crate::scan::{Scan, Table};
+use crate::stats::ScanStats;
+
+/// One file of a dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatasetFile {
+    /// A local path or a URL.
+    pub location: String,
+    /// The size, when listing told it.
+    pub size: Option<u64>,
+    /// Hive partition values from the directories above the file, outermost first
+    /// (`None`: null).
+    pub partitions: Vec<(String, Option<String>)>,
+}
+
+/// Opens one file of a dataset.
+pub type Opener = dyn Fn(&DatasetFile) -> Result<Table> + Send + Sync;
+
+/// A value that is the same for every row of a file: a partition value, or the null of
+/// a column the file does not have.
+#[derive(Debug, Clone, PartialEq)]
+enum Constant {
+    Null,
+    Int(i64),
+    Str(String),
+}
+
+/// Files scanned as one table; see the [module docs](self).
+#[derive(Clone)]
+pub struct Dataset {
+    files: Arc<[DatasetFile]>,
+    /// Partition columns, in the order of the directories.
+    partitions: Vec<Field>,
+    /// Per file, its value of each partition column.
+    values: Arc<[Vec<Constant>]>,
+    opener: Arc<Opener>,
+}
+
+impl std::fmt::Debug for Dataset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dataset")
+            .field("files", &self.files.len())
+            .field("partitions", &self.partitions)
+            .finish()
+    }
+}
+
+impl Dataset {
+    /// A dataset of `files`, opened with `opener` when a scan needs them. Every file must
+    /// have the same partition keys, in the same order.
+    pub fn new(files: Vec<DatasetFile>, opener: Arc<Opener>) -> Result<Dataset> {
+        let Some(first) = files.first() else {
+            return Err(Error::Invalid("a dataset needs at least one file".into()));
+        };
+        let keys: Vec<&str> = first.partitions.iter().map(|(k, _)| k.as_str()).collect();
+        for f in &files {
+            let these: Vec<&str> = f.partitions.iter().map(|(k, _)| k.as_str()).collect();
+            if these != keys {
+                return Err(Error::Invalid(format!(
+                    "{} is partitioned by ({}) and {} by ({}): a dataset's files share one \
+                     partition layout",
+                    first.location,
+                    keys.join(", "),
+                    f.location,
+                    these.join(", ")
+                )));
+            }
+        }
+        let mut partitions = Vec::with_capacity(keys.len());
+        let mut values = vec![Vec::with_capacity(keys.len()); files.len()];
+        for (k, key) in keys.iter().enumerate() {
+            let all_int = files.iter().all(|f| {
+                f.partitions[k]
+                    .1
+                    .as_deref()
+                    .is_none_or(|v| v.parse::<i64>().is_ok())
+            });
+            let ty = if all_int {
+                DataType::Int64
+            } else {
+                DataType::Utf8
+            };
+            let nullable = files.iter().any(|f| f.partitions[k].1.is_none());
+            partitions.push(Field::new(*key, ty, nullable));
+            for (f, vals) in files.iter().zip(values.iter_mut()) {
+                vals.push(match (&f.partitions[k].1, all_int) {
+                    (None, _) => Constant::Null,
+                    (Some(v), true) => Constant::Int(v.parse().unwrap_or_default()),
+                    (Some(v), false) => Constant::Str(v.clone()),
+                });
+            }
+        }
+        Ok(Dataset {
+            files: files.into(),
+            partitions,
+            values: values.into(),
+            opener,
+        })
+    }
+
+    /// The files.
+    pub fn files(&self) -> &[DatasetFile] {
+        &self.files
+    }
+
+    /// The partition columns (appended after the files' columns).
+    pub fn partition_fields(&self) -> &[Field] {
+        &self.partitions
+    }
+
+    /// The files `filter` may select rows of, judged by their partition values alone
+    /// (nothing is opened).
+    pub fn keep(&self, filter: Option<&Expr>) -> Result<Vec<usize>> {
+        let mut kept = Vec::new();
+        for (i, vals) in self.values.iter().enumerate() {
+            let consts = self.constants(vals);
+            let keep = match filter {
+                None => true,
+                Some(f) => !matches!(specialize(f, &consts, true)?, Tri::False),
+            };
+            if keep {
+                kept.push(i);
+            }
+        }
+        Ok(kept)
+    }
+
+    fn constants<'a>(&'a self, vals: &'a [Constant]) -> HashMap<&'a str, &'a Constant> {
+        self.partitions
+            .iter()
+            .zip(vals)
+            .map(|(f, v)| (f.name().as_str(), v))
+            .collect()
+    }
+
+    /// A scan of the dataset.
+    pub fn scan(&self) -> DatasetScanBuilder {
+        DatasetScanBuilder {
+            dataset: self.clone(),
+            projection: None,
+            filter: None,
+            limit: None,
+            batch_size: None,
+            rows: None,
+            threads: 1,
+        }
+    }
+
+    /// Opens the files `kept` and unifies their schemas (see the module docs); returns
+    /// the tables and the unified schema of the files' columns.
+    pub fn open(&self, kept: &[usize]) -> Result<(Vec<Table>, SchemaRef)> {
+        let mut tables = Vec::with_capacity(kept.len());
+        let mut fields: Vec<Field> = Vec::new();
+        let mut first_of: Vec<usize> = Vec::new();
+        let mut metadata = HashMap::new();
+        for (n, &i) in kept.iter().enumerate() {
+            let file = &self.files[i];
+            let table = (self.opener)(file)?;
+            let schema = table.schema();
+            if n == 0 {
+                metadata = schema.metadata().clone();
+            }
+            for field in schema.fields() {
+                if let Some(p) = self.partitions.iter().find(|p| p.name() == field.name()) {
+                    return Err(Error::Invalid(format!(
+                        "{}: column '{}' is also a partition key of the dataset",
+                        file.location,
+                        p.name()
+                    )));
+                }
+                match fields.iter().position(|f| f.name() == field.name()) {
+                    None => {
+                        // A column that earlier files lack is null there.
+                        let nullable = field.is_nullable() || n > 0;
+                        fields.push(field.as_ref().clone().with_nullable(nullable));
+                        first_of.push(i);
+                    }
+                    Some(k) => {
+                        let ty = unify(fields[k].data_type(), field.data_type()).ok_or_else(|| {
+                            Error::Type(format!(
+                                "{} and {} cannot be one dataset: column '{}' is {} in one and {} in the other",
+                                self.files[first_of[k]].location,
+                                file.location,
+                                field.name(),
+                                fields[k].data_type(),
+                                field.data_type()
+                            ))
+                        })?;
+                        let nullable = fields[k].is_nullable() || field.is_nullable();
+                        fields[k] = fields[k].clone().with_data_type(ty).with_nullable(nullable);
+                    }
+                }
+            }
+            tables.push(table);
+        }
+        // A column that later files lack is null there.
+        for f in fields.iter_mut() {
+            let everywhere = tables
+                .iter()
+                .all(|t| t.schema().field_with_name(f.name()).is_ok());
+            if !everywhere {
+                *f = f.clone().with_nullable(true);
+            }
+        }
+        Ok((
+            tables,
+            SchemaRef::new(Schema::new_with_metadata(fields, metadata)),
+        ))
+    }
+}
+
+/// The type two files' columns of one name unify to: the same type, or the wider of two
+/// integers of one signedness.
+fn unify(a: &DataType, b: &DataType) -> Option<DataType> {
+    use DataType::*;
+    if a == b {
+        return Some(a.clone());
+    }
+    let rank = |t: &DataType| match t {
+        Int8 => Some((true, 1)),
+        Int16 => Some((true, 2)),
+        Int32 => Some((true, 4)),
+        Int64 => Some((true, 8)),
+        UInt8 => Some((false, 1)),
+        UInt16 => Some((false, 2)),
+        UInt32 => Some((false, 4)),
+        UInt64 => Some((false, 8)),
+        _ => None,
+    };
+    match (rank(a), rank(b)) {
+        (Some((sa, wa)), Some((sb, wb))) if sa == sb => {
+            Some(if wa >= wb { a.clone() } else { b.clone() })
+        }
+        _ => None,
+    }
+}
+
+/// A filter specialised to one file.
+#[derive(Debug, Clone)]
+enum Tri {
+    True,
+    False,
+    /// What is left to evaluate on the file's own columns.
+    Expr(Expr),
+}
+
+/// `expr` with every leaf on a constant column decided. `positive`: the leaf is under an
+/// even number of negations. A null leaf (a comparison with a null constant) is unknown
+/// in SQL; a row is selected only when the whole filter is true, so under an even number
+/// of negations unknown acts as false, under an odd number as true.
+fn specialize(expr: &Expr, consts: &HashMap<&str, &Constant>, positive: bool) -> Result<Tri> {
+    let truth = |t: Option<bool>| match t {
+        Some(true) => Tri::True,
+        Some(false) => Tri::False,
+        None if positive => Tri::False,
+        None => Tri::True,
+    };
+    Ok(match expr {
+        Expr::Cmp { column, op, value } => match consts.get(column.as_str()) {
+            None => Tri::Expr(expr.clone()),
+            Some(c) => truth(compare(column, c, value)?.map(|o| holds(*op, o))),
+        },
+        Expr::Between { column, low, high } => match consts.get(column.as_str()) {
+            None => Tri::Expr(expr.clone()),
+            Some(c) => {
+                let lo = compare(column, c, low)?;
+                let hi = compare(column, c, high)?;
+                truth(lo.zip(hi).map(|(lo, hi)| lo.is_ge() && hi.is_le()))
+            }
+        },
+        Expr::In { column, values } => match consts.get(column.as_str()) {
+            None => Tri::Expr(expr.clone()),
+            Some(c) => {
+                let mut any = Some(false);
+                for v in values {
+                    match compare(column, c, v)? {
+                        Some(o) if o.is_eq() => any = Some(true),
+                        Some(_) => {}
+                        None => any = any.filter(|&a| a),
+                    }
+                }
+                truth(any)
+            }
+        },
+        Expr::IsNull { column, negated } => match consts.get(column.as_str()) {
+            None => Tri::Expr(expr.clone()),
+            Some(c) => truth(Some((**c == Constant::Null) != *negated)),
+        },
+        Expr::Like { column, pattern } => match consts.get(column.as_str()) {
+            None => Tri::Expr(expr.clone()),
+            Some(c) => {
+                let p = crate::like::Pattern::parse(pattern);
+                truth(text(column, c)?.map(|s| p.matches(s.as_bytes())))
+            }
+        },
+        Expr::StartsWith { column, prefix } => match consts.get(column.as_str()) {
+            None => Tri::Expr(expr.clone()),
+            Some(c) => truth(text(column, c)?.map(|s| s.starts_with(prefix.as_str()))),
+        },
+        Expr::ColumnCmp { left, right, .. } => {
+            if let Some(name) = [left, right]
+                .into_iter()
+                .find(|n| consts.contains_key(n.as_str()))
+            {
+                return Err(unsupported(name, "compared with another column"));
+            }
+            Tri::Expr(expr.clone())
+        }
+        Expr::Udf(udf) => {
+            if let Some(name) = udf.columns.iter().find(|n| consts.contains_key(n.as_str())) {
+                return Err(unsupported(name, "passed to a function"));
+            }
+            Tri::Expr(expr.clone())
+        }
+        Expr::InBloom { column, .. } => {
+            if consts.contains_key(column.as_str()) {
+                return Err(unsupported(column, "a join key"));
+            }
+            Tri::Expr(expr.clone())
+        }
+        Expr::Not(e) => match specialize(e, consts, !positive)? {
+            Tri::True => Tri::False,
+            Tri::False => Tri::True,
+            Tri::Expr(e) => Tri::Expr(Expr::Not(Box::new(e))),
+        },
+        Expr::And(items) => {
+            let mut rest = Vec::new();
+            for e in items {
+                match specialize(e, consts, positive)? {
+                    Tri::False => return Ok(Tri::False),
+                    Tri::True => {}
+                    Tri::Expr(e) => rest.push(e),
+                }
+            }
+            match rest.len() {
+                0 => Tri::True,
+                1 => Tri::Expr(rest.remove(0)),
+                _ => Tri::Expr(Expr::And(rest)),
+            }
+        }
+        Expr::Or(items) => {
+            let mut rest = Vec::new();
+            for e in items {
+                match specialize(e, consts, positive)? {
+                    Tri::True => return Ok(Tri::True),
+                    Tri::False => {}
+                    Tri::Expr(e) => rest.push(e),
+                }
+            }
+            match rest.len() {
+                0 => Tri::False,
+                1 => Tri::Expr(rest.remove(0)),
+                _ => Tri::Expr(Expr::Or(rest)),
+            }
+        }
+    })
+}
+
+fn unsupported(column: &str, how: &str) -> Error {
+    Error::Type(format!(
+        "column '{column}' is a partition column (or missing from a file) and cannot be {how}"
+    ))
+}
+
+/// Whether an ordering satisfies `op`.
+fn holds(op: CmpOp, o: std::cmp::Ordering) -> bool {
+    match op {
+        CmpOp::Eq => o.is_eq(),
+        CmpOp::Ne => o.is_ne(),
+        CmpOp::Lt => o.is_lt(),
+        CmpOp::Le => o.is_le(),
+        CmpOp::Gt => o.is_gt(),
+        CmpOp::Ge => o.is_ge(),
+    }
+}
+
+/// How a constant compares with a literal (`None`: the constant is null). A literal of
+/// another kind than the constant is an error, as it is on a stored column.
+fn compare(column: &str, c: &Constant, lit: &Literal) -> Result<Option<std::cmp::Ordering>> {
+    let mismatch = || {
+        Error::Type(format!(
+            "partition column '{column}' holds {}; it cannot be compared with {lit:?}",
+            match c {
+                Constant::Int(_) => "integers",
+                Constant::Str(_) => "strings",
+                Constant::Null => "nulls",
+            }
+        ))
+    };
+    Ok(match (c, lit) {
+        (Constant::Null, _) => None,
+        (Constant::Int(i), Literal::Int(l)) => Some(i128::from(*i).cmp(l)),
+        (Constant::Int(i), Literal::Decimal { unscaled, scale }) => {
+            // i against unscaled × 10^-scale, compared exactly when it fits.
+            let (a, b) = match u32::try_from(*scale) {
+                Ok(s) => (
+                    10i128
+                        .checked_pow(s)
+                        .and_then(|p| p.checked_mul(i128::from(*i))),
+                    Some(*unscaled),
+                ),
+                Err(_) => (
+                    Some(i128::from(*i)),
+                    10i128
+                        .checked_pow(scale.unsigned_abs())
+                        .and_then(|p| p.checked_mul(*unscaled)),
+                ),
+            };
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.cmp(&b)),
+                _ => return Err(mismatch()),
+            }
+        }
+        (Constant::Int(i), Literal::Float(f)) => (*i as f64).partial_cmp(f),
+        (Constant::Str(s), Literal::Str(l)) => Some(s.as_str().cmp(l.as_str())),
+        _ => return Err(mismatch()),
+    })
+}
+
+/// A string constant's text (`None`: null); an integer is an error.
+fn text<'a>(column: &str, c: &'a Constant) -> Result<Option<&'a str>> {
+    match c {
+        Constant::Str(s) => Ok(Some(s)),
+        Constant::Null => Ok(None),
+        Constant::Int(_) => Err(Error::Type(format!(
+            "partition column '{column}' holds integers; LIKE and starts_with apply to strings"
+        ))),
+    }
+}
+
+/// Scan settings for a [`Dataset`]; the same as a single file's.
+pub struct DatasetScanBuilder {
+    dataset: Dataset,
+    projection: Option<Vec<String>>,
+    filter: Option<Expr>,
+    limit: Option<u64>,
+    batch_size: Option<usize>,
+    rows: Option<std::ops::Range<u64>>,
+    threads: usize,
+}
+
+impl DatasetScanBuilder {
+    /// Only rows `range` by row number before filtering (a dataset of one file only).
+    pub fn rows(mut self, range: std::ops::Range<u64>) -> Self {
+        self.rows = Some(range);
+        self
+    }
+
+    /// Columns to return, by name (default: the files' columns, then the partitions).
+    pub fn project<S: Into<String>>(mut self, columns: impl IntoIterator<Item = S>) -> Self {
+        self.projection = Some(columns.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Only rows where `expr` is true.
+    pub fn filter(mut self, expr: Expr) -> Self {
+        self.filter = Some(expr);
+        self
+    }
+
+    /// At most `n` rows.
+    pub fn limit(mut self, n: u64) -> Self {
+        self.limit = Some(n);
+        self
+    }
+
+    /// Rows per batch.
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.batch_size = Some(n);
+        self
+    }
+
+    /// Threads per file's scan.
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
+        self
+    }
+
+    /// Prunes files by partition, opens the rest and checks the settings.
+    pub fn build(self) -> Result<DatasetScan> {
+        let d = &self.dataset;
+        if self.rows.is_some() && d.files.len() > 1 {
+            return Err(Error::Invalid(format!(
+                "a row range applies to one file, not to a dataset of {} files",
+                d.files.len()
+            )));
+        }
+        let kept = d.keep(self.filter.as_ref())?;
+        let (tables, file_schema) = match kept.is_empty() {
+            // Every file is pruned: the first one still tells the columns.
+            true => {
+                let (_, schema) = d.open(&[0])?;
+                (Vec::new(), schema)
+            }
+            false => d.open(&kept)?,
+        };
+        let mut all: Vec<Field> = file_schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        all.extend(d.partitions.iter().cloned());
+        let names: Vec<String> = match &self.projection {
+            Some(p) => p.clone(),
+            None => all.iter().map(|f| f.name().clone()).collect(),
+        };
+        // Unknown columns are reported as a single file's scan reports them.
+        let all_schema = Schema::new(all.clone());
+        let fields = names
+            .iter()
+            .map(|n| Ok(all[column_index(&all_schema, n)?].clone()))
+            .collect::<Result<Vec<Field>>>()?;
+        if let Some(f) = &self.filter {
+            for c in columns_of(f) {
+                column_index(&all_schema, &c)?;
+            }
+        }
+        let schema = SchemaRef::new(Schema::new_with_metadata(
+            fields,
+            file_schema.metadata().clone(),
+        ));
+        let files = kept
+            .iter()
+            .zip(tables)
+            .map(|(&i, table)| FileScan { index: i, table })
+            .collect();
+        Ok(DatasetScan {
+            dataset: self.dataset.clone(),
+            schema,
+            file_schema,
+            names,
+            filter: self.filter,
+            remaining: self.limit,
+            batch_size: self.batch_size,
+            rows: self.rows,
+            threads: self.threads,
+            files,
+            current: None,
+            stats: ScanStats::default(),
+            files_total: d.files.len() as u64,
+            files_pruned: (d.files.len() - kept.len()) as u64,
+            files_opened: kept.len().max(1) as u64,
+        })
+    }
+}
+
+/// The columns an expression reads.
+fn columns_of(e: &Expr) -> Vec<String> {
+    match e {
+        Expr::Cmp { column, .. }
+        | Expr::Between { column, .. }
+        | Expr::In { column, .. }
+        | Expr::IsNull { column, .. }
+        | Expr::Like { column, .. }
+        | Expr::StartsWith { column, .. }
+        | Expr::InBloom { column, .. } => vec![column.clone()],
+        Expr::ColumnCmp { left, right, .. } => vec![left.clone(), right.clone()],
+        Expr::Udf(u) => u.columns.clone(),
+        Expr::Not(e) => columns_of(e),
+        Expr::And(v) | Expr::Or(v) => v.iter().flat_map(columns_of).collect(),
+    }
+}
+
+struct FileScan {
+    index: usize,
+    table: Table,
+}
+
+/// The scan of one file, with how its batches become the dataset's.
+struct Current {
+    scan: Scan,
+    /// Per output column: the file scan's column, or a constant.
+    columns: Vec<Result<usize, Constant>>,
+}
+
+/// A running scan of a dataset: an iterator of record batches, file after file.
+pub struct DatasetScan {
+    dataset: Dataset,
+    schema: SchemaRef,
+    file_schema: SchemaRef,
+    names: Vec<String>,
+    filter: Option<Expr>,
+    remaining: Option<u64>,
+    batch_size: Option<usize>,
+    rows: Option<std::ops::Range<u64>>,
+    threads: usize,
+    files: VecDeque<FileScan>,
+    current: Option<Current>,
+    stats: ScanStats,
+    files_total: u64,
+    files_pruned: u64,
+    files_opened: u64,
+}
+
+/// What a dataset scan did with files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FileCounts {
+    /// Files in the dataset.
+    pub total: u64,
+    /// Files dropped by their partition values or ruled out by the filter as a whole
+    /// (never read past the footer, most never opened).
+    pub pruned: u64,
+    /// Files opened (their footers read).
+    pub opened: u64,
+}
+
+impl DatasetScan {
+    /// The schema of the batches.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// What the files' scans did, added up (the current file's once it ends).
+    pub fn stats(&self) -> &ScanStats {
+        &self.stats
+    }
+
+    /// Files pruned and opened.
+    pub fn file_counts(&self) -> FileCounts {
+        FileCounts {
+            total: self.files_total,
+            pruned: self.files_pruned,
+            opened: self.files_opened,
+        }
+    }
+
+    /// Starts the next file's scan; `None` when no file is left.
+    fn next_file(&mut self) -> Result<Option<Current>> {
+        while let Some(f) = self.files.pop_front() {
+            let d = &self.dataset;
+            let file_schema = f.table.schema();
+            let location = &d.files[f.index].location;
+            // Partition values, and nulls for the dataset's columns this file lacks.
+            let mut consts: HashMap<&str, &Constant> = d.constants(&d.values[f.index]);
+            for field in self.file_schema.fields() {
+                if file_schema.field_with_name(field.name()).is_err() {
+                    consts.insert(field.name().as_str(), &Constant::Null);
+                }
+            }
+            let filter = match &self.filter {
+                None => None,
+                Some(e) => match specialize(e, &consts, true)
+                    .map_err(|e| Error::Type(format!("{location}: {e}")))?
+                {
+                    Tri::False => {
+                        self.files_pruned += 1;
+                        continue;
+                    }
+                    Tri::True => None,
+                    Tri::Expr(e) => Some(e),
+                },
+            };
+            let mut read: Vec<String> = Vec::new();
+            let mut columns = Vec::with_capacity(self.names.len());
+            for n in &self.names {
+                match consts.get(n.as_str()) {
+                    Some(c) => columns.push(Err((*c).clone())),
+                    None => {
+                        columns.push(Ok(read.len()));
+                        read.push(n.clone());
+                    }
+                }
+            }
+            let mut builder = f.table.scan().project(read).threads(self.threads);
+            if let Some(e) = filter {
+                builder = builder.filter(e);
+            }
+            if let Some(n) = self.remaining {
+                builder = builder.limit(n);
+            }
+            if let Some(n) = self.batch_size {
+                builder = builder.batch_size(n);
+            }
+            if let Some(r) = &self.rows {
+                builder = builder.rows(r.clone());
+            }
+            return Ok(Some(Current {
+                scan: builder.build()?,
+                columns,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// A file's batch as the dataset's: constants added, integers widened.
+    fn widen(&self, current: &Current, batch: RecordBatch) -> Result<RecordBatch> {
+        let rows = batch.num_rows();
+        let mut out: Vec<ArrayRef> = Vec::with_capacity(self.names.len());
+        for (field, col) in self.schema.fields().iter().zip(&current.columns) {
+            let array: ArrayRef = match col {
+                Ok(i) => batch.column(*i).clone(),
+                Err(Constant::Null) => arrow_array::new_null_array(field.data_type(), rows),
+                Err(Constant::Int(v)) => Arc::new(Int64Array::from_value(*v, rows)),
+                Err(Constant::Str(s)) => {
+                    Arc::new(StringArray::from_iter_values(std::iter::repeat_n(s, rows)))
+                }
+            };
+            let array = match array.data_type() == field.data_type() {
+                true => array,
+                false => arrow_cast::cast(&array, field.data_type())?,
+            };
+            out.push(array);
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            out,
+            &options,
+        )?)
+    }
+}
+
+impl Iterator for DatasetScan {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        loop {
+            if self.remaining == Some(0) {
+                return None;
+            }
+            if self.current.is_none() {
+                match self.next_file() {
+                    Ok(Some(c)) => self.current = Some(c),
+                    Ok(None) => return None,
+                    Err(e) => {
+                        self.files.clear();
+                        return Some(Err(e));
+                    }
+                }
+            }
+            let current = self.current.as_mut()?;
+            match current.scan.next() {
+                Some(Ok(batch)) => {
+                    if let Some(r) = &mut self.remaining {
+                        *r = r.saturating_sub(batch.num_rows() as u64);
+                    }
+                    let current = self.current.as_ref()?;
+                    return Some(self.widen(current, batch));
+                }
+                Some(Err(e)) => {
+                    self.files.clear();
+                    self.current = None;
+                    return Some(Err(e));
+                }
+                None => {
+                    if let Some(c) = self.current.take() {
+                        self.stats.add(c.scan.stats());
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::col;
+
+    fn consts(pairs: &[(&'static str, Constant)]) -> Vec<(&'static str, Constant)> {
+        pairs.to_vec()
+    }
+
+    /// The specialised filter, shown (expressions compare by their text).
+    fn run(e: &Expr, pairs: &[(&'static str, Constant)]) -> Result<String> {
+        let owned = consts(pairs);
+        let map: HashMap<&str, &Constant> = owned.iter().map(|(k, v)| (*k, v)).collect();
+        specialize(e, &map, true).map(|t| format!("{t:?}"))
+    }
+
+    fn show(t: Tri) -> String {
+        format!("{t:?}")
+    }
+
+    #[test]
+    fn partition_leaves_are_decided_with_sql_null_logic() -> Result<()> {
+        let year = [("year", Constant::Int(2024))];
+        assert_eq!(run(&col("year").eq(2024), &year)?, show(Tri::True));
+        assert_eq!(run(&col("year").gt(2024), &year)?, show(Tri::False));
+        let rest = col("x").lt(5);
+        assert_eq!(
+            run(&Expr::And(vec![col("year").eq(2024), rest.clone()]), &year)?,
+            show(Tri::Expr(rest.clone()))
+        );
+        assert_eq!(
+            run(&Expr::Or(vec![col("year").eq(2023), rest.clone()]), &year)?,
+            show(Tri::Expr(rest.clone()))
+        );
+        // A null partition: `year = 1` and `not (year = 1)` are both unknown, so both
+        // select nothing; `year is null` holds.
+        let null = [("year", Constant::Null)];
+        assert_eq!(run(&col("year").eq(1), &null)?, show(Tri::False));
+        assert_eq!(
+            run(&Expr::Not(Box::new(col("year").eq(1))), &null)?,
+            show(Tri::False)
+        );
+        assert_eq!(run(&col("year").is_null(), &null)?, show(Tri::True));
+        // not (year = 1 and x < 5) with year null: true exactly where x < 5 is false.
+        let e = Expr::Not(Box::new(Expr::And(vec![col("year").eq(1), rest.clone()])));
+        assert_eq!(
+            run(&e, &null)?,
+            show(Tri::Expr(Expr::Not(Box::new(rest.clone()))))
+        );
+        let s = [("region", Constant::Str("eu-west".into()))];
+        assert_eq!(run(&col("region").like("eu-%"), &s)?, show(Tri::True));
+        assert!(run(&col("year").eq("2024"), &year).is_err());
+        assert!(run(&col("region").lt(3), &s).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn integers_of_one_signedness_widen() {
+        assert_eq!(
+            unify(&DataType::Int32, &DataType::Int64),
+            Some(DataType::Int64)
+        );
+        assert_eq!(
+            unify(&DataType::UInt16, &DataType::UInt8),
+            Some(DataType::UInt16)
+        );
+        assert_eq!(unify(&DataType::Int32, &DataType::UInt32), None);
+        assert_eq!(unify(&DataType::Utf8, &DataType::Int64), None);
+    }
+}
