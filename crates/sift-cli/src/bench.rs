@@ -21,6 +21,7 @@ pub struct BenchArgs {
 pub enum BenchCommand {
     Read(ReadArgs),
     Scan(ScanArgs),
+    RemoteQ6(crate::bench_store::RemoteQ6Args),
 }
 
 /// Keep every batch (materialise) or drop each one after decoding it (stream).
@@ -91,6 +92,7 @@ pub fn run(args: &BenchArgs, ui: &Ui) -> Result<()> {
     match &args.command {
         BenchCommand::Read(a) => read(a, ui),
         BenchCommand::Scan(a) => scan(a, ui),
+        BenchCommand::RemoteQ6(a) => crate::bench_store::remote_q6(a),
     }
 }
 

@@ -25,11 +25,14 @@ use crate::ui::Ui;
 #[command(after_help = "Examples:\n  \
     sift convert lineitem.parquet lineitem.sift\n  \
     sift convert lineitem.sift lineitem.parquet --compression snappy\n  \
-    sift convert data.csv data.sift --infer-rows 10000")]
+    sift convert data.csv data.sift --infer-rows 10000\n  \
+    sift convert lineitem.parquet s3://bucket/lineitem/part-0.sift")]
 pub struct ConvertArgs {
     /// Input file.
     pub input: PathBuf,
-    /// Output file (overwritten if it exists).
+    /// Output file (overwritten if it exists), or an object-store URL (s3://, gs://,
+    /// az://): the file is written locally, then uploaded with a multipart upload, so the
+    /// object appears whole or not at all.
     pub output: PathBuf,
     /// Rows per Sift block (1..=65536); only for .sift output.
     #[arg(long, value_name = "N")]
@@ -44,6 +47,8 @@ pub struct ConvertArgs {
     /// the same file for any count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..1025))]
     pub threads: Option<u64>,
+    #[command(flatten)]
+    pub store: crate::scan::StoreArgs,
 }
 
 pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
@@ -80,7 +85,20 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
         .with_context(|| format!("cannot open {}", args.input.display()))?
         .len();
     let input = open_input(&args.input, &in_options)?;
-    let output = Output::create(&args.output, &input.schema, &out_options)?;
+    let url = args.output.to_string_lossy().into_owned();
+    // An object is written to a local file first, then uploaded.
+    let staged = sift_store::is_url(&url).then(|| {
+        let name = args
+            .output
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        Staged(std::env::temp_dir().join(format!("sift-upload-{}-{name}", std::process::id())))
+    });
+    let local = staged
+        .as_ref()
+        .map_or(args.output.as_path(), |s| s.0.as_path());
+    let output = Output::create(local, &input.schema, &out_options)?;
     let progress = ui.progress(
         input.rows,
         "rows",
@@ -91,6 +109,12 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
         Ok(())
     })?;
     progress.finish_and_clear();
+    if let Some(staged) = &staged {
+        let uploading = ui.progress(None, "bytes", "uploading");
+        sift_store::upload(&staged.0, &url, &args.store.options())
+            .with_context(|| format!("cannot upload to {url}"))?;
+        uploading.finish_and_clear();
+    }
     let secs = start.elapsed().as_secs_f64();
 
     if ui.verbose() {
@@ -109,4 +133,13 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
         out.flush()?;
     }
     Ok(())
+}
+
+/// A local file standing in for an object until it is uploaded; removed in any case.
+struct Staged(PathBuf);
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }

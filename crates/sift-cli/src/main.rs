@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod bench_store;
 mod cat;
 mod convert;
 mod demo;

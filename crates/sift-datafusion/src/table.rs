@@ -68,8 +68,10 @@ impl SiftTable {
         let tables = files
             .iter()
             .map(|f| {
-                sift_store::open_table(&f.location, options, true).map_err(|e| {
-                    DataFusionError::External(format!("cannot open {}: {e}", f.location).into())
+                sift_store::open_table(&f.location, options, true).map_err(|e| match e {
+                    // The reader's errors name the file.
+                    sift_store::StoreError::Scan(e) => DataFusionError::External(Box::new(e)),
+                    e => external(e),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -7,8 +7,8 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
 
 use bytes::Bytes;
 
@@ -80,15 +80,26 @@ pub struct RangeCounts {
     pub bytes: u64,
 }
 
+/// A chunk fetched ahead, or being fetched by another thread.
+#[derive(Debug, Clone)]
+enum Slot {
+    Pending,
+    Ready(Bytes),
+}
+
 /// A file read by range: its source, settings, counters and the chunks fetched ahead of
-/// their use, by `(block, column)`.
+/// their use, by `(block, column)`. Scan threads share it: a chunk one thread is fetching
+/// is claimed (pending), and another thread that needs it waits for it instead of
+/// fetching it again.
 #[derive(Debug)]
 pub(crate) struct Remote {
     pub(crate) source: std::sync::Arc<dyn RangeSource>,
     pub(crate) options: RangeOptions,
     requests: AtomicU64,
     bytes: AtomicU64,
-    held: Mutex<HashMap<(usize, usize), Bytes>>,
+    held: Mutex<HashMap<(usize, usize), Slot>>,
+    /// Signalled when pending chunks arrive (or their fetch failed).
+    arrived: Condvar,
 }
 
 impl Remote {
@@ -99,6 +110,7 @@ impl Remote {
             requests: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             held: Mutex::new(HashMap::new()),
+            arrived: Condvar::new(),
         }
     }
 
@@ -134,34 +146,69 @@ impl Remote {
         Ok(bytes)
     }
 
-    /// A fetched chunk's bytes, if it is held.
+    /// A fetched chunk's bytes, waiting for them while another thread fetches them;
+    /// `None` if the chunk is neither held nor being fetched.
     pub(crate) fn held(&self, key: (usize, usize)) -> Option<Bytes> {
-        self.held.lock().ok()?.get(&key).cloned()
-    }
-
-    /// Which of `wanted` (each a chunk and its byte range) are not held yet.
-    pub(crate) fn missing(
-        &self,
-        wanted: Vec<((usize, usize), Range<u64>)>,
-    ) -> Vec<((usize, usize), Range<u64>)> {
-        match self.held.lock() {
-            Ok(held) => wanted
-                .into_iter()
-                .filter(|(k, _)| !held.contains_key(k))
-                .collect(),
-            Err(_) => wanted,
+        let mut held = self.held.lock().ok()?;
+        loop {
+            match held.get(&key)? {
+                Slot::Ready(b) => return Some(b.clone()),
+                Slot::Pending => held = self.arrived.wait(held).ok()?,
+            }
         }
     }
 
-    /// Fetches the chunks `wanted` with coalesced, concurrent requests and holds them;
-    /// returns the requests made.
+    /// Whether a chunk is held or being fetched.
+    pub(crate) fn claimed(&self, key: (usize, usize)) -> bool {
+        self.held.lock().is_ok_and(|h| h.contains_key(&key))
+    }
+
+    /// Claims the chunks of `wanted` (each a chunk and its byte range) that are neither
+    /// held nor being fetched, fetches them with coalesced, concurrent requests and holds
+    /// them; returns the requests made.
     pub(crate) fn fetch(
         &self,
-        wanted: &[((usize, usize), Range<u64>)],
+        wanted: Vec<((usize, usize), Range<u64>)>,
     ) -> std::io::Result<RangeCounts> {
+        let wanted: Vec<((usize, usize), Range<u64>)> = {
+            let mut held = self
+                .held
+                .lock()
+                .map_err(|_| std::io::Error::other("a reader thread panicked"))?;
+            wanted
+                .into_iter()
+                .filter(|(k, _)| {
+                    let new = !held.contains_key(k);
+                    if new {
+                        held.insert(*k, Slot::Pending);
+                    }
+                    new
+                })
+                .collect()
+        };
         if wanted.is_empty() {
             return Ok(RangeCounts::default());
         }
+        let result = self.fetch_claimed(&wanted);
+        if result.is_err() {
+            // Unclaim, so that waiting threads read their chunks themselves (and report
+            // the error where they need them).
+            if let Ok(mut held) = self.held.lock() {
+                for (k, _) in &wanted {
+                    if matches!(held.get(k), Some(Slot::Pending)) {
+                        held.remove(k);
+                    }
+                }
+            }
+        }
+        self.arrived.notify_all();
+        result
+    }
+
+    fn fetch_claimed(
+        &self,
+        wanted: &[((usize, usize), Range<u64>)],
+    ) -> std::io::Result<RangeCounts> {
         let ranges: Vec<Range<u64>> = wanted.iter().map(|(_, r)| r.clone()).collect();
         let merged = coalesce(&ranges, self.options.max_gap, self.options.max_request);
         let got = self.source.read_ranges(&merged)?;
@@ -179,7 +226,7 @@ impl Remote {
             .map_err(|_| std::io::Error::other("a reader thread panicked"))?;
         for (key, range) in wanted {
             if range.start >= range.end {
-                held.insert(*key, Bytes::new());
+                held.insert(*key, Slot::Ready(Bytes::new()));
                 continue;
             }
             // The merged range holding this one: the last that starts at or before it.
@@ -194,7 +241,7 @@ impl Remote {
             };
             let from = (range.start - merged[i].start) as usize;
             let to = from + (range.end - range.start) as usize;
-            held.insert(*key, got[i].slice(from..to));
+            held.insert(*key, Slot::Ready(got[i].slice(from..to)));
         }
         Ok(made)
     }
@@ -202,7 +249,8 @@ impl Remote {
     /// Drops the fetched chunks of `block`.
     pub(crate) fn release(&self, block: usize) {
         if let Ok(mut held) = self.held.lock() {
-            held.retain(|(b, _), _| *b != block);
+            // A chunk another thread is fetching stays claimed.
+            held.retain(|(b, _), slot| *b != block || matches!(slot, Slot::Pending));
         }
     }
 }

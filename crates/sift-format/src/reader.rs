@@ -373,9 +373,7 @@ impl SiftFile {
         }
         wanted.sort_unstable_by_key(|(k, _)| *k);
         wanted.dedup_by_key(|(k, _)| *k);
-        remote
-            .fetch(&remote.missing(wanted))
-            .map_err(io_err(&self.path))
+        remote.fetch(wanted).map_err(io_err(&self.path))
     }
 
     /// Bytes [`prefetch`](Self::prefetch) would request for these chunks (before
@@ -388,6 +386,15 @@ impl SiftFile {
             }
         }
         Ok(total)
+    }
+
+    /// Whether the chunks of `columns` in `block` are held or being fetched (always true
+    /// for a local file).
+    pub fn prefetched(&self, block: usize, columns: &[usize]) -> bool {
+        match &self.storage {
+            Storage::Remote(remote) => columns.iter().all(|&c| remote.claimed((block, c))),
+            Storage::Local { .. } => true,
+        }
     }
 
     /// Drops the fetched chunks of `block` (a file read by range).

@@ -744,6 +744,11 @@ impl Iterator for DatasetScan {
     fn next(&mut self) -> Option<Result<RecordBatch>> {
         loop {
             if self.remaining == Some(0) {
+                // The file's scan ends at the same limit; ending it settles its counters.
+                if let Some(mut c) = self.current.take() {
+                    while c.scan.next().is_some() {}
+                    self.stats.add(c.scan.stats());
+                }
                 return None;
             }
             if self.current.is_none() {

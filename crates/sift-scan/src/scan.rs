@@ -287,6 +287,7 @@ impl ScanBuilder {
             }
             first_row += rows;
         }
+        let block_order: Arc<[usize]> = blocks.iter().map(|&(b, _)| b).collect();
         let mut scan = Scan {
             table: Some(table),
             projection,
@@ -306,7 +307,8 @@ impl ScanBuilder {
             worker_stats: Arc::default(),
             received: 0,
             returned: 0,
-            fetched: Vec::new(),
+            block_order,
+            rounds: 0,
         };
         let threads = self.threads.min(scan.blocks.len());
         if threads > 1 {
@@ -373,8 +375,12 @@ pub struct Scan {
     received: usize,
     /// Rows handed out, for the limit.
     returned: u64,
-    /// A file read by range: blocks whose chunks were fetched ahead and not yet released.
-    fetched: Vec<usize>,
+    /// Every block of the scan in order, shared with its threads: a thread fetching ahead
+    /// fetches the blocks of the others too, so that ranges are merged over the whole
+    /// scan and no byte is fetched twice.
+    block_order: Arc<[usize]>,
+    /// Rounds of fetching ahead so far (with a limit, each round doubles the window).
+    rounds: u32,
 }
 
 impl Scan {
@@ -398,7 +404,8 @@ impl Scan {
             worker_stats: Arc::default(),
             received: 0,
             returned: 0,
-            fetched: Vec::new(),
+            block_order: Arc::from([]),
+            rounds: 0,
         }
     }
 
@@ -424,7 +431,8 @@ impl Scan {
             worker_stats: Arc::default(),
             received: 0,
             returned: 0,
-            fetched: Vec::new(),
+            block_order: self.block_order.clone(),
+            rounds: 0,
         };
         let shared = self.worker_stats.clone();
         let (tx, rx) = sync_channel(2);
@@ -491,7 +499,6 @@ impl Scan {
                 self.fetch_ahead(file, &source, b)?;
                 let result = self.read_block(&source, b, block_rows, first_row);
                 file.release(b);
-                self.fetched.retain(|&f| f != b);
                 result
             }
             _ => self.read_block(&source, b, block_rows, first_row),
@@ -508,26 +515,38 @@ impl Scan {
         prunes(&self.filter, &zone)
     }
 
-    /// For a file read by range: unless block `b` was fetched already, fetches its chunks
-    /// with those of the next blocks this scan will read (skipping blocks the zone maps
-    /// prune), up to [`READ_AHEAD_BYTES`] or [`READ_AHEAD_BLOCKS`], in one round of
-    /// coalesced, concurrent requests.
+    /// For a file read by range: unless block `b` is fetched (or being fetched by another
+    /// thread of the scan), fetches its chunks with those of the next blocks of the scan
+    /// (skipping blocks the zone maps prune and blocks already claimed), up to
+    /// [`READ_AHEAD_BYTES`] or [`READ_AHEAD_BLOCKS`], in one round of coalesced,
+    /// concurrent requests. With a limit, the window starts at one block and doubles each
+    /// round, so that a scan stopping early fetches little more than it reads.
     fn fetch_ahead(
         &mut self,
         file: &sift_format::SiftFile,
         source: &Source,
         b: usize,
     ) -> Result<()> {
-        if self.fetched.contains(&b) {
+        if file.prefetched(b, &self.needed) {
             return Ok(());
         }
+        let most = match self.remaining {
+            Some(_) => (1usize << self.rounds.min(8)).min(READ_AHEAD_BLOCKS),
+            None => READ_AHEAD_BLOCKS,
+        };
+        self.rounds += 1;
         let mut window = vec![b];
         let mut bytes = file.chunk_bytes(&[b], &self.needed)?;
-        for &(next, _) in &self.blocks {
-            if window.len() >= READ_AHEAD_BLOCKS || bytes >= READ_AHEAD_BYTES {
+        let from = self
+            .block_order
+            .iter()
+            .position(|&x| x == b)
+            .map_or(0, |i| i + 1);
+        for &next in &self.block_order[from.min(self.block_order.len())..] {
+            if window.len() >= most || bytes >= READ_AHEAD_BYTES {
                 break;
             }
-            if self.pruned(source, next) {
+            if self.pruned(source, next) || file.prefetched(next, &self.needed) {
                 continue;
             }
             bytes += file.chunk_bytes(&[next], &self.needed)?;
@@ -536,7 +555,6 @@ impl Scan {
         let made = file.prefetch(&window, &self.needed)?;
         self.stats.requests += made.requests;
         self.stats.bytes_fetched += made.bytes;
-        self.fetched.extend(window);
         Ok(())
     }
 
@@ -682,13 +700,15 @@ impl Scan {
     }
 }
 
-/// A scan that stops early (at its limit, or dropped) releases the chunks it fetched ahead.
+/// A scan that stops early (at its limit, or dropped) releases the chunks fetched ahead
+/// for the blocks it did not read (by it or by another of its threads).
 impl Drop for Scan {
     fn drop(&mut self) {
         if let Some(table) = &self.table
             && let Source::Sift(file) = &*table.source
+            && file.is_remote()
         {
-            for &b in &self.fetched {
+            for &(b, _) in &self.blocks {
                 file.release(b);
             }
         }

@@ -32,9 +32,12 @@ pub(crate) fn invalid(location: &str, msg: impl Into<String>) -> StoreError {
 }
 
 pub(crate) fn store_err(location: &str) -> impl FnOnce(object_store::Error) -> StoreError + '_ {
-    move |source| StoreError::Store {
-        location: location.to_string(),
-        source,
+    move |source| match source {
+        object_store::Error::NotFound { .. } => invalid(location, "no such bucket or object"),
+        source => StoreError::Store {
+            location: location.to_string(),
+            source,
+        },
     }
 }
 
@@ -45,14 +48,22 @@ pub(crate) fn io_err(location: &str) -> impl FnOnce(std::io::Error) -> StoreErro
     }
 }
 
-/// An object-store error as an I/O error that keeps the object's name (for the file
-/// reader, which reports I/O errors).
-pub(crate) fn to_io(location: &str, e: object_store::Error) -> std::io::Error {
-    let kind = match &e {
-        object_store::Error::NotFound { .. } => std::io::ErrorKind::NotFound,
-        object_store::Error::PermissionDenied { .. }
-        | object_store::Error::Unauthenticated { .. } => std::io::ErrorKind::PermissionDenied,
-        _ => std::io::ErrorKind::Other,
-    };
-    std::io::Error::new(kind, format!("{location}: {e}"))
+/// An object-store error as an I/O error (the file reader adds the object's name). A
+/// missing object or bucket and refused credentials get short messages; other errors keep
+/// the store's text.
+pub(crate) fn to_io(e: object_store::Error) -> std::io::Error {
+    use std::io::ErrorKind;
+    match &e {
+        object_store::Error::NotFound { .. } => {
+            std::io::Error::new(ErrorKind::NotFound, "no such object (or bucket)")
+        }
+        object_store::Error::PermissionDenied { .. } => {
+            std::io::Error::new(ErrorKind::PermissionDenied, "access denied")
+        }
+        object_store::Error::Unauthenticated { .. } => std::io::Error::new(
+            ErrorKind::PermissionDenied,
+            "not authenticated (check the store's credentials)",
+        ),
+        _ => std::io::Error::other(e.to_string()),
+    }
 }

@@ -29,6 +29,7 @@ pub use dataset::{
 };
 pub use error::StoreError;
 pub use object::ObjectFile;
+pub use runtime::block_on;
 pub use sift_scan::{Dataset, DatasetFile};
 pub use store::{HttpCounts, StoreOptions, http_counts, is_url, store_for};
 pub use upload::upload;

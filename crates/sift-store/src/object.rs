@@ -45,32 +45,21 @@ impl RangeSource for ObjectFile {
     }
 
     fn read_suffix(&self, n: u64) -> std::io::Result<(Bytes, u64)> {
-        let (store, path, location) = (
-            Arc::clone(&self.store),
-            self.path.clone(),
-            self.location.clone(),
-        );
+        let (store, path) = (Arc::clone(&self.store), self.path.clone());
         block_on(async move {
             let options = GetOptions {
                 range: Some(GetRange::Suffix(n)),
                 ..Default::default()
             };
-            let got = store
-                .get_opts(&path, options)
-                .await
-                .map_err(|e| to_io(&location, e))?;
+            let got = store.get_opts(&path, options).await.map_err(to_io)?;
             let size = got.meta.size;
-            let bytes = got.bytes().await.map_err(|e| to_io(&location, e))?;
+            let bytes = got.bytes().await.map_err(to_io)?;
             Ok((bytes, size))
         })?
     }
 
     fn read_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Bytes>> {
-        let (store, path, location) = (
-            Arc::clone(&self.store),
-            self.path.clone(),
-            self.location.clone(),
-        );
+        let (store, path) = (Arc::clone(&self.store), self.path.clone());
         let ranges = ranges.to_vec();
         let in_flight = self.max_in_flight;
         block_on(async move {
@@ -82,7 +71,7 @@ impl RangeSource for ObjectFile {
                 .buffered(in_flight)
                 .try_collect::<Vec<Bytes>>()
                 .await
-                .map_err(|e| to_io(&location, e))
+                .map_err(to_io)
         })?
     }
 }

@@ -22,8 +22,9 @@ fn runtime() -> std::io::Result<&'static tokio::runtime::Runtime> {
     Ok(RUNTIME.get_or_init(|| rt))
 }
 
-/// Runs `future` on the I/O runtime and waits for its output.
-pub(crate) fn block_on<T: Send + 'static>(
+/// Runs `future` on the I/O runtime (where object-store clients do their work) and waits
+/// for its output, from any thread.
+pub fn block_on<T: Send + 'static>(
     future: impl Future<Output = T> + Send + 'static,
 ) -> std::io::Result<T> {
     let handle = runtime()?.spawn(future);
