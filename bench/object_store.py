@@ -62,10 +62,11 @@ def make_handler(root: Path, counters: Counters, latency: list[float]):
 
         def _object(self) -> Path | None:
             path = self.path.split("?", 1)[0].lstrip("/")
-            target = (root / path).resolve()
-            if root.resolve() not in target.parents or not target.is_file():
+            parts = path.split("/")
+            if any(p in ("", ".", "..") for p in parts):
                 return None
-            return target
+            target = root.joinpath(*parts)
+            return target if target.is_file() else None
 
         def _headers(self, status: int, length: int, size: int, extra: dict) -> None:
             self.send_response(status)
@@ -141,8 +142,10 @@ def start_server(root: Path, counters: Counters, latency: list[float]):
 def run_engine(sift: str, url: str, engine: str, runs: int, env: dict) -> dict:
     out = subprocess.run(
         [sift, "bench", "remote-q6", url, "--engine", engine, "--runs", str(runs)],
-        env=env, check=True, capture_output=True, text=True,
+        env=env, capture_output=True, text=True,
     )
+    if out.returncode != 0:
+        raise SystemExit(f"{engine} on {url} failed:\n{out.stderr}")
     return json.loads(out.stdout)
 
 

@@ -1,6 +1,5 @@
 //! `sift.File` (an open Sift or Parquet file) and `Scanner` (one running scan of it).
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow::array::{RecordBatch, RecordBatchIterator, RecordBatchReader};
@@ -13,6 +12,31 @@ use sift_scan::{Expr, Scan, ScanStats, Table, parse_filter};
 
 use crate::errors::{SiftError, format_error, scan_error};
 
+/// The files a location names (a file, a directory, a glob or an object-store URL), each
+/// with its Hive partition values: `[(location, [(key, value or None), …]), …]`.
+#[pyfunction]
+pub fn resolve(
+    py: Python<'_>,
+    location: String,
+) -> PyResult<Vec<(String, Vec<(String, Option<String>)>)>> {
+    let options = sift_store::StoreOptions::default();
+    let files = py
+        .detach(|| sift_store::resolve(&location, &options))
+        .map_err(store_error)?;
+    Ok(files
+        .into_iter()
+        .map(|f| (f.location, f.partitions))
+        .collect())
+}
+
+/// A store error as the package's exception (a scan error keeps its kind).
+fn store_error(e: sift_store::StoreError) -> PyErr {
+    match e {
+        sift_store::StoreError::Scan(e) => scan_error(e),
+        e => SiftError::new_err(e.to_string()),
+    }
+}
+
 /// An open Sift or Parquet file (by its extension). The footer is read once; every scan
 /// of the object reuses it.
 #[pyclass(module = "sift._sift", frozen)]
@@ -24,16 +48,18 @@ pub struct File {
 impl File {
     #[new]
     #[pyo3(signature = (path, verify_checksums = true))]
-    fn new(py: Python<'_>, path: PathBuf, verify_checksums: bool) -> PyResult<Self> {
+    fn new(py: Python<'_>, path: String, verify_checksums: bool) -> PyResult<Self> {
+        let options = sift_store::StoreOptions::default();
         let table = py
-            .detach(|| Table::open_with(&path, verify_checksums))
-            .map_err(scan_error)?;
+            .detach(|| sift_store::open_table(&path, &options, verify_checksums))
+            .map_err(store_error)?;
         Ok(File { table })
     }
 
+    /// The local path or the object's URL (a string: a path type would fold `s3://`).
     #[getter]
-    fn path(&self) -> PathBuf {
-        self.table.path().to_path_buf()
+    fn path(&self) -> String {
+        self.table.path().to_string_lossy().into_owned()
     }
 
     #[getter]

@@ -36,6 +36,7 @@ fn _sift(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FilterError", py.get_type::<errors::FilterError>())?;
     m.add("SqlError", py.get_type::<errors::SqlError>())?;
     m.add_class::<file::File>()?;
+    m.add_function(wrap_pyfunction!(file::resolve, m)?)?;
     m.add_class::<file::Scanner>()?;
     m.add_function(wrap_pyfunction!(expression::translate_expression, m)?)?;
     m.add_function(wrap_pyfunction!(write::write, m)?)?;

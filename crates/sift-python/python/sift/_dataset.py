@@ -10,39 +10,34 @@ filter evaluated on the encoded data, and pyarrow applies the part Sift cannot e
 
 from __future__ import annotations
 
-import glob as _glob
 import os
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from . import File, SiftError
+from . import File, SiftError, _sift
 from ._filters import Filter
 
 _EXTENSIONS = (".sift", ".parquet", ".pq")
 
 
 def _files(source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -> List[str]:
-    """The files a source names: a file, a directory (its Sift and Parquet files), a
-    glob, or a list of those."""
+    """The files a source names: a file, a directory (its Sift files, or its Parquet
+    files when it holds none, recursively), a glob, an object-store URL
+    (``s3://bucket/prefix/``, ``s3://bucket/t/*.sift``), or a list of those."""
     if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if os.path.isdir(path):
-            found = sorted(
-                os.path.join(path, name)
-                for name in os.listdir(path)
-                if name.lower().endswith(_EXTENSIONS)
-            )
-            if not found:
-                raise SiftError(f"{path}: no .sift or .parquet files in the directory")
-            return found
-        if any(c in path for c in "*?["):
-            found = sorted(_glob.glob(path))
-            if not found:
-                raise SiftError(f"{path}: no file matches")
-            return found
-        return [path]
+        location = os.fspath(source)
+        found = _sift.resolve(location)
+        partitioned = [(f, p) for f, p in found if p]
+        if partitioned:
+            f, p = partitioned[0]
+            keys = "/".join(f"{k}={v}" for k, v in p)
+            raise SiftError(
+                f"{location}: {f} lies in a Hive partition directory ({keys}); "
+                "sift.dataset does not add partition columns yet: name the files of one "
+                "partition, or use `sift scan`, which does")
+        return [f for f, _ in found]
     out: List[str] = []
     for s in source:
         out.extend(_files(s))
