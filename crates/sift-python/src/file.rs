@@ -12,13 +12,13 @@ use sift_scan::{Expr, Scan, ScanStats, Table, parse_filter};
 
 use crate::errors::{SiftError, format_error, scan_error};
 
+/// Hive partition values: `(key, value or None)` pairs, outermost first.
+type Partitions = Vec<(String, Option<String>)>;
+
 /// The files a location names (a file, a directory, a glob or an object-store URL), each
 /// with its Hive partition values: `[(location, [(key, value or None), …]), …]`.
 #[pyfunction]
-pub fn resolve(
-    py: Python<'_>,
-    location: String,
-) -> PyResult<Vec<(String, Vec<(String, Option<String>)>)>> {
+pub fn resolve(py: Python<'_>, location: String) -> PyResult<Vec<(String, Partitions)>> {
     let options = sift_store::StoreOptions::default();
     let files = py
         .detach(|| sift_store::resolve(&location, &options))
