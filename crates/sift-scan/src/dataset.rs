@@ -539,7 +539,7 @@ impl DatasetScanBuilder {
             .map(|n| Ok(all[column_index(&all_schema, n)?].clone()))
             .collect::<Result<Vec<Field>>>()?;
         if let Some(f) = &self.filter {
-            for c in columns_of(f) {
+            for c in f.columns() {
                 column_index(&all_schema, &c)?;
             }
         }
@@ -569,23 +569,6 @@ impl DatasetScanBuilder {
             files_pruned: (d.files.len() - kept.len()) as u64,
             files_opened: kept.len().max(1) as u64,
         })
-    }
-}
-
-/// The columns an expression reads.
-fn columns_of(e: &Expr) -> Vec<String> {
-    match e {
-        Expr::Cmp { column, .. }
-        | Expr::Between { column, .. }
-        | Expr::In { column, .. }
-        | Expr::IsNull { column, .. }
-        | Expr::Like { column, .. }
-        | Expr::StartsWith { column, .. }
-        | Expr::InBloom { column, .. } => vec![column.clone()],
-        Expr::ColumnCmp { left, right, .. } => vec![left.clone(), right.clone()],
-        Expr::Udf(u) => u.columns.clone(),
-        Expr::Not(e) => columns_of(e),
-        Expr::And(v) | Expr::Or(v) => v.iter().flat_map(columns_of).collect(),
     }
 }
 

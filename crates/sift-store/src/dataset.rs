@@ -227,20 +227,7 @@ fn resolve_url(location: &str, options: &StoreOptions) -> Result<Vec<DatasetFile
                 };
                 pattern.matches_with(p.as_ref(), options)
             })
-            .filter_map(|(p, size)| {
-                let relative: Vec<&str> = p
-                    .as_ref()
-                    .strip_prefix(root.as_str())
-                    .unwrap_or(p.as_ref())
-                    .trim_start_matches('/')
-                    .split('/')
-                    .collect();
-                Some(DatasetFile {
-                    location: name(&p),
-                    size: Some(size),
-                    partitions: partitions_of(&relative)?,
-                })
-            })
+            .filter_map(|(p, size)| listed_file(&name(&p), &p, size, &root))
             .collect();
         if matched.is_empty() {
             return Err(invalid(location, "no object matches the pattern"));
@@ -260,18 +247,7 @@ fn resolve_url(location: &str, options: &StoreOptions) -> Result<Vec<DatasetFile
     let files: Vec<DatasetFile> = listed
         .into_iter()
         .filter(|(p, _)| readable(p.as_ref()))
-        .filter_map(|(p, size)| {
-            let rel: Vec<String> = p
-                .prefix_match(&path)?
-                .map(|part| part.as_ref().to_string())
-                .collect();
-            let rel: Vec<&str> = rel.iter().map(String::as_str).collect();
-            Some(DatasetFile {
-                location: name(&p),
-                size: Some(size),
-                partitions: partitions_of(&rel)?,
-            })
-        })
+        .filter_map(|(p, size)| listed_file(&name(&p), &p, size, path.as_ref()))
         .collect();
     if files.is_empty() {
         return Err(invalid(
@@ -280,6 +256,23 @@ fn resolve_url(location: &str, options: &StoreOptions) -> Result<Vec<DatasetFile
         ));
     }
     Ok(files)
+}
+
+/// A listed object below `root` as a dataset file, with the partitions of the
+/// directories between; `None` for a hidden one.
+fn listed_file(location: &str, p: &ObjectPath, size: u64, root: &str) -> Option<DatasetFile> {
+    let relative: Vec<&str> = p
+        .as_ref()
+        .strip_prefix(root)
+        .unwrap_or(p.as_ref())
+        .trim_start_matches('/')
+        .split('/')
+        .collect();
+    Some(DatasetFile {
+        location: location.to_string(),
+        size: Some(size),
+        partitions: partitions_of(&relative)?,
+    })
 }
 
 /// Every object below `prefix`, with its size.
