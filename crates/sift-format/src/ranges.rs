@@ -80,6 +80,9 @@ pub struct RangeCounts {
     pub bytes: u64,
 }
 
+/// A chunk, `(block, column)`, and its byte range in the file.
+pub(crate) type ChunkRange = ((usize, usize), Range<u64>);
+
 /// A chunk fetched ahead, or being fetched by another thread.
 #[derive(Debug, Clone)]
 enum Slot {
@@ -163,28 +166,39 @@ impl Remote {
         self.held.lock().is_ok_and(|h| h.contains_key(&key))
     }
 
-    /// Claims the chunks of `wanted` (each a chunk and its byte range) that are neither
-    /// held nor being fetched, fetches them with coalesced, concurrent requests and holds
-    /// them; returns the requests made.
+    /// Claims and fetches chunks, given block by block in the order a scan reads them
+    /// (each a list of chunks and their byte ranges), with coalesced, concurrent requests,
+    /// and holds them; returns the requests made. Claiming stops at the first block
+    /// another thread has claimed (of the first block, only its unclaimed chunks are
+    /// taken) or at a block `finished` says was read already, so the claimed blocks are a
+    /// run no other thread's claims lie inside, and merging across gaps never reads
+    /// another thread's chunks.
     pub(crate) fn fetch(
         &self,
-        wanted: Vec<((usize, usize), Range<u64>)>,
+        blocks: Vec<(usize, Vec<ChunkRange>)>,
+        finished: &dyn Fn(usize) -> bool,
     ) -> std::io::Result<RangeCounts> {
-        let wanted: Vec<((usize, usize), Range<u64>)> = {
+        let wanted: Vec<ChunkRange> = {
             let mut held = self
                 .held
                 .lock()
                 .map_err(|_| std::io::Error::other("a reader thread panicked"))?;
-            wanted
-                .into_iter()
-                .filter(|(k, _)| {
-                    let new = !held.contains_key(k);
-                    if new {
-                        held.insert(*k, Slot::Pending);
+            let mut wanted = Vec::new();
+            for (i, (block, chunks)) in blocks.into_iter().enumerate() {
+                // Checked under the lock: a block read (and released) since the caller
+                // chose its blocks is not fetched again.
+                let taken = chunks.iter().any(|(k, _)| held.contains_key(k)) || finished(block);
+                if taken && i > 0 {
+                    break;
+                }
+                for (k, r) in chunks {
+                    if let std::collections::hash_map::Entry::Vacant(slot) = held.entry(k) {
+                        slot.insert(Slot::Pending);
+                        wanted.push((k, r));
                     }
-                    new
-                })
-                .collect()
+                }
+            }
+            wanted
         };
         if wanted.is_empty() {
             return Ok(RangeCounts::default());
@@ -205,10 +219,7 @@ impl Remote {
         result
     }
 
-    fn fetch_claimed(
-        &self,
-        wanted: &[((usize, usize), Range<u64>)],
-    ) -> std::io::Result<RangeCounts> {
+    fn fetch_claimed(&self, wanted: &[ChunkRange]) -> std::io::Result<RangeCounts> {
         let ranges: Vec<Range<u64>> = wanted.iter().map(|(_, r)| r.clone()).collect();
         let merged = coalesce(&ranges, self.options.max_gap, self.options.max_request);
         let got = self.source.read_ranges(&merged)?;

@@ -356,24 +356,33 @@ impl SiftFile {
     /// For a file read by range: fetches the chunks of `columns` in `blocks` (and the
     /// lookup sources they need) that are not held yet, with coalesced, concurrent
     /// requests, and holds them until [`release`](Self::release); returns the requests
-    /// made. Does nothing for a local file.
-    pub fn prefetch(&self, blocks: &[usize], columns: &[usize]) -> Result<RangeCounts> {
+    /// made. `blocks` are in the order the scan reads them; fetching stops at the first
+    /// block (after the first) that another thread claimed or that `finished` says the
+    /// scan has read. Does nothing for a local file.
+    pub fn prefetch(
+        &self,
+        blocks: &[usize],
+        columns: &[usize],
+        finished: &dyn Fn(usize) -> bool,
+    ) -> Result<RangeCounts> {
         let Storage::Remote(remote) = &self.storage else {
             return Ok(RangeCounts::default());
         };
-        let mut wanted = Vec::new();
+        let mut wanted = Vec::with_capacity(blocks.len());
         for &b in blocks {
+            let mut chunks = Vec::with_capacity(columns.len());
             for &c in columns {
                 let meta = self.chunk_meta(b, c)?;
-                wanted.push(((b, c), range_of(meta)));
+                chunks.push(((b, c), range_of(meta)));
                 if let Some(src) = lookup_source(&meta.encoding) {
-                    wanted.push(((b, src), range_of(self.chunk_meta(b, src)?)));
+                    chunks.push(((b, src), range_of(self.chunk_meta(b, src)?)));
                 }
             }
+            chunks.sort_unstable_by_key(|(k, _)| *k);
+            chunks.dedup_by_key(|(k, _)| *k);
+            wanted.push((b, chunks));
         }
-        wanted.sort_unstable_by_key(|(k, _)| *k);
-        wanted.dedup_by_key(|(k, _)| *k);
-        remote.fetch(wanted).map_err(io_err(&self.path))
+        remote.fetch(wanted, finished).map_err(io_err(&self.path))
     }
 
     /// Bytes [`prefetch`](Self::prefetch) would request for these chunks (before

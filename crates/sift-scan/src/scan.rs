@@ -308,6 +308,7 @@ impl ScanBuilder {
             received: 0,
             returned: 0,
             block_order,
+            done: Arc::default(),
             rounds: 0,
         };
         let threads = self.threads.min(scan.blocks.len());
@@ -379,6 +380,8 @@ pub struct Scan {
     /// fetches the blocks of the others too, so that ranges are merged over the whole
     /// scan and no byte is fetched twice.
     block_order: Arc<[usize]>,
+    /// Blocks of `block_order` the scan's threads have read (their chunks released).
+    done: Arc<Mutex<std::collections::HashSet<usize>>>,
     /// Rounds of fetching ahead so far (with a limit, each round doubles the window).
     rounds: u32,
 }
@@ -405,6 +408,7 @@ impl Scan {
             received: 0,
             returned: 0,
             block_order: Arc::from([]),
+            done: Arc::default(),
             rounds: 0,
         }
     }
@@ -432,6 +436,7 @@ impl Scan {
             received: 0,
             returned: 0,
             block_order: self.block_order.clone(),
+            done: self.done.clone(),
             rounds: 0,
         };
         let shared = self.worker_stats.clone();
@@ -498,6 +503,9 @@ impl Scan {
             Source::Sift(file) if file.is_remote() => {
                 self.fetch_ahead(file, &source, b)?;
                 let result = self.read_block(&source, b, block_rows, first_row);
+                if let Ok(mut done) = self.done.lock() {
+                    done.insert(b);
+                }
                 file.release(b);
                 result
             }
@@ -517,7 +525,7 @@ impl Scan {
 
     /// For a file read by range: unless block `b` is fetched (or being fetched by another
     /// thread of the scan), fetches its chunks with those of the next blocks of the scan
-    /// (skipping blocks the zone maps prune and blocks already claimed), up to
+    /// (skipping blocks the zone maps prune, up to a block already claimed), up to
     /// [`READ_AHEAD_BYTES`] or [`READ_AHEAD_BLOCKS`], in one round of coalesced,
     /// concurrent requests. With a limit, the window starts at one block and doubles each
     /// round, so that a scan stopping early fetches little more than it reads.
@@ -546,13 +554,22 @@ impl Scan {
             if window.len() >= most || bytes >= READ_AHEAD_BYTES {
                 break;
             }
-            if self.pruned(source, next) || file.prefetched(next, &self.needed) {
+            if self.pruned(source, next) {
                 continue;
+            }
+            // A block another thread fetched or read ends the window: a window is a run
+            // of blocks with no other fetch inside, so merging across gaps reads nothing
+            // twice.
+            let read = self.done.lock().is_ok_and(|d| d.contains(&next));
+            if read || file.prefetched(next, &self.needed) {
+                break;
             }
             bytes += file.chunk_bytes(&[next], &self.needed)?;
             window.push(next);
         }
-        let made = file.prefetch(&window, &self.needed)?;
+        let done = &self.done;
+        let finished = |b: usize| done.lock().is_ok_and(|d| d.contains(&b));
+        let made = file.prefetch(&window, &self.needed, &finished)?;
         self.stats.requests += made.requests;
         self.stats.bytes_fetched += made.bytes;
         Ok(())
