@@ -146,9 +146,10 @@ fn the_footer_costs_one_request_or_two_when_large() {
     let memory = Memory::new(bytes, 0);
     let table = Table::open_ranges(memory.clone(), true, small).unwrap();
     assert_eq!(memory.requests.load(Ordering::Relaxed), 2);
+    let local = Table::open(dir.path().join("t.sift")).unwrap();
     assert_eq!(
-        rows(&table, Some("i_small = 3"), 1, None).num_rows() > 0,
-        true
+        rows(&table, Some("i_small = 3"), 1, None),
+        rows(&local, Some("i_small = 3"), 1, None)
     );
 }
 
