@@ -94,7 +94,9 @@ impl clap::builder::TypedValueParser for OutputFormatParser {
     sift cat lineitem.sift --blocks 2..4 --output json\n  \
     time sift cat lineitem.sift --output none")]
 pub struct CatArgs {
-    /// The file: .sift, .parquet, .arrow/.feather/.ipc, .arrows or .csv.
+    /// The file: .sift, .parquet, .arrow/.feather/.ipc, .arrows or .csv; or a directory,
+    /// a glob or an object-store URL of Sift (or Parquet) files, printed as one table (see
+    /// `sift scan --help`).
     pub file: PathBuf,
     /// Columns to print, comma-separated (default: all).
     #[arg(short, long, value_delimiter = ',', value_name = "A,B,…")]
@@ -154,6 +156,12 @@ fn parse_block_range(s: &str) -> Result<BlockRange, String> {
 
 pub fn run(args: &CatArgs, ui: &Ui) -> Result<()> {
     let start_time = Instant::now();
+    let name = args.file.to_string_lossy();
+    if !args.file.is_file()
+        && (sift_store::is_url(&name) || args.file.is_dir() || name.contains(['*', '?', '[']))
+    {
+        return cat_dataset(args, ui, start_time);
+    }
     // Any other name is opened as a Sift file (which is what it says if it is not one).
     if Format::of(&args.file).is_ok_and(|f| f != Format::Sift) {
         return cat_other(args, ui, start_time);
@@ -182,6 +190,28 @@ pub fn run(args: &CatArgs, ui: &Ui) -> Result<()> {
         .batches(projection, blocks)?
         .map(|b| b.with_context(|| format!("cannot read {}", args.file.display())));
     print_rows(args, ui, start_time, schema, Some(block_rows), batches)
+}
+
+/// `cat` of a dataset (a directory, a glob, an object-store URL) through the scan engine.
+fn cat_dataset(args: &CatArgs, ui: &Ui, start_time: Instant) -> Result<()> {
+    if args.blocks.is_some() {
+        bail!("--blocks applies to one file; to read part of a dataset, use sift scan --filter");
+    }
+    let location = args.file.to_string_lossy().into_owned();
+    let options = sift_store::StoreOptions::default();
+    let dataset = sift_store::open_dataset(&[location.as_str()], &options, !args.no_checksums)
+        .context("cannot open the input")?;
+    let mut builder = dataset.scan().threads(crate::threads(None));
+    if !args.columns.is_empty() {
+        builder = builder.project(args.columns.iter().cloned());
+    }
+    if let Some(n) = args.limit {
+        builder = builder.limit(n);
+    }
+    let scan = builder.build()?;
+    let schema = scan.schema();
+    let batches = scan.map(move |b| b.with_context(|| format!("cannot read {location}")));
+    print_rows(args, ui, start_time, schema, None, batches)
 }
 
 /// `cat` of a Parquet, Arrow IPC or CSV file, through the readers `convert` uses;

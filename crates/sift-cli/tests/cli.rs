@@ -1574,3 +1574,74 @@ fn inspect_shows_parquet_layout_and_sifts_choice() {
     );
     assert!(out.contains(utf8_scheme), "{utf8_scheme:?} not in\n{out}");
 }
+
+#[test]
+fn datasets_of_directories_globs_and_hive_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Two partitions of one table, and a hidden staging directory that is not part of it.
+    for (part, rows) in [("year=2023", 300), ("year=2024", 500), ("_staging", 700)] {
+        std::fs::create_dir_all(d.join(part)).unwrap();
+        let file = sample_sift(&d.join(part), rows, 128);
+        std::fs::rename(&file, d.join(part).join("part-0.sift")).unwrap();
+    }
+    let count = |args: &[&str]| {
+        let o = ok(sift(args));
+        stdout(&o).lines().count() - 1
+    };
+    let root = d.to_str().unwrap();
+    // A directory is every file below it (the hidden one aside), partitions as columns.
+    assert_eq!(count(&["cat", root, "-o", "csv"]), 800);
+    assert_eq!(count(&["scan", root, "-c", "year", "-o", "csv"]), 800);
+    let glob = format!("{root}/year=*/*.sift");
+    assert_eq!(count(&["scan", &glob, "-o", "csv", "-c", "i64"]), 800);
+    // A filter on the partition drops the other file before it is opened.
+    let o = ok(sift([
+        "scan",
+        root,
+        "-f",
+        "year = 2024",
+        "-o",
+        "csv",
+        "-c",
+        "year",
+        "--stats",
+    ]));
+    assert_eq!(stdout(&o).lines().count() - 1, 500);
+    assert!(
+        stdout(&o).lines().skip(1).all(|l| l == "2024"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("files 2 (pruned 1, opened 1)"),
+        "{}",
+        stderr(&o)
+    );
+    // Two inputs on the command line are one table.
+    let a = d.join("year=2023/part-0.sift");
+    let b = d.join("year=2024/part-0.sift");
+    let o = ok(sift([
+        "scan",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        "csv",
+    ]));
+    assert_eq!(stdout(&o).lines().count() - 1, 800);
+    // A file with a column of another type cannot join the dataset.
+    let other = d.join("year=2025");
+    std::fs::create_dir_all(&other).unwrap();
+    let batch =
+        RecordBatch::try_from_iter([("i64", Arc::new(StringArray::from(vec!["x"])) as ArrayRef)])
+            .unwrap();
+    let path = other.join("part-0.sift");
+    let mut w = sift_format::SiftWriter::create(&path, batch.schema(), Default::default()).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let err = clean_failure(&sift(["scan", root]));
+    assert!(
+        err.contains("cannot be one dataset") && err.contains("year=2025"),
+        "{err}"
+    );
+}

@@ -7,7 +7,8 @@
 //! 2. opens the others (a footer read each) and unifies their schemas: columns are
 //!    matched by name; a column missing from some files is null there (so it must be
 //!    nullable, or become so); integers of one signedness widen to the widest; any
-//!    other difference is an error naming the two files;
+//!    other difference, or files with no column in common, is an error naming the two
+//!    files;
 //! 3. scans each file in turn with the filter specialised to it: a leaf on a partition
 //!    column, or on a column the file lacks, is decided once for the whole file (with
 //!    SQL's null logic), so a file the filter rules out is skipped and the rest evaluate
@@ -187,6 +188,16 @@ impl Dataset {
             let schema = table.schema();
             if n == 0 {
                 metadata = schema.metadata().clone();
+            } else if !schema
+                .fields()
+                .iter()
+                .any(|f| fields.iter().any(|g| g.name() == f.name()))
+            {
+                // Columns are matched by name; files sharing none are different tables.
+                return Err(Error::Type(format!(
+                    "{} and {} cannot be one dataset: they have no column in common",
+                    self.files[kept[0]].location, file.location
+                )));
             }
             for field in schema.fields() {
                 if let Some(p) = self.partitions.iter().find(|p| p.name() == field.name()) {
