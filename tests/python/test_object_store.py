@@ -632,9 +632,15 @@ def test_faults_are_retried(store, lineitem, lineitem_parts, latency_ms, fail_ev
     store.reset()
     store.configure(latency_ms=latency_ms, fail_every=fail_every)
     try:
+        retried = 0
         for url in (s3url("lineitem/"), s3url("single/lineitem.sift")):
-            got = store.sift("scan", url, "-f", Q6_FILTER, "-c", Q6_COLUMNS, "-o", "csv")
+            got = store.sift("scan", url, "-f", Q6_FILTER, "-c", Q6_COLUMNS, "-o", "csv",
+                             "--stats")
             assert got.stdout == local_scan.stdout, url
+            # The client counts the failed attempts it retried.
+            m = re.search(r"(\d+) failed and were retried", got.stderr)
+            assert m, got.stderr
+            retried += int(m.group(1))
         got = sql_value(store.sift(
             "sql", Q6_SQL.format(table=f"'{s3url('lineitem/*.sift')}'"), "-o", "csv"))
         assert same_value(local_sql, got), (got, local_sql)
@@ -643,6 +649,7 @@ def test_faults_are_retried(store, lineitem, lineitem_parts, latency_ms, fail_ev
         store.configure(latency_ms=0, fail_every=0)
     assert stats["faults_503"] > 0 and stats["faults_closed"] > 0, stats
     assert stats["upstream_errors"] == 0, stats
+    assert retried > 0
 
 
 # --------------------------------------------------------------------------- f. missing

@@ -240,6 +240,13 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
             );
         }
         eprintln!("scan: {}", scan.stats());
+        let http = sift_store::http_counts();
+        if http.requests > 0 {
+            eprintln!(
+                "scan: {} HTTP requests, footers and listings included; {} failed and were retried",
+                http.requests, http.failures
+            );
+        }
         eprintln!(
             "scan: {} rows returned in {}",
             human_count(rows),
