@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""TPC-H Q6 on lineitem in an object store: Sift's reader against arrow-rs's
-ParquetObjectReader, with every request counted and a per-request latency injected.
+"""TPC-H Q6's and Q1's scans of lineitem in an object store: Sift's reader against
+arrow-rs's ParquetObjectReader, with every request counted and a per-request latency
+injected.
 
 The objects are served by a minimal S3-compatible server started here on 127.0.0.1 (GET
 and HEAD with byte ranges, path-style URLs, files of a local directory). Its per-request
@@ -10,12 +11,13 @@ every request waits `--latency-ms` before its first byte (20 ms is a typical obj
 first-byte time). Python S3 emulators (moto, s3s-fs) hash or copy the whole object on every
 ranged GET (0.2-0.4 s each for a 150 MB object here), which would swamp both readers.
 
-Both engines run in the `sift` binary (`sift bench remote-q6`), one scan at a time, timed in
-process, every run opening the object anew; the first run and the best of --runs are
+Both engines run in the `sift` binary (`sift bench remote`), one scan at a time, timed in
+process, every run opening the object anew and returning the query's columns of the
+selected rows (a checksum of them must agree); the first run and the best of --runs are
 reported. Requests and bytes are counted by this server.
 
     python bench/object_store.py --sift target/release/sift --data bench/data/tpch-sf1
-Results: bench/results/object-store/q6-sf{SF}.{md,json}
+Results: bench/results/object-store/tpch-sf{SF}.{md,json}
 """
 
 from __future__ import annotations
@@ -139,9 +141,10 @@ def start_server(root: Path, counters: Counters, latency: list[float]):
     return server
 
 
-def run_engine(sift: str, url: str, engine: str, runs: int, env: dict) -> dict:
+def run_engine(sift: str, url: str, engine: str, query: str, runs: int, env: dict) -> dict:
     out = subprocess.run(
-        [sift, "bench", "remote-q6", url, "--engine", engine, "--runs", str(runs)],
+        [sift, "bench", "remote", url, "--engine", engine, "--query", query,
+         "--runs", str(runs)],
         env=env, capture_output=True, text=True,
     )
     if out.returncode != 0:
@@ -155,6 +158,7 @@ def main() -> None:
     ap.add_argument("--data", default="bench/data/tpch-sf1",
                     help="directory with sift/lineitem.sift and parquet/lineitem.parquet")
     ap.add_argument("--latency-ms", type=float, nargs="+", default=[0.0, 20.0])
+    ap.add_argument("--queries", nargs="+", default=["q6", "q1"])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -180,34 +184,36 @@ def main() -> None:
                AWS_REGION="us-east-1")
     rows = []
     try:
-        for ms in args.latency_ms:
-            latency[0] = ms / 1000.0
-            for engine, src in objects.items():
-                url = f"s3://{BUCKET}/{src.name}"
-                counters.reset()
-                r = run_engine(args.sift, url, engine, args.runs, env)
-                r["latency_ms"] = ms
-                r["server_requests_per_run"] = counters.requests / args.runs
-                r["server_bytes_per_run"] = counters.bytes / args.runs
-                r["object_bytes"] = src.stat().st_size
-                rows.append(r)
-                print(f"{engine:8} latency {ms:5.1f} ms: first {r['first_ms']:8.1f} ms, "
-                      f"best {r['best_ms']:8.1f} ms, {r['server_requests_per_run']:.0f} "
-                      f"requests, {r['server_bytes_per_run'] / 1e6:.1f} MB, revenue "
-                      f"{r['revenue']}", file=sys.stderr)
+        for query in args.queries:
+            for ms in args.latency_ms:
+                latency[0] = ms / 1000.0
+                for engine, src in objects.items():
+                    url = f"s3://{BUCKET}/{src.name}"
+                    counters.reset()
+                    r = run_engine(args.sift, url, engine, query, args.runs, env)
+                    r["latency_ms"] = ms
+                    r["server_requests_per_run"] = counters.requests / args.runs
+                    r["server_bytes_per_run"] = counters.bytes / args.runs
+                    r["object_bytes"] = src.stat().st_size
+                    rows.append(r)
+                    print(f"{query} {engine:8} latency {ms:5.1f} ms: first {r['first_ms']:8.1f} "
+                          f"ms, best {r['best_ms']:8.1f} ms, {r['server_requests_per_run']:.0f} "
+                          f"requests, {r['server_bytes_per_run'] / 1e6:.1f} MB, checksum "
+                          f"{r['checksum']}", file=sys.stderr)
     finally:
         server.shutdown()
         for p in (root / BUCKET).iterdir():
             p.unlink()
         (root / BUCKET).rmdir()
         root.rmdir()
-    revenues = {r["revenue"] for r in rows}
-    if len(revenues) != 1:
-        raise SystemExit(f"engines disagree on Q6: {revenues}")
+    for query in args.queries:
+        sums = {(r["checksum"], r["rows"]) for r in rows if r["query"] == query}
+        if len(sums) != 1:
+            raise SystemExit(f"engines disagree on {query}: {sums}")
 
     scale = json.loads((data / "parquet" / "manifest.json").read_text()).get("scale", "?") \
         if (data / "parquet" / "manifest.json").exists() else "?"
-    out = Path(args.out or f"bench/results/object-store/q6-sf{scale}")
+    out = Path(args.out or f"bench/results/object-store/tpch-sf{scale}")
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -216,26 +222,32 @@ def main() -> None:
     }
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     lines = [
-        f"# TPC-H Q6 on lineitem SF{scale} in an object store",
+        f"# TPC-H Q6 and Q1 scans of lineitem SF{scale} in an object store",
         "",
         f"{meta['date']}, {meta['cpus']} CPUs, {args.runs} runs per engine; one scan at a "
         "time, timed in process, every run opening the object anew. Requests and bytes "
         "as counted by the server; latency is added before each response's first byte.",
         "",
-        "| latency | engine | object | requests | bytes fetched | first run | best run "
-        "| best vs Sift |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| query | latency | engine | object | requests | bytes fetched | first run "
+        "| best run | best vs Sift |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for ms in args.latency_ms:
-        group = [r for r in rows if r["latency_ms"] == ms]
-        base = next(r["best_ms"] for r in group if r["engine"] == "sift")
-        for r in group:
-            lines.append(
-                f"| {ms:g} ms | {r['engine']} | {r['object_bytes'] / 1e6:.0f} MB | "
-                f"{r['server_requests_per_run']:.0f} | {r['server_bytes_per_run'] / 1e6:.1f} MB"
-                f" | {r['first_ms']:.0f} ms | {r['best_ms']:.0f} ms | "
-                f"{r['best_ms'] / base:.2f}× |")
-    lines += ["", f"Both engines return Q6 revenue {revenues.pop()}.", ""]
+    for query in args.queries:
+        for ms in args.latency_ms:
+            group = [r for r in rows if r["latency_ms"] == ms and r["query"] == query]
+            base = next(r["best_ms"] for r in group if r["engine"] == "sift")
+            for r in group:
+                lines.append(
+                    f"| {query.upper()} | {ms:g} ms | {r['engine']} | "
+                    f"{r['object_bytes'] / 1e6:.0f} MB | {r['server_requests_per_run']:.0f} | "
+                    f"{r['server_bytes_per_run'] / 1e6:.1f} MB | {r['first_ms']:.0f} ms | "
+                    f"{r['best_ms']:.0f} ms | {r['best_ms'] / base:.2f}× |")
+    lines.append("")
+    for query in args.queries:
+        r = next(r for r in rows if r["query"] == query)
+        lines.append(f"{query.upper()}: both engines return {r['rows']} rows, checksum "
+                     f"{r['checksum']}.")
+    lines.append("")
     out.with_suffix(".md").write_text("\n".join(lines))
     print("\n".join(lines))
 

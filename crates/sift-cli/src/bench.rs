@@ -21,7 +21,7 @@ pub struct BenchArgs {
 pub enum BenchCommand {
     Read(ReadArgs),
     Scan(ScanArgs),
-    RemoteQ6(crate::bench_store::RemoteQ6Args),
+    Remote(crate::bench_store::RemoteArgs),
 }
 
 /// Keep every batch (materialise) or drop each one after decoding it (stream).
@@ -92,7 +92,7 @@ pub fn run(args: &BenchArgs, ui: &Ui) -> Result<()> {
     match &args.command {
         BenchCommand::Read(a) => read(a, ui),
         BenchCommand::Scan(a) => scan(a, ui),
-        BenchCommand::RemoteQ6(a) => crate::bench_store::remote_q6(a),
+        BenchCommand::Remote(a) => crate::bench_store::remote(a),
     }
 }
 
