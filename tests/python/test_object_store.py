@@ -689,3 +689,48 @@ def test_a_limit_fetches_little_more_than_it_reads(store, lineitem, lineitem_par
     chunk_reads = [e for e in store.log() if not is_suffix_read(e)]
     assert len(chunk_reads) == 1, chunk_reads
     assert "matched 5," in p.stderr and "1 requests fetched" in p.stderr, p.stderr
+
+
+# --------------------------------------------------------------------------- Python and Ray
+
+
+def python_options(store) -> dict[str, str]:
+    """The store's settings as explicit options (this process's environment has none)."""
+    return {"aws_endpoint": store.url, "aws_access_key_id": "test",
+            "aws_secret_access_key": "test", "aws_region": "us-east-1",
+            "aws_allow_http": "true"}
+
+
+def test_python_package_reads_objects(store, lineitem, lineitem_parts):
+    import sift
+
+    options = python_options(store)
+    columns = Q6_COLUMNS.split(",")
+    want = sift.open(lineitem.sift).to_table(columns, Q6_FILTER)
+    f = sift.open(s3url("single/lineitem.sift"), storage_options=options)
+    assert f.path == s3url("single/lineitem.sift")
+    assert f.to_table(columns, Q6_FILTER).equals(want)
+    ds = sift.dataset(s3url("lineitem/"), storage_options=options)
+    assert len(ds.files) == 3 and all(p.startswith("s3://") for p in ds.files)
+    assert ds.to_table(columns, Q6_FILTER).sort_by("l_orderkey").equals(
+        want.sort_by("l_orderkey"))
+
+
+def test_ray_reads_objects(store, lineitem, lineitem_parts):
+    import ray
+    import sift
+    import sift.ray
+
+    options = python_options(store)
+    columns = Q6_COLUMNS.split(",")
+    want = sift.open(lineitem.sift).to_table(columns, Q6_FILTER)
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+             log_to_driver=False, logging_level="ERROR")
+    try:
+        ds = sift.ray.read_sift(s3url("lineitem/"), columns=columns, filter=Q6_FILTER,
+                                storage_options=options)
+        got = pa.concat_tables(ray.get(ds.to_arrow_refs()))
+    finally:
+        ray.shutdown()
+    key = [("l_orderkey", "ascending"), ("l_linenumber", "ascending")]
+    assert got.sort_by(key).equals(want.sort_by(key))

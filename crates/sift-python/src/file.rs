@@ -18,8 +18,13 @@ type Partitions = Vec<(String, Option<String>)>;
 /// The files a location names (a file, a directory, a glob or an object-store URL), each
 /// with its Hive partition values: `[(location, [(key, value or None), …]), …]`.
 #[pyfunction]
-pub fn resolve(py: Python<'_>, location: String) -> PyResult<Vec<(String, Partitions)>> {
-    let options = sift_store::StoreOptions::default();
+#[pyo3(signature = (location, storage_options = None))]
+pub fn resolve(
+    py: Python<'_>,
+    location: String,
+    storage_options: Option<Vec<(String, String)>>,
+) -> PyResult<Vec<(String, Partitions)>> {
+    let options = store_options(storage_options);
     let files = py
         .detach(|| sift_store::resolve(&location, &options))
         .map_err(store_error)?;
@@ -27,6 +32,15 @@ pub fn resolve(py: Python<'_>, location: String) -> PyResult<Vec<(String, Partit
         .into_iter()
         .map(|f| (f.location, f.partitions))
         .collect())
+}
+
+/// Object-store settings: the client's keys (`aws_endpoint`, `aws_region`, …) on top of
+/// the environment.
+fn store_options(config: Option<Vec<(String, String)>>) -> sift_store::StoreOptions {
+    sift_store::StoreOptions {
+        config: config.unwrap_or_default(),
+        ..Default::default()
+    }
 }
 
 /// A store error as the package's exception (a scan error keeps its kind).
@@ -47,9 +61,14 @@ pub struct File {
 #[pymethods]
 impl File {
     #[new]
-    #[pyo3(signature = (path, verify_checksums = true))]
-    fn new(py: Python<'_>, path: String, verify_checksums: bool) -> PyResult<Self> {
-        let options = sift_store::StoreOptions::default();
+    #[pyo3(signature = (path, verify_checksums = true, storage_options = None))]
+    fn new(
+        py: Python<'_>,
+        path: String,
+        verify_checksums: bool,
+        storage_options: Option<Vec<(String, String)>>,
+    ) -> PyResult<Self> {
+        let options = store_options(storage_options);
         let table = py
             .detach(|| sift_store::open_table(&path, &options, verify_checksums))
             .map_err(store_error)?;

@@ -60,8 +60,10 @@ class File:
     file through ``__arrow_c_stream__``.
     """
 
-    def __init__(self, path: PathLike, *, verify_checksums: bool = True) -> None:
-        self._file = _sift.File(os.fspath(path), verify_checksums)
+    def __init__(self, path: PathLike, *, verify_checksums: bool = True,
+                 storage_options: Optional[Mapping[str, str]] = None) -> None:
+        options = list(storage_options.items()) if storage_options else None
+        self._file = _sift.File(os.fspath(path), verify_checksums, options)
         self._last_stats: Optional[Dict[str, int]] = None
 
     def __repr__(self) -> str:
@@ -237,9 +239,13 @@ class Scanner:
         return self.to_reader().__arrow_c_stream__(requested_schema)
 
 
-def open(path: PathLike, *, verify_checksums: bool = True) -> File:
-    """Opens a Sift (``.sift``) or Parquet (``.parquet``) file for scanning."""
-    return File(path, verify_checksums=verify_checksums)
+def open(path: PathLike, *, verify_checksums: bool = True,
+         storage_options: Optional[Mapping[str, str]] = None) -> File:
+    """Opens a Sift (``.sift``) or Parquet (``.parquet``) file for scanning: a local path,
+    or a Sift object's URL (``s3://bucket/key.sift``, ``gs://…``, ``az://…``,
+    ``https://…``), the store configured by its usual environment variables and
+    ``storage_options`` (the client's keys: ``aws_endpoint``, ``aws_region``, …)."""
+    return File(path, verify_checksums=verify_checksums, storage_options=storage_options)
 
 
 def _arrow_stream(data: Any) -> Any:
@@ -339,8 +345,9 @@ def sql(
 
 def dataset(source: Union[PathLike, Sequence[PathLike]], **kwargs: Any):
     """A ``pyarrow.dataset.Dataset`` over Sift (and Parquet) files: one path, a list of
-    paths, a directory or a glob. DuckDB and Polars push projections and filters into
-    Sift's scan through it::
+    paths, a directory, a glob or an object-store URL (``s3://bucket/lineitem/``; object
+    stores configured as for :func:`open`, with ``storage_options=``). DuckDB and Polars
+    push projections and filters into Sift's scan through it::
 
         ds = sift.dataset("lineitem.sift")
         duckdb.sql("select sum(l_extendedprice) from ds where l_quantity < 24")

@@ -22,13 +22,15 @@ from ._filters import Filter
 _EXTENSIONS = (".sift", ".parquet", ".pq")
 
 
-def _files(source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -> List[str]:
+def _files(source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+           storage_options: Optional[Dict[str, str]] = None) -> List[str]:
     """The files a source names: a file, a directory (its Sift files, or its Parquet
     files when it holds none, recursively), a glob, an object-store URL
     (``s3://bucket/prefix/``, ``s3://bucket/t/*.sift``), or a list of those."""
     if isinstance(source, (str, os.PathLike)):
         location = os.fspath(source)
-        found = _sift.resolve(location)
+        options = list(storage_options.items()) if storage_options else None
+        found = _sift.resolve(location, options)
         partitioned = [(f, p) for f, p in found if p]
         if partitioned:
             f, p = partitioned[0]
@@ -40,7 +42,7 @@ def _files(source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -
         return [f for f, _ in found]
     out: List[str] = []
     for s in source:
-        out.extend(_files(s))
+        out.extend(_files(s, storage_options))
     if not out:
         raise SiftError("no files given")
     return out
@@ -120,6 +122,7 @@ class SiftDataset(pads.Dataset):
         threads: threads each scan uses (default: every core; a scanner called with
             ``use_threads=False`` uses one).
         blocks_per_fragment: blocks per fragment (default: a whole file per fragment).
+        storage_options: object-store settings for URLs (see :func:`sift.open`).
     """
 
     def __init__(
@@ -128,8 +131,10 @@ class SiftDataset(pads.Dataset):
         *,
         threads: Optional[int] = None,
         blocks_per_fragment: Optional[int] = None,
+        storage_options: Optional[Dict[str, str]] = None,
     ) -> None:
-        self._files = [File(p) for p in _files(source)]
+        self._files = [File(p, storage_options=storage_options)
+                       for p in _files(source, storage_options)]
         self._schema = self._files[0].schema
         for f in self._files[1:]:
             if not f.schema.equals(self._schema):

@@ -41,20 +41,22 @@ def read_fragment(
     columns: Optional[List[str]],
     filter: Filter,
     post_filter: Any = None,
+    storage_options: Optional[Dict[str, str]] = None,
 ) -> Tuple[pa.Table, Dict[str, int]]:
     """Scans rows ``rows`` of one file with ``columns`` and ``filter`` pushed into Sift's
     scan; ``post_filter`` (a ``pyarrow.compute.Expression``) is applied to the result.
     Returns the rows and the scan's statistics (blocks pruned, bytes read, requests, …).
     This is what each read task runs."""
-    scanner = File(location).scanner(columns, filter, rows=rows, threads=1)
+    file = File(location, storage_options=storage_options)
+    scanner = file.scanner(columns, filter, rows=rows, threads=1)
     table = scanner.to_table()
     if post_filter is not None:
         table = table.filter(post_filter)
     return table, dict(scanner.stats)
 
 
-def _read(location, rows, columns, filter, post_filter) -> Iterable[pa.Table]:
-    table, _ = read_fragment(location, rows, columns, filter, post_filter)
+def _read(location, rows, columns, filter, post_filter, options) -> Iterable[pa.Table]:
+    table, _ = read_fragment(location, rows, columns, filter, post_filter, options)
     yield table
 
 
@@ -67,17 +69,19 @@ class SiftDatasource(Datasource):
         columns: Optional[Sequence[str]] = None,
         filter: Filter = None,
         blocks_per_task: Optional[int] = None,
+        storage_options: Optional[Dict[str, str]] = None,
     ) -> None:
         super().__init__()
+        self._storage_options = storage_options
         self._projection_map = None if columns is None else {c: c for c in columns}
         self._filter = filter
         self._blocks_per_task = blocks_per_task
-        self._locations = _files(paths)
+        self._locations = _files(paths, storage_options)
         # The footers: rows per block and the schema, for planning and size estimates.
         self._layout = []
         schema = None
         for loc in self._locations:
-            f = File(loc)
+            f = File(loc, storage_options=storage_options)
             if schema is None:
                 schema = f.schema
             elif not f.schema.equals(schema):
@@ -159,7 +163,8 @@ class SiftDatasource(Datasource):
                     input_files=[loc],
                     exec_stats=None,
                 )
-                fn = functools.partial(_read, loc, rows, columns, filter, post)
+                fn = functools.partial(_read, loc, rows, columns, filter, post,
+                                       self._storage_options)
                 tasks.append(ReadTask(fn, meta, schema=schema,
                                       per_task_row_limit=per_task_row_limit))
         return tasks
@@ -171,17 +176,19 @@ def read_sift(
     columns: Optional[Sequence[str]] = None,
     filter: Filter = None,
     blocks_per_task: Optional[int] = None,
+    storage_options: Optional[Dict[str, str]] = None,
     **read_args: Any,
 ):
     """A ``ray.data.Dataset`` of Sift files: a file, a directory, a glob, an object-store
     URL, or a list of those. ``columns`` and ``filter`` (Sift's filter text or a
     ``pyarrow.compute.Expression``) are evaluated inside each task's scan; Ray's own
     projection and predicate pushdown add to them. ``blocks_per_task`` fixes the split
-    (default: about one task per requested unit of parallelism). Other keyword
-    arguments go to ``ray.data.read_datasource``."""
+    (default: about one task per requested unit of parallelism); ``storage_options``
+    configure object stores (see :func:`sift.open`). Other keyword arguments go to
+    ``ray.data.read_datasource``."""
     import ray.data
 
-    source = SiftDatasource(paths, columns, filter, blocks_per_task)
+    source = SiftDatasource(paths, columns, filter, blocks_per_task, storage_options)
     return ray.data.read_datasource(source, **read_args)
 
 
