@@ -162,51 +162,31 @@ fn build(url: &Url, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>, Stor
             format!("'{key}' is not a setting of {store} object stores"),
         )
     };
+    // Each cloud's builder has its own key type; the steps are the same.
+    macro_rules! configured {
+        ($builder:expr, $key:ty, $store:literal) => {{
+            let mut b = $builder.with_url(base_url(url));
+            for (k, v) in &options.config {
+                let key: $key = k.parse().map_err(|_| unknown(k, $store))?;
+                b = b.with_config(key, v);
+            }
+            b.with_retry(retry)
+                .with_http_connector(CountingConnector)
+                .build()
+                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+        }};
+    }
     let built = match url.scheme() {
-        "s3" | "s3a" => {
-            let mut b = AmazonS3Builder::from_env().with_url(base_url(url));
-            for (k, v) in &options.config {
-                let key: AmazonS3ConfigKey = k.parse().map_err(|_| unknown(k, "S3"))?;
-                b = b.with_config(key, v);
-            }
-            b.with_retry(retry)
-                .with_http_connector(CountingConnector)
-                .build()
-                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
-        }
-        "gs" => {
-            let mut b = GoogleCloudStorageBuilder::from_env().with_url(base_url(url));
-            for (k, v) in &options.config {
-                let key: GoogleConfigKey = k.parse().map_err(|_| unknown(k, "GCS"))?;
-                b = b.with_config(key, v);
-            }
-            b.with_retry(retry)
-                .with_http_connector(CountingConnector)
-                .build()
-                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
-        }
+        "s3" | "s3a" => configured!(AmazonS3Builder::from_env(), AmazonS3ConfigKey, "S3"),
+        "gs" => configured!(
+            GoogleCloudStorageBuilder::from_env(),
+            GoogleConfigKey,
+            "GCS"
+        ),
         "az" | "azure" | "abfs" | "abfss" => {
-            let mut b = MicrosoftAzureBuilder::from_env().with_url(base_url(url));
-            for (k, v) in &options.config {
-                let key: AzureConfigKey = k.parse().map_err(|_| unknown(k, "Azure"))?;
-                b = b.with_config(key, v);
-            }
-            b.with_retry(retry)
-                .with_http_connector(CountingConnector)
-                .build()
-                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            configured!(MicrosoftAzureBuilder::from_env(), AzureConfigKey, "Azure")
         }
-        "http" | "https" => {
-            let mut b = HttpBuilder::new().with_url(base_url(url));
-            for (k, v) in &options.config {
-                let key: ClientConfigKey = k.parse().map_err(|_| unknown(k, "HTTP"))?;
-                b = b.with_config(key, v);
-            }
-            b.with_retry(retry)
-                .with_http_connector(CountingConnector)
-                .build()
-                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
-        }
+        "http" | "https" => configured!(HttpBuilder::new(), ClientConfigKey, "HTTP"),
         "file" => Ok(Arc::new(LocalFileSystem::new()) as Arc<dyn ObjectStore>),
         other => {
             return Err(invalid(
