@@ -364,7 +364,10 @@ def test_dataset_over_several_files_and_fragments(lineitem_sift, tmp_path):
     assert ds.head(5, columns=["l_orderkey"]).num_rows == 5
     frags = list(sift.dataset(path, blocks_per_fragment=3).get_fragments())
     assert sum(f.count_rows() for f in frags) == table.num_rows
+    # A Parquet file beside Sift files is not part of the directory's table.
     pq.write_table(pa.table({"x": [1]}), tmp_path / "other.parquet")
+    assert sift.dataset(tmp_path).count_rows() == table.num_rows
+    sift.write(pa.table({"x": [1]}), tmp_path / "other.sift")
     with pytest.raises(sift.SiftError, match="schema differs"):
         sift.dataset(tmp_path)
 
