@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use bytes::Bytes;
@@ -71,7 +70,7 @@ pub fn coalesce(ranges: &[Range<u64>], max_gap: u64, max_request: u64) -> Vec<Ra
     out
 }
 
-/// What a file read by range has requested so far.
+/// Requests a fetch made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RangeCounts {
     /// Requests issued (the footer's included).
@@ -98,8 +97,6 @@ enum Slot {
 pub(crate) struct Remote {
     pub(crate) source: std::sync::Arc<dyn RangeSource>,
     pub(crate) options: RangeOptions,
-    requests: AtomicU64,
-    bytes: AtomicU64,
     held: Mutex<HashMap<(usize, usize), Slot>>,
     /// Signalled when pending chunks arrive (or their fetch failed).
     arrived: Condvar,
@@ -110,29 +107,9 @@ impl Remote {
         Self {
             source,
             options,
-            requests: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
             held: Mutex::new(HashMap::new()),
             arrived: Condvar::new(),
         }
-    }
-
-    pub(crate) fn counts(&self) -> RangeCounts {
-        RangeCounts {
-            requests: self.requests.load(Ordering::Relaxed),
-            bytes: self.bytes.load(Ordering::Relaxed),
-        }
-    }
-
-    pub(crate) fn read_suffix(&self, n: u64) -> std::io::Result<(Bytes, u64)> {
-        let (bytes, len) = self.source.read_suffix(n)?;
-        self.count(1, bytes.len());
-        Ok((bytes, len))
-    }
-
-    fn count(&self, requests: usize, bytes: usize) {
-        self.requests.fetch_add(requests as u64, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     /// Reads one range with one request.
@@ -140,12 +117,9 @@ impl Remote {
         if range.start >= range.end {
             return Ok(Bytes::new());
         }
-        let len = range.end - range.start;
         let got = self.source.read_ranges(std::slice::from_ref(&range))?;
         let bytes = got.into_iter().next().unwrap_or_default();
-        self.count(1, bytes.len());
         check_len(self.source.location(), &range, bytes.len())?;
-        debug_assert_eq!(bytes.len() as u64, len);
         Ok(bytes)
     }
 
@@ -227,7 +201,6 @@ impl Remote {
             requests: merged.len() as u64,
             bytes: got.iter().map(|b| b.len() as u64).sum(),
         };
-        self.count(merged.len(), made.bytes as usize);
         for (range, bytes) in merged.iter().zip(&got) {
             check_len(self.source.location(), range, bytes.len())?;
         }

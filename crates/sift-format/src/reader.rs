@@ -47,6 +47,16 @@ enum ChunkBytes<'a> {
     Read(Vec<u64>, usize),
 }
 
+impl ChunkBytes<'_> {
+    /// `len` bytes in 8-aligned words (decoders read buffers as aligned integers), filled
+    /// by `fill`.
+    fn aligned(len: usize, fill: impl FnOnce(&mut [u8]) -> Result<()>) -> Result<Self> {
+        let mut words = vec![0u64; len.div_ceil(8)];
+        fill(&mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len])?;
+        Ok(ChunkBytes::Read(words, len))
+    }
+}
+
 /// One column chunk of one block, read and checksum-verified, ready to decode or filter.
 pub struct ChunkRef<'a> {
     /// The footer's entry for the chunk.
@@ -260,8 +270,7 @@ impl SiftFile {
         ranges: RangeOptions,
     ) -> Result<Self> {
         let path = PathBuf::from(source.location());
-        let remote = Remote::new(source, ranges);
-        let (tail, len) = remote
+        let (tail, len) = source
             .read_suffix(ranges.footer_guess.max((MAGIC.len() + TRAILER_LEN) as u64))
             .map_err(io_err(&path))?;
         check_len(&path, len)?;
@@ -274,6 +283,7 @@ impl SiftFile {
                 ),
             ));
         }
+        let remote = Remote::new(source, ranges);
         Self::from_tail(path, Storage::Remote(remote), len, tail.to_vec(), options)
     }
 
@@ -337,15 +347,6 @@ impl SiftFile {
             decoded_fields: AtomicUsize::new(0),
             decoded_chunks: AtomicUsize::new(0),
         })
-    }
-
-    /// Requests made and bytes received so far, for a file read by range (`None` for a
-    /// local file).
-    pub fn range_counts(&self) -> Option<RangeCounts> {
-        match &self.storage {
-            Storage::Remote(r) => Some(r.counts()),
-            Storage::Local { .. } => None,
-        }
     }
 
     /// Whether the file is read by byte range (from an object store).
@@ -690,14 +691,10 @@ impl SiftFile {
             Storage::Local { map: Some(map), .. } => {
                 ChunkBytes::Mapped(&map[start as usize..(start + len) as usize])
             }
-            Storage::Local { file, map: None } => {
-                let mut words = vec![0u64; (len as usize).div_ceil(8)];
-                let buf = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len as usize];
-                file.read_exact_at(buf, start).map_err(io_err(&self.path))?;
-                ChunkBytes::Read(words, len as usize)
-            }
-            // Copied into words: decoders read buffers as aligned integers, and received
-            // bytes have no alignment.
+            Storage::Local { file, map: None } => ChunkBytes::aligned(len as usize, |buf| {
+                file.read_exact_at(buf, start).map_err(io_err(&self.path))
+            })?,
+            // Copied into words: received bytes have no alignment.
             Storage::Remote(remote) => {
                 let fetched = match remote.held((block, column)) {
                     Some(b) => b,
@@ -705,10 +702,10 @@ impl SiftFile {
                         .read(start..start + len)
                         .map_err(io_err(&self.path))?,
                 };
-                let mut words = vec![0u64; (len as usize).div_ceil(8)];
-                bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len as usize]
-                    .copy_from_slice(&fetched);
-                ChunkBytes::Read(words, len as usize)
+                ChunkBytes::aligned(len as usize, |buf| {
+                    buf.copy_from_slice(&fetched);
+                    Ok(())
+                })?
             }
         };
         let out = ChunkRef {

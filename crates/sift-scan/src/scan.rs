@@ -71,16 +71,6 @@ impl Table {
         })
     }
 
-    /// Requests made and bytes received so far, for a file read by byte range (`None` for
-    /// a local file).
-    pub fn range_counts(&self) -> Option<sift_format::RangeCounts> {
-        match &*self.source {
-            Source::Sift(f) => f.range_counts(),
-            #[cfg(feature = "parquet")]
-            Source::Parquet(_) => None,
-        }
-    }
-
     /// The file's schema.
     pub fn schema(&self) -> SchemaRef {
         self.source.schema()
