@@ -15,7 +15,10 @@ and its Sift file of 9 blocks), uploaded as
   1992..1998) and its half (h1: January to June, h2: July to December), ~5 blocks each;
 * ``wide/wide.sift``: many columns and blocks, a footer larger than the 64 KiB first read;
 * ``mismatch/{a,b}.sift`` (column x utf8 in one, int64 in the other) and
-  ``widen/{a,b}.sift`` (id int32 / int64, other columns missing in one of them).
+  ``widen/{a,b}.sift`` (id int32 / int64, other columns missing in one of them);
+* ``pq/lineitem.parquet`` (the Parquet file, 4 row groups) and
+  ``pqparts/part-{0,1,2}.parquet`` (the three runs of rows, written by pyarrow with
+  5,000-row row groups and a page index), read by Sift's Parquet scan.
 
 Results over S3 are compared with the same command on the local file, with DuckDB (Q6)
 and with pyarrow (Hive partitions).
@@ -689,6 +692,104 @@ def test_a_limit_fetches_little_more_than_it_reads(store, lineitem, lineitem_par
     chunk_reads = [e for e in store.log() if not is_suffix_read(e)]
     assert len(chunk_reads) == 1, chunk_reads
     assert "matched 5," in p.stderr and "1 requests fetched" in p.stderr, p.stderr
+
+
+# --------------------------------------------------------------------------- Parquet objects
+
+
+@pytest.fixture(scope="module")
+def parquet_objects(store, lineitem, tmp_path_factory) -> list[str]:
+    out = tmp_path_factory.mktemp("pqparts")
+    t = lineitem.table
+    cut = [0, 20_000, 40_000, t.num_rows]
+    keys = []
+    for i, (a, b) in enumerate(zip(cut, cut[1:])):
+        path = out / f"part-{i}.parquet"
+        pq.write_table(t.slice(a, b - a), path, row_group_size=5_000, write_page_index=True)
+        keys.append(f"pqparts/{path.name}")
+        store.put(path, keys[-1])
+    store.put(lineitem.parquet, "pq/lineitem.parquet")
+    return keys
+
+
+def test_parquet_objects_equal_local_and_duckdb(store, lineitem, parquet_objects, duck):
+    local = store.local_sift("scan", lineitem.parquet, "-f", Q6_FILTER, "-c", Q6_COLUMNS,
+                             "-o", "csv")
+    assert len(read_csv_rows(local.stdout)) > 100
+    for url in (s3url("pq/lineitem.parquet"), s3url("pqparts/"),
+                s3url("pqparts/*.parquet")):
+        got = store.sift("scan", url, "-f", Q6_FILTER, "-c", Q6_COLUMNS, "-o", "csv",
+                         "--threads", "2")
+        assert got.stdout == local.stdout, url
+    expected = duck.execute(Q6_SQL.format(table=f"read_parquet('{lineitem.parquet}')")
+                            ).fetchone()[0]
+    for url in (s3url("pq/lineitem.parquet"), s3url("pqparts/*.parquet")):
+        got = sql_value(store.sift("sql", Q6_SQL.format(table=f"'{url}'"), "-o", "csv"))
+        assert same_value(expected, got), (url, got, expected)
+
+
+def test_parquet_object_requests(store, lineitem, parquet_objects):
+    """Opening reads the footer (and page index) with the first request; a scan fetches
+    only the column chunks of the projected and filtered columns in the row groups the
+    statistics keep, each byte once."""
+    url = s3url("pqparts/part-2.parquet")
+    store.reset()
+    p = store.sift("scan", url, "-f", "l_orderkey < 0", "-o", "csv", "--stats")
+    assert len(p.stdout.splitlines()) == 1, p.stdout
+    assert store.stats()["methods"] == {"GET": 1}, [(e["method"], e["range"]) for e in store.log()]
+    assert is_suffix_read(store.log()[0])
+    assert parse_stats(p.stderr)["blocks_pruned"] == 5
+
+    # l_quantity is not sorted, so every row group is read, but only the chunks of two
+    # columns: requests start and end at those chunks, cover them all, fetch each byte
+    # once, and merge chunks only across gaps of at most 1 MiB.
+    store.reset()
+    p = store.sift("scan", s3url("pq/lineitem.parquet"), "-f", "l_quantity < 2",
+                   "-c", "l_orderkey", "-o", "none", "--stats", "--threads", "2")
+    ranges = sorted(byte_range(e) for e in store.log() if not is_suffix_read(e))
+    meta = pq.ParquetFile(lineitem.parquet).metadata
+    assert meta.schema.column(4).name == "l_quantity"
+    chunks = []
+    for g in range(meta.num_row_groups):
+        for c in (0, 4):
+            col = meta.row_group(g).column(c)
+            start = col.dictionary_page_offset or col.data_page_offset
+            chunks.append((start, start + col.total_compressed_size))
+    chunks.sort()
+    overlaps = [(a, b) for a, b in zip(ranges, ranges[1:]) if b[0] < a[1]]
+    assert not overlaps, ranges
+    starts, ends = {s for s, _ in chunks}, {e for _, e in chunks}
+    for s, e in ranges:
+        assert s in starts and e in ends, ((s, e), chunks)
+        inside = [c for c in chunks if s <= c[0] and c[1] <= e]
+        gaps = [b[0] - a[1] for a, b in zip(inside, inside[1:])]
+        assert max(gaps, default=0) <= 1 << 20, ((s, e), inside)
+    assert all(any(s <= c[0] and c[1] <= e for s, e in ranges) for c in chunks), (ranges, chunks)
+    assert parse_stats(p.stderr)["requests"] == len(ranges), (p.stderr, ranges)
+
+    # Rows from the last object only: the others' row groups are ruled out by statistics.
+    last_key = lineitem.table["l_orderkey"][-1].as_py()
+    store.reset()
+    p = store.sift("scan", s3url("pqparts/"), "-f", f"l_orderkey >= {last_key}",
+                   "-c", "l_orderkey", "-o", "csv")
+    assert {r[0] for r in read_csv_rows(p.stdout)[1:]} == {str(last_key)}
+    gets = object_gets(store.log())
+    for key in parquet_objects[:2]:
+        assert len(gets[key]) == 1 and is_suffix_read(gets[key][0]), gets[key]
+
+
+def test_python_reads_parquet_objects(store, lineitem, parquet_objects):
+    import sift
+
+    options = python_options(store)
+    columns = Q6_COLUMNS.split(",")
+    want = sift.open(lineitem.parquet).to_table(columns, Q6_FILTER)
+    got = sift.open(s3url("pq/lineitem.parquet"), storage_options=options)
+    assert got.to_table(columns, Q6_FILTER).equals(want)
+    ds = sift.dataset(s3url("pqparts/"), storage_options=options)
+    assert len(ds.files) == 3
+    key = [("l_orderkey", "ascending"), ("l_linenumber", "ascending")]
+    assert ds.to_table(columns, Q6_FILTER).sort_by(key).equals(want.sort_by(key))
 
 
 # --------------------------------------------------------------------------- Python and Ray

@@ -30,7 +30,7 @@ pub use footer::{
     BlockMeta, ChunkMeta, FOOTER_HEADER_LEN, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN,
     footer_checksum, seal_footer,
 };
-pub use ranges::{RangeCounts, RangeOptions, RangeSource, coalesce};
+pub use ranges::{ChunkRange, RangeCounts, RangeOptions, RangeSource, Remote, coalesce};
 pub use reader::{BlockBatches, ChunkRef, FooterCounts, ReadOptions, SiftFile, map_file};
 pub use schema::{ColumnType, DICTIONARY_KEY, StoredField, Unit, check_schema, check_unique_names};
 pub use sift_encoding::{ChunkStats, Scalar};

@@ -80,7 +80,7 @@ pub struct RangeCounts {
 }
 
 /// A chunk, `(block, column)`, and its byte range in the file.
-pub(crate) type ChunkRange = ((usize, usize), Range<u64>);
+pub type ChunkRange = ((usize, usize), Range<u64>);
 
 /// A chunk fetched ahead, or being fetched by another thread.
 #[derive(Debug, Clone)]
@@ -89,12 +89,13 @@ enum Slot {
     Ready(Bytes),
 }
 
-/// A file read by range: its source, settings, counters and the chunks fetched ahead of
-/// their use, by `(block, column)`. Scan threads share it: a chunk one thread is fetching
+/// A file read by range: its source, settings and the chunks fetched ahead of their use,
+/// by `(block, column)` (for a Parquet file read by Sift's scan: row group and leaf
+/// column). Scan threads share it: a chunk one thread is fetching
 /// is claimed (pending), and another thread that needs it waits for it instead of
 /// fetching it again.
 #[derive(Debug)]
-pub(crate) struct Remote {
+pub struct Remote {
     pub(crate) source: std::sync::Arc<dyn RangeSource>,
     pub(crate) options: RangeOptions,
     held: Mutex<HashMap<(usize, usize), Slot>>,
@@ -103,7 +104,7 @@ pub(crate) struct Remote {
 }
 
 impl Remote {
-    pub(crate) fn new(source: std::sync::Arc<dyn RangeSource>, options: RangeOptions) -> Self {
+    pub fn new(source: std::sync::Arc<dyn RangeSource>, options: RangeOptions) -> Self {
         Self {
             source,
             options,
@@ -112,8 +113,13 @@ impl Remote {
         }
     }
 
+    /// The location errors name (an object's URL).
+    pub fn location(&self) -> &str {
+        self.source.location()
+    }
+
     /// Reads one range with one request.
-    pub(crate) fn read(&self, range: Range<u64>) -> std::io::Result<Bytes> {
+    pub fn read(&self, range: Range<u64>) -> std::io::Result<Bytes> {
         if range.start >= range.end {
             return Ok(Bytes::new());
         }
@@ -125,7 +131,7 @@ impl Remote {
 
     /// A fetched chunk's bytes, waiting for them while another thread fetches them;
     /// `None` if the chunk is neither held nor being fetched.
-    pub(crate) fn held(&self, key: (usize, usize)) -> Option<Bytes> {
+    pub fn held(&self, key: (usize, usize)) -> Option<Bytes> {
         let mut held = self.held.lock().ok()?;
         loop {
             match held.get(&key)? {
@@ -136,7 +142,7 @@ impl Remote {
     }
 
     /// Whether a chunk is held or being fetched.
-    pub(crate) fn claimed(&self, key: (usize, usize)) -> bool {
+    pub fn claimed(&self, key: (usize, usize)) -> bool {
         self.held.lock().is_ok_and(|h| h.contains_key(&key))
     }
 
@@ -147,7 +153,7 @@ impl Remote {
     /// taken) or at a block `finished` says was read already, so the claimed blocks are a
     /// run no other thread's claims lie inside, and merging across gaps never reads
     /// another thread's chunks.
-    pub(crate) fn fetch(
+    pub fn fetch(
         &self,
         blocks: Vec<(usize, Vec<ChunkRange>)>,
         finished: &dyn Fn(usize) -> bool,
@@ -231,7 +237,7 @@ impl Remote {
     }
 
     /// Drops the fetched chunks of `block`.
-    pub(crate) fn release(&self, block: usize) {
+    pub fn release(&self, block: usize) {
         if let Ok(mut held) = self.held.lock() {
             // A chunk another thread is fetching stays claimed.
             held.retain(|(b, _), slot| *b != block || matches!(slot, Slot::Pending));

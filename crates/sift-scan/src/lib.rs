@@ -29,6 +29,8 @@ mod keys;
 mod like;
 mod order;
 #[cfg(feature = "parquet")]
+mod parquet_input;
+#[cfg(feature = "parquet")]
 mod parquet_pages;
 #[cfg(feature = "parquet")]
 mod parquet_source;

@@ -1,16 +1,15 @@
 //! Parquet files as a scan source: row groups (only the pages of the candidate rows, when
 //! the file has a page index) decoded by the `parquet` crate, evaluated on Arrow arrays
-//! (feature `parquet`). Pruning reads the file's metadata through `parquet_zones.rs`.
+//! (feature `parquet`). Pruning reads the file's metadata through `parquet_zones.rs`; the
+//! bytes come from a local file or an object store through `parquet_input.rs`.
 
 use std::cell::{Cell, OnceCell};
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
 use arrow_schema::{DataType, Schema, SchemaRef};
-use bytes::Bytes;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
@@ -20,48 +19,136 @@ use parquet::file::metadata::PageIndexPolicy;
 
 use crate::bind::Bound;
 use crate::error::{Error, Result};
+use crate::parquet_input::ParquetInput;
 use crate::parquet_pages::PagedColumn;
 use crate::parquet_zones::ParquetZones;
 use crate::prune::{Membership, candidate_rows};
 use crate::source::{BlockData, ColumnData};
-use sift_format::ChunkStats;
+use sift_format::{ChunkStats, RangeCounts, RangeOptions, RangeSource};
 
 /// A Parquet file opened once: its metadata is parsed once and reused per row group.
 pub(crate) struct ParquetSource {
     path: PathBuf,
-    file: Arc<File>,
-    /// The file mapped into memory (pages are then read in place, without a copy), unless
-    /// it cannot be mapped.
-    map: Option<Bytes>,
+    input: ParquetInput,
     meta: ArrowReaderMetadata,
     zones: ParquetZones,
 }
 
 impl ParquetSource {
+    /// A local file.
     pub(crate) fn open(path: &Path) -> Result<ParquetSource> {
+        let input = ParquetInput::local(path)
+            .map_err(|e| Error::Parquet(format!("{}: {e}", path.display())))?;
+        Self::with_input(path.to_path_buf(), input)
+    }
+
+    /// An object read by byte range (see `parquet_input.rs`).
+    pub(crate) fn open_ranges(
+        source: Arc<dyn RangeSource>,
+        ranges: RangeOptions,
+    ) -> Result<ParquetSource> {
+        let path = PathBuf::from(source.location());
+        let input = ParquetInput::remote(source, ranges)
+            .map_err(|e| Error::Parquet(format!("{}: {e}", path.display())))?;
+        Self::with_input(path, input)
+    }
+
+    fn with_input(path: PathBuf, input: ParquetInput) -> Result<ParquetSource> {
         let err = |e: &dyn std::fmt::Display| Error::Parquet(format!("{}: {e}", path.display()));
-        let file = Arc::new(File::open(path).map_err(|e| err(&e))?);
         // The page index (when the writer stored one) prunes pages; one that does not
         // parse only costs that pruning, never the file.
         let with_index =
             ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-        let meta = match ArrowReaderMetadata::load(file.as_ref(), with_index) {
+        let meta = match ArrowReaderMetadata::load(&input, with_index) {
             Ok(m) => m,
-            Err(_) => {
-                ArrowReaderMetadata::load(file.as_ref(), Default::default()).map_err(|e| err(&e))?
-            }
+            Err(_) => ArrowReaderMetadata::load(&input, Default::default()).map_err(|e| err(&e))?,
         };
-        // A file that cannot be mapped is read with `pread` instead.
-        let map = sift_format::map_file(file.as_ref())
-            .ok()
-            .map(Bytes::from_owner);
+        input.index_chunks(meta.metadata());
         Ok(ParquetSource {
-            path: path.to_path_buf(),
-            map,
-            zones: ParquetZones::new(&meta, file.clone()),
-            file,
+            zones: ParquetZones::new(&meta, input.clone()),
+            path,
+            input,
             meta,
         })
+    }
+
+    /// Whether the file is an object read by range.
+    pub(crate) fn is_remote(&self) -> bool {
+        self.input.remote_input().is_some()
+    }
+
+    /// The column chunks `(row group, leaf)` of `columns` in row group `b`, with their
+    /// byte ranges; chunks whose range lies outside the file are left out (reading them
+    /// reports the damage).
+    fn chunk_ranges(&self, b: usize, columns: &[usize]) -> Vec<sift_format::ChunkRange> {
+        let Some(group) = self.meta.metadata().row_groups().get(b) else {
+            return Vec::new();
+        };
+        let mut chunks: Vec<_> = columns
+            .iter()
+            .filter_map(|&c| self.leaves(c))
+            .flatten()
+            .filter_map(|leaf| {
+                let (start, length) = group.columns().get(leaf)?.byte_range();
+                let end = start
+                    .checked_add(length)
+                    .filter(|&e| e <= self.input.len())?;
+                Some(((b, leaf), start..end))
+            })
+            .collect();
+        chunks.sort_unstable_by_key(|(k, _)| *k);
+        chunks.dedup_by_key(|(k, _)| *k);
+        chunks
+    }
+
+    /// For an object read by range: fetches the column chunks of `columns` in row groups
+    /// `blocks` with coalesced, concurrent requests, and holds them for the scan (see
+    /// [`Remote::fetch`](sift_format::Remote::fetch) for `finished`).
+    pub(crate) fn prefetch(
+        &self,
+        blocks: &[usize],
+        columns: &[usize],
+        finished: &dyn Fn(usize) -> bool,
+    ) -> Result<RangeCounts> {
+        let Some(remote) = self.input.remote_input() else {
+            return Ok(RangeCounts::default());
+        };
+        let wanted = blocks
+            .iter()
+            .map(|&b| (b, self.chunk_ranges(b, columns)))
+            .collect();
+        remote
+            .remote
+            .fetch(wanted, finished)
+            .map_err(|e| Error::Parquet(format!("{}: {e}", self.path.display())))
+    }
+
+    /// Bytes [`prefetch`](Self::prefetch) would request for these column chunks.
+    pub(crate) fn prefetch_bytes(&self, blocks: &[usize], columns: &[usize]) -> u64 {
+        blocks
+            .iter()
+            .flat_map(|&b| self.chunk_ranges(b, columns))
+            .map(|(_, r)| r.end - r.start)
+            .sum()
+    }
+
+    /// Whether the chunks of `columns` in row group `b` are held or being fetched (always
+    /// true for a local file).
+    pub(crate) fn prefetched(&self, b: usize, columns: &[usize]) -> bool {
+        match self.input.remote_input() {
+            Some(r) => self
+                .chunk_ranges(b, columns)
+                .iter()
+                .all(|(k, _)| r.remote.claimed(*k)),
+            None => true,
+        }
+    }
+
+    /// Drops the fetched chunks of row group `b`.
+    pub(crate) fn release(&self, b: usize) {
+        if let Some(r) = self.input.remote_input() {
+            r.remote.release(b);
+        }
     }
 
     /// The statistics of column `col` in row group `b`.
@@ -148,15 +235,9 @@ impl ParquetSource {
         let selection =
             rows.map(|r| RowSelection::from_consecutive_ranges(r.iter().cloned(), total));
         // Several threads may decode row groups of one file at once: they read the mapping,
-        // or the file at explicit offsets (see `PositionedFile`).
-        let reader = match &self.map {
-            Some(map) => row_group_reader(map.clone(), meta, b, mask, total, selection),
-            None => {
-                let file = PositionedFile(self.file.clone());
-                row_group_reader(file, meta, b, mask, total, selection)
-            }
-        }
-        .map_err(|e| err(&e))?;
+        // the file at explicit offsets, or the chunks fetched ahead (see `ParquetInput`).
+        let reader = row_group_reader(self.input.clone(), meta, b, mask, total, selection)
+            .map_err(|e| err(&e))?;
         let bytes = sorted.iter().map(|&c| self.chunk_bytes(b, c, rows)).sum();
         let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| err(&e))?;
         let schema = match batches.first() {
@@ -222,6 +303,7 @@ impl ParquetSource {
             );
             let (start, length) = md.row_groups()[b].column(leaves.start).byte_range();
             let bytes = self
+                .input
                 .bytes(start, length)
                 .map_err(|e| Error::Parquet(format!("{place}: {e}")))?;
             let leaf = (b, leaves.start);
@@ -233,26 +315,6 @@ impl ParquetSource {
             return Err(Error::Invalid(format!("column {col} was not decoded")));
         };
         Ok((ParquetColumn::Decoded(batch.column(0).clone()), bytes))
-    }
-
-    /// Bytes `start..start + length` of the file: a slice of the mapping, or read.
-    fn bytes(&self, start: u64, length: u64) -> std::result::Result<Bytes, String> {
-        let file_len = self.file.metadata().map_err(|e| e.to_string())?.len();
-        let end = start
-            .checked_add(length)
-            .filter(|&end| end <= file_len)
-            .ok_or_else(|| {
-                format!("bytes {start}+{length} extend past the end of the file ({file_len} bytes)")
-            })?;
-        if let Some(map) = &self.map
-            && end <= map.len() as u64
-        {
-            return Ok(map.slice(start as usize..end as usize));
-        }
-        let mut buf = vec![0u8; length as usize];
-        std::os::unix::fs::FileExt::read_exact_at(self.file.as_ref(), &mut buf, start)
-            .map_err(|e| e.to_string())?;
-        Ok(Bytes::from(buf))
     }
 
     /// Stored bytes of column `col` in row group `b` that a read of `rows` fetches: with
@@ -373,56 +435,6 @@ struct Counts {
 enum ParquetColumn {
     Paged(PagedColumn),
     Decoded(ArrayRef),
-}
-
-/// The file read at explicit offsets (`pread`), for the `parquet` crate's readers. Its own
-/// reader for `File` seeks a cloned handle, and clones share one offset: two threads
-/// reading one table through it read each other's positions (garbled page headers, or
-/// a Bloom filter read from the wrong bytes that then rules out rows it holds).
-pub(crate) struct PositionedFile(pub(crate) Arc<File>);
-
-impl parquet::file::reader::Length for PositionedFile {
-    fn len(&self) -> u64 {
-        self.0.metadata().map_or(0, |m| m.len())
-    }
-}
-
-impl parquet::file::reader::ChunkReader for PositionedFile {
-    type T = PositionedRead;
-
-    fn get_read(&self, start: u64) -> parquet::errors::Result<PositionedRead> {
-        Ok(PositionedRead {
-            file: self.0.clone(),
-            pos: start,
-        })
-    }
-
-    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        let end = start.checked_add(length as u64);
-        if end.is_none_or(|end| end > parquet::file::reader::Length::len(self)) {
-            return Err(parquet::errors::ParquetError::EOF(format!(
-                "bytes {start}..+{length} lie beyond the end of the file"
-            )));
-        }
-        let mut buf = vec![0u8; length];
-        std::os::unix::fs::FileExt::read_exact_at(self.0.as_ref(), &mut buf, start)
-            .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))?;
-        Ok(buf.into())
-    }
-}
-
-/// A reader of [`PositionedFile`] from an offset.
-pub(crate) struct PositionedRead {
-    file: Arc<File>,
-    pos: u64,
-}
-
-impl std::io::Read for PositionedRead {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = std::os::unix::fs::FileExt::read_at(self.file.as_ref(), buf, self.pos)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
 }
 
 /// A reader of the rows `selection` (default: all `total`) of row group `b`'s columns

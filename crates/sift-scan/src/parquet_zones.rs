@@ -9,9 +9,8 @@
 //! states inconsistently, prune nothing: an unknown null count of a nullable column, a
 //! NaN bound, an offset index whose pages do not tile the row group.
 
-use std::fs::File;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use arrow_array::{Array, ArrayRef, UInt64Array};
 use arrow_schema::DataType;
@@ -21,12 +20,13 @@ use parquet::basic::Type as PhysicalType;
 use parquet::bloom_filter::Sbbf;
 use sift_encoding::{ChunkStats, arrow_bound};
 
+use crate::parquet_input::ParquetInput;
 use crate::prune::{Membership, PartZone, Probe};
 
 /// The zone maps of one Parquet file.
 pub(crate) struct ParquetZones {
     meta: ArrowReaderMetadata,
-    file: Arc<File>,
+    input: ParquetInput,
     /// The Parquet leaf column of each schema column (`None`: no statistics).
     leaves: Vec<Option<usize>>,
     /// Per schema column: the statistics of each row group.
@@ -38,7 +38,7 @@ pub(crate) struct ParquetZones {
 }
 
 impl ParquetZones {
-    pub(crate) fn new(meta: &ArrowReaderMetadata, file: Arc<File>) -> ParquetZones {
+    pub(crate) fn new(meta: &ArrowReaderMetadata, input: ParquetInput) -> ParquetZones {
         let schema = meta.schema();
         let descr = meta.parquet_schema();
         let leaves = schema
@@ -53,7 +53,7 @@ impl ParquetZones {
         let columns = schema.fields().len();
         ParquetZones {
             meta: meta.clone(),
-            file,
+            input,
             leaves,
             row_groups: (0..columns).map(|_| OnceLock::new()).collect(),
             pages: (0..columns).map(|_| OnceLock::new()).collect(),
@@ -96,7 +96,7 @@ impl ParquetZones {
             (0..self.leaves.len())
                 .map(|c| BloomSlot {
                     key: self.bloom_key(rg, c),
-                    file: self.file.clone(),
+                    input: self.input.clone(),
                     meta: self.meta.clone(),
                     rg,
                     leaf: self.leaves.get(c).copied().flatten().unwrap_or(0),
@@ -218,7 +218,7 @@ impl ParquetZones {
         // Only filters of a stated length inside the file are read: a filter's header
         // alone could claim any size.
         let length = u64::try_from(chunk.bloom_filter_length()?).ok()?;
-        let file_len = self.file.metadata().ok()?.len();
+        let file_len = self.input.len();
         if offset.checked_add(length)? > file_len {
             return None;
         }
@@ -268,7 +268,7 @@ enum BloomKey {
 /// One column chunk's Bloom filter, read on its first probe.
 struct BloomSlot {
     key: Option<BloomKey>,
-    file: Arc<File>,
+    input: ParquetInput,
     meta: ArrowReaderMetadata,
     rg: usize,
     leaf: usize,
@@ -283,8 +283,9 @@ impl BloomSlot {
             .get_or_init(|| {
                 let md = self.meta.metadata();
                 let chunk = md.row_groups().get(self.rg)?.columns().get(self.leaf)?;
-                let file = crate::parquet_source::PositionedFile(self.file.clone());
-                Sbbf::read_from_column_chunk(chunk, &file).ok().flatten()
+                Sbbf::read_from_column_chunk(chunk, &self.input)
+                    .ok()
+                    .flatten()
             })
             .as_ref()
     }

@@ -50,23 +50,18 @@ impl Table {
         })
     }
 
-    /// Opens a Sift file read by byte range (an object in an object store; see
-    /// [`SiftFile::open_ranges`](sift_format::SiftFile::open_ranges)). Scans fetch the
-    /// chunks of several blocks ahead with coalesced, concurrent requests.
+    /// Opens a file read by byte range (an object in an object store): a Sift file (see
+    /// [`SiftFile::open_ranges`](sift_format::SiftFile::open_ranges)), or a Parquet file
+    /// by its extension (with the `parquet` feature). Scans fetch the chunks of several
+    /// blocks ahead with coalesced, concurrent requests.
     pub fn open_ranges(
         source: Arc<dyn sift_format::RangeSource>,
         verify_checksums: bool,
         ranges: sift_format::RangeOptions,
     ) -> Result<Table> {
         let path = PathBuf::from(source.location());
-        let options = sift_format::ReadOptions {
-            verify_checksums,
-            ..Default::default()
-        };
-        let file = sift_format::SiftFile::open_ranges(source, options, ranges)?;
-        file.stored_schema()?;
         Ok(Table {
-            source: Arc::new(Source::Sift(file)),
+            source: Arc::new(Source::open_ranges(source, verify_checksums, ranges)?),
             path,
         })
     }
@@ -489,18 +484,16 @@ impl Scan {
             self.stats.blocks_pruned += 1;
             return Ok(None);
         }
-        match &*source {
-            Source::Sift(file) if file.is_remote() => {
-                self.fetch_ahead(file, &source, b)?;
-                let result = self.read_block(&source, b, block_rows, first_row);
-                if let Ok(mut done) = self.done.lock() {
-                    done.insert(b);
-                }
-                file.release(b);
-                result
-            }
-            _ => self.read_block(&source, b, block_rows, first_row),
+        if !source.is_remote() {
+            return self.read_block(&source, b, block_rows, first_row);
         }
+        self.fetch_ahead(&source, b)?;
+        let result = self.read_block(&source, b, block_rows, first_row);
+        if let Ok(mut done) = self.done.lock() {
+            done.insert(b);
+        }
+        source.release(b);
+        result
     }
 
     /// Whether the zone maps of block `b` prove the filter false.
@@ -519,13 +512,8 @@ impl Scan {
     /// [`READ_AHEAD_BYTES`] or [`READ_AHEAD_BLOCKS`], in one round of coalesced,
     /// concurrent requests. With a limit, the window starts at one block and doubles each
     /// round, so that a scan stopping early fetches little more than it reads.
-    fn fetch_ahead(
-        &mut self,
-        file: &sift_format::SiftFile,
-        source: &Source,
-        b: usize,
-    ) -> Result<()> {
-        if file.prefetched(b, &self.needed) {
+    fn fetch_ahead(&mut self, source: &Source, b: usize) -> Result<()> {
+        if source.prefetched(b, &self.needed) {
             return Ok(());
         }
         let most = match self.remaining {
@@ -534,7 +522,7 @@ impl Scan {
         };
         self.rounds += 1;
         let mut window = vec![b];
-        let mut bytes = file.chunk_bytes(&[b], &self.needed)?;
+        let mut bytes = source.prefetch_bytes(&[b], &self.needed)?;
         let from = self
             .block_order
             .iter()
@@ -551,15 +539,15 @@ impl Scan {
             // of blocks with no other fetch inside, so merging across gaps reads nothing
             // twice.
             let read = self.done.lock().is_ok_and(|d| d.contains(&next));
-            if read || file.prefetched(next, &self.needed) {
+            if read || source.prefetched(next, &self.needed) {
                 break;
             }
-            bytes += file.chunk_bytes(&[next], &self.needed)?;
+            bytes += source.prefetch_bytes(&[next], &self.needed)?;
             window.push(next);
         }
         let done = &self.done;
         let finished = |b: usize| done.lock().is_ok_and(|d| d.contains(&b));
-        let made = file.prefetch(&window, &self.needed, &finished)?;
+        let made = source.prefetch(&window, &self.needed, &finished)?;
         self.stats.requests += made.requests;
         self.stats.bytes_fetched += made.bytes;
         Ok(())
@@ -712,11 +700,10 @@ impl Scan {
 impl Drop for Scan {
     fn drop(&mut self) {
         if let Some(table) = &self.table
-            && let Source::Sift(file) = &*table.source
-            && file.is_remote()
+            && table.source.is_remote()
         {
             for &(b, _) in &self.blocks {
-                file.release(b);
+                table.source.release(b);
             }
         }
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Schema, SchemaRef};
-use sift_format::{ChunkRef, ChunkStats, SiftFile};
+use sift_format::{ChunkRef, ChunkStats, RangeCounts, RangeOptions, RangeSource, SiftFile};
 
 use crate::bind::Bound;
 use crate::error::{Error, Result};
@@ -62,19 +62,11 @@ pub(crate) enum ColumnData<'a> {
 
 impl Source {
     pub(crate) fn open(path: &Path, verify_checksums: bool) -> Result<Source> {
-        let is_parquet = path.extension().is_some_and(|e| {
-            ["parquet", "parq", "pq"]
-                .iter()
-                .any(|x| e.eq_ignore_ascii_case(x))
-        });
-        if is_parquet {
+        if is_parquet(path) {
             #[cfg(feature = "parquet")]
             return Ok(Source::Parquet(ParquetSource::open(path)?));
             #[cfg(not(feature = "parquet"))]
-            return Err(Error::Parquet(format!(
-                "{}: cannot read Parquet files: sift-scan was built without its `parquet` feature",
-                path.display()
-            )));
+            return Err(no_parquet(path));
         }
         let options = sift_format::ReadOptions {
             verify_checksums,
@@ -83,6 +75,82 @@ impl Source {
         let file = SiftFile::open_with(path, options)?;
         file.stored_schema()?;
         Ok(Source::Sift(file))
+    }
+
+    /// A file read by byte range (an object in a store), Sift or Parquet by its extension.
+    pub(crate) fn open_ranges(
+        source: Arc<dyn RangeSource>,
+        verify_checksums: bool,
+        ranges: RangeOptions,
+    ) -> Result<Source> {
+        let location = source.location().to_string();
+        if is_parquet(Path::new(&location)) {
+            #[cfg(feature = "parquet")]
+            return Ok(Source::Parquet(ParquetSource::open_ranges(source, ranges)?));
+            #[cfg(not(feature = "parquet"))]
+            return Err(no_parquet(Path::new(&location)));
+        }
+        let options = sift_format::ReadOptions {
+            verify_checksums,
+            ..Default::default()
+        };
+        let file = SiftFile::open_ranges(source, options, ranges)?;
+        file.stored_schema()?;
+        Ok(Source::Sift(file))
+    }
+
+    /// Whether the file is read by range: a scan then fetches the chunks it needs ahead,
+    /// several blocks at a time ([`prefetch`](Self::prefetch)).
+    pub(crate) fn is_remote(&self) -> bool {
+        match self {
+            Source::Sift(f) => f.is_remote(),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.is_remote(),
+        }
+    }
+
+    /// Whether the chunks of `columns` in block `b` are held or being fetched.
+    pub(crate) fn prefetched(&self, b: usize, columns: &[usize]) -> bool {
+        match self {
+            Source::Sift(f) => f.prefetched(b, columns),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.prefetched(b, columns),
+        }
+    }
+
+    /// Bytes [`prefetch`](Self::prefetch) would request for these chunks (before
+    /// coalescing).
+    pub(crate) fn prefetch_bytes(&self, blocks: &[usize], columns: &[usize]) -> Result<u64> {
+        match self {
+            Source::Sift(f) => Ok(f.chunk_bytes(blocks, columns)?),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => Ok(p.prefetch_bytes(blocks, columns)),
+        }
+    }
+
+    /// Fetches the chunks of `columns` in `blocks` with coalesced, concurrent requests
+    /// and holds them until [`release`](Self::release)d; `finished` says which blocks the
+    /// scan read already.
+    pub(crate) fn prefetch(
+        &self,
+        blocks: &[usize],
+        columns: &[usize],
+        finished: &dyn Fn(usize) -> bool,
+    ) -> Result<RangeCounts> {
+        match self {
+            Source::Sift(f) => Ok(f.prefetch(blocks, columns, finished)?),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.prefetch(blocks, columns, finished),
+        }
+    }
+
+    /// Drops the fetched chunks of block `b`.
+    pub(crate) fn release(&self, b: usize) {
+        match self {
+            Source::Sift(f) => f.release(b),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.release(b),
+        }
     }
 
     pub(crate) fn schema(&self) -> SchemaRef {
@@ -170,6 +238,23 @@ impl Source {
             Source::Parquet(p) => p.block(b, needed, dictionary, rows),
         }
     }
+}
+
+/// Whether `path` names a Parquet file, by its extension.
+fn is_parquet(path: &Path) -> bool {
+    path.extension().is_some_and(|e| {
+        ["parquet", "parq", "pq"]
+            .iter()
+            .any(|x| e.eq_ignore_ascii_case(x))
+    })
+}
+
+#[cfg(not(feature = "parquet"))]
+fn no_parquet(path: &Path) -> Error {
+    Error::Parquet(format!(
+        "{}: cannot read Parquet files: sift-scan was built without its `parquet` feature",
+        path.display()
+    ))
 }
 
 impl BlockData<'_> {

@@ -311,13 +311,6 @@ pub fn open_table(
             .map_err(|_| invalid(location, "not a local file path"))?;
         return Ok(Table::open_with(path, verify_checksums)?);
     }
-    if !has_extension(url.path(), SIFT_EXTENSIONS) {
-        return Err(invalid(
-            location,
-            "only Sift files (.sift) are read from object stores so far; convert Parquet \
-             files with `sift convert`, or read them from a local path",
-        ));
-    }
     let (store, path) = store_for(&url, options)?;
     let source = ObjectFile::new(store, path, location.to_string(), options.max_in_flight);
     Ok(Table::open_ranges(
