@@ -27,7 +27,9 @@ use crate::ui::Ui;
 /// Run SQL on Sift and Parquet files (DataFusion's SQL; scans by Sift's engine).
 ///
 /// Tables are files named in FROM (`from 'data/lineitem.sift'`; a directory or a glob such
-/// as 'data/*.parquet' reads several files of one schema), names given with --table, or
+/// as 'data/*.parquet' reads several files as one table, their schemas unified, and the
+/// `key=value` directories of a Hive-partitioned tree become columns), names given with
+/// --table, or
 /// tables made in SQL: `create external table t stored as sift location 'data/t.sift'`.
 /// Filters that Sift evaluates exactly (comparisons with literals, BETWEEN, IN, LIKE,
 /// IS NULL, AND/OR/NOT) run inside the scan, on the compressed data; --explain shows them

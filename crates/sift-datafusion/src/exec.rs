@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result, Statistics};
@@ -27,11 +27,11 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
     ReplaceChildrenOptions, SendableRecordBatchStream, StatisticsArgs,
 };
-use sift_scan::{Expr as Filter, Scan, ScanStats};
+use sift_scan::{Expr as Filter, FileScan, ScanStats};
 
 use crate::join_filter::JoinFilter;
 use crate::stats::blocks_statistics;
-use crate::table::TableFile;
+use crate::table::{TableFile, TableFiles};
 use crate::translate::physical_to_sift;
 
 /// A scan of Sift or Parquet files by Sift's engine, with the filter, projection and limit
@@ -39,7 +39,10 @@ use crate::translate::physical_to_sift;
 /// build-side keys, a TopK's threshold), taken as they stand when each block is read.
 #[derive(Debug, Clone)]
 pub struct SiftScanExec {
-    files: Arc<[TableFile]>,
+    files: Arc<TableFiles>,
+    /// The files scanned (those the filter's partition values keep), as positions in
+    /// `files`.
+    scanned: Arc<[usize]>,
     /// The table's schema (all columns).
     table_schema: SchemaRef,
     projection: Option<Vec<usize>>,
@@ -59,7 +62,8 @@ pub struct SiftScanExec {
 
 impl SiftScanExec {
     pub(crate) fn new(
-        files: Arc<[TableFile]>,
+        files: Arc<TableFiles>,
+        scanned: Vec<usize>,
         table_schema: SchemaRef,
         projection: Option<Vec<usize>>,
         filters: Vec<Filter>,
@@ -75,7 +79,7 @@ impl SiftScanExec {
             1 => filters.into_iter().next(),
             _ => Some(Filter::And(filters)),
         };
-        let partitions = split_blocks(&files, target_partitions);
+        let partitions = split_blocks(&files.files, &scanned, target_partitions);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(schema),
             Partitioning::UnknownPartitioning(partitions.len()),
@@ -84,6 +88,7 @@ impl SiftScanExec {
         );
         Ok(SiftScanExec {
             files,
+            scanned: scanned.into(),
             table_schema,
             projection,
             filter,
@@ -114,21 +119,45 @@ impl SiftScanExec {
         self.limit
     }
 
-    /// Rows in the files scanned, before any filter.
-    pub(crate) fn total_rows(&self) -> u64 {
-        self.files.iter().map(|f| f.table.num_rows()).sum()
+    /// The files scanned, in order.
+    fn scanned_files(&self) -> impl Iterator<Item = &TableFile> {
+        self.scanned.iter().map(|&f| &self.files.files[f])
     }
 
-    /// The tables scanned, in order.
-    pub(crate) fn tables(&self) -> impl Iterator<Item = &sift_scan::Table> {
-        self.files.iter().map(|f| &f.table)
+    /// Rows in the files scanned, before any filter.
+    pub(crate) fn total_rows(&self) -> u64 {
+        self.scanned_files().map(|f| f.table.num_rows()).sum()
+    }
+
+    /// Scans of the files for `column` alone, with the scan's filter (for collecting a
+    /// join's keys), each with the file's path.
+    pub(crate) fn column_scans(&self, column: &str) -> Result<Vec<(FileScan, String)>> {
+        let field = self.table_schema.field_with_name(column)?;
+        let schema = SchemaRef::new(Schema::new(vec![field.clone()]));
+        let mut scans = Vec::new();
+        for file in self.scanned_files() {
+            let path = file.table.path().display().to_string();
+            let scan = self
+                .files
+                .dataset
+                .scan_file(
+                    file.index,
+                    &file.table,
+                    &self.files.columns,
+                    schema.clone(),
+                    self.filter.as_ref(),
+                    |b| b,
+                )
+                .map_err(|e| scan_error(file.table.path(), e))?;
+            scans.extend(scan.map(|s| (s, path)));
+        }
+        Ok(scans)
     }
 
     /// The files scanned, for display: all of them when few, else the first two.
     pub(crate) fn file_names(&self) -> String {
         let files: Vec<String> = self
-            .files
-            .iter()
+            .scanned_files()
             .map(|x| x.table.path().display().to_string())
             .collect();
         match files.len() {
@@ -151,11 +180,12 @@ struct PartBlock {
     rows: Range<u64>,
 }
 
-/// Splits the files' blocks into at most `n` runs of consecutive blocks with about equal
-/// row counts; a partition never starts inside a block.
-fn split_blocks(files: &[TableFile], n: usize) -> Vec<Vec<PartBlock>> {
+/// Splits the blocks of the files `scanned` into at most `n` runs of consecutive blocks
+/// with about equal row counts; a partition never starts inside a block.
+fn split_blocks(files: &[TableFile], scanned: &[usize], n: usize) -> Vec<Vec<PartBlock>> {
     let mut blocks = Vec::new();
-    for (f, file) in files.iter().enumerate() {
+    for &f in scanned {
+        let file = &files[f];
         let mut first = 0u64;
         for b in 0..file.table.num_blocks() {
             let end = first + file.table.block_rows(b);
@@ -284,13 +314,10 @@ impl ExecutionPlan for SiftScanExec {
             true => row_ranges(blocks),
             false => blocks.iter().map(|b| (b.file, b.rows.clone())).collect(),
         };
-        let runs = runs
-            .into_iter()
-            .map(|(f, rows)| (self.files[f].table.clone(), rows))
-            .collect();
         let scan = PartitionScan {
-            runs,
-            columns: self.column_names(),
+            files: self.files.clone(),
+            runs: runs.into(),
+            schema: self.schema(),
             filter: self.filter.clone(),
             dynamic: self.dynamic.clone(),
             join_filters: self.join_filters.clone(),
@@ -355,7 +382,7 @@ impl ExecutionPlan for SiftScanExec {
                 .map(|b| (b.file, b.block))
                 .collect(),
         };
-        let mut stats = blocks_statistics(&self.files, &self.table_schema, &blocks);
+        let mut stats = blocks_statistics(&self.files.files, &self.table_schema, &blocks);
         if let Some(p) = &self.projection {
             stats = stats.project(Some(p));
         }
@@ -444,44 +471,72 @@ impl Counters {
 /// Each `next` reads one block on the calling thread (the engine is synchronous; DataFusion
 /// polls each partition from its own worker).
 struct PartitionScan {
-    runs: VecDeque<(sift_scan::Table, Range<u64>)>,
-    columns: Vec<String>,
+    files: Arc<TableFiles>,
+    /// Runs of blocks: a file (its position in `files`) and rows of it.
+    runs: VecDeque<(usize, Range<u64>)>,
+    /// The columns returned.
+    schema: SchemaRef,
     filter: Option<Filter>,
     dynamic: Vec<Arc<dyn PhysicalExpr>>,
     join_filters: Vec<JoinFilter>,
     table_schema: SchemaRef,
     remaining: Option<u64>,
-    current: Option<(Scan, std::path::PathBuf)>,
+    current: Option<(FileScan, std::path::PathBuf)>,
     counters: Counters,
 }
 
 impl PartitionScan {
-    fn start(&mut self, table: sift_scan::Table, rows: Range<u64>) -> Result<()> {
-        let mut builder = table.scan().project(self.columns.clone()).rows(rows);
-        if let Some(f) = &self.filter {
-            builder = builder.filter(f.clone());
-        }
+    /// Starts the scan of a run (none when the file's partition values rule it out).
+    fn start(&mut self, f: usize, rows: Range<u64>) -> Result<()> {
+        let file = &self.files.files[f];
+        let path = file.table.path().to_path_buf();
+        let file_schema = file.table.schema();
+        // Dynamic and join filters only spare rows the operators above would drop: those
+        // on columns a file lacks (partition columns among them) are left out there.
+        let applies = |e: &Filter| {
+            e.columns()
+                .iter()
+                .all(|c| file_schema.field_with_name(c).is_ok())
+        };
+        let mut filters: Vec<Filter> = self.filter.iter().cloned().collect();
         for d in &self.dynamic {
-            // A filter that does not translate (a hash table lookup) is left out: dynamic
-            // filters only spare rows the operator above would drop.
+            // A filter that does not translate (a hash table lookup) is left out too.
             let now = snapshot_physical_expr(Arc::clone(d))?;
-            if let Some(f) = physical_to_sift(&now, &self.table_schema) {
+            if let Some(f) = physical_to_sift(&now, &self.table_schema).filter(applies) {
                 self.counters.dynamic_filters.add(1);
-                builder = builder.filter(f);
+                filters.push(f);
             }
         }
         for j in &self.join_filters {
-            if let Some(f) = j.filter()? {
+            if let Some(f) = j.filter()?.filter(applies) {
                 self.counters.join_filters.add(1);
-                builder = builder.filter(f);
+                filters.push(f);
             }
         }
-        if let Some(n) = self.remaining {
-            builder = builder.limit(n);
-        }
-        let path = table.path().to_path_buf();
-        let scan = builder.build().map_err(|e| scan_error(&path, e))?;
-        self.current = Some((scan, path));
+        let filter = match filters.len() {
+            0 | 1 => filters.pop(),
+            _ => Some(Filter::And(filters)),
+        };
+        let remaining = self.remaining;
+        let scan = self
+            .files
+            .dataset
+            .scan_file(
+                file.index,
+                &file.table,
+                &self.files.columns,
+                self.schema.clone(),
+                filter.as_ref(),
+                |b| {
+                    let b = b.rows(rows);
+                    match remaining {
+                        Some(n) => b.limit(n),
+                        None => b,
+                    }
+                },
+            )
+            .map_err(|e| scan_error(&path, e))?;
+        self.current = scan.map(|s| (s, path));
         Ok(())
     }
 }
@@ -522,8 +577,8 @@ impl Iterator for PartitionScan {
                     }
                 }
             }
-            let (table, rows) = self.runs.pop_front()?;
-            if let Err(e) = self.start(table, rows) {
+            let (file, rows) = self.runs.pop_front()?;
+            if let Err(e) = self.start(file, rows) {
                 self.runs.clear();
                 return Some(Err(e));
             }

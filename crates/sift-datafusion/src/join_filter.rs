@@ -393,15 +393,11 @@ impl KeySource {
         let mut keys = KeyCollector::new(&self.data_type)
             .map_err(|e| e.to_string())?
             .max_rows(max_rows);
-        for table in self.scan.tables() {
-            let mut scan = table.scan().project([self.column.as_str()]);
-            if let Some(f) = self.scan.filter() {
-                scan = scan.filter(f.clone());
-            }
-            let path = table.path().display().to_string();
-            let scan = scan
-                .build()
-                .map_err(|e| format!("cannot scan {path} for join keys: {e}"))?;
+        let scans = self
+            .scan
+            .column_scans(&self.column)
+            .map_err(|e| format!("cannot scan for join keys: {e}"))?;
+        for (scan, path) in scans {
             for batch in scan {
                 let batch = batch.map_err(|e| format!("cannot scan {path} for join keys: {e}"))?;
                 keys.add(batch.column(0).as_ref())

@@ -28,14 +28,17 @@ pub(crate) fn blocks_statistics(
         .iter()
         .map(|&(f, b)| files[f].table.block_rows(b))
         .sum();
+    let file_schemas: Vec<_> = files.iter().map(|f| f.table.schema()).collect();
+    // Columns are found in each file by name; a column a file lacks (a partition column,
+    // or one of other files only) has no zone map there, so its bounds are unknown.
     let columns = schema
         .fields()
         .iter()
-        .enumerate()
-        .map(|(c, field)| {
-            let zones = blocks
-                .iter()
-                .map(|&(f, b)| files[f].table.block_stats(b, c));
+        .map(|field| {
+            let zones = blocks.iter().map(|&(f, b)| {
+                let c = file_schemas[f].index_of(field.name()).ok()?;
+                files[f].table.block_stats(b, c)
+            });
             column_statistics(zones, field.data_type())
         })
         .collect();

@@ -1,6 +1,7 @@
-//! [`SiftTable`]: one or more Sift or Parquet files of one schema as a DataFusion table.
+//! [`SiftTable`]: one or more Sift or Parquet files (a dataset, Hive partitions included)
+//! as a DataFusion table.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -9,7 +10,7 @@ use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{DataFusionError, Result, Statistics};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
-use sift_scan::Table;
+use sift_scan::{Dataset, Table};
 
 use crate::exec::SiftScanExec;
 use crate::stats::table_statistics;
@@ -17,22 +18,39 @@ use crate::translate::to_sift;
 
 /// Sift or Parquet files scanned by Sift's engine, as a DataFusion table.
 ///
-/// Filters that Sift evaluates exactly are pushed into the scan and reported as
-/// [`Exact`](TableProviderFilterPushDown::Exact), so DataFusion keeps no filter of its own
-/// above the scan; projections and `LIMIT` are pushed too. Statistics (row counts, and
-/// bounds and null counts from the zone maps) come from the files' metadata. A scan
-/// splits into as many partitions as the session's `target_partitions`, each a run of
-/// blocks (Parquet: row groups), scanned on its own thread.
+/// The files are a dataset ([`sift_scan::Dataset`]): their schemas unify by its rules
+/// (columns matched by name, a column missing from a file is null there, integers widen),
+/// and the directories of a Hive-partitioned tree (`year=2024/…`) become columns after
+/// the files' columns. Filters that Sift evaluates exactly are pushed into the scan and
+/// reported as [`Exact`](TableProviderFilterPushDown::Exact), so DataFusion keeps no
+/// filter of its own above the scan: files whose partition values rule a filter out are
+/// not scanned, and the rest are scanned with the filter specialised to them. Projections
+/// and `LIMIT` are pushed too. Statistics (row counts, and bounds and null counts from
+/// the zone maps) come from the files' metadata. A scan splits into as many partitions as
+/// the session's `target_partitions`, each a run of blocks (Parquet: row groups), scanned
+/// on its own thread.
 #[derive(Debug, Clone)]
 pub struct SiftTable {
-    files: Arc<[TableFile]>,
+    files: Arc<TableFiles>,
     schema: SchemaRef,
+}
+
+/// A table's files, opened, and how they form one table.
+#[derive(Debug)]
+pub(crate) struct TableFiles {
+    pub(crate) dataset: Dataset,
+    /// Every file of the dataset, in its order.
+    pub(crate) files: Vec<TableFile>,
+    /// The files' unified columns (without the partition columns).
+    pub(crate) columns: SchemaRef,
 }
 
 /// One opened file.
 #[derive(Clone)]
 pub(crate) struct TableFile {
     pub(crate) table: Table,
+    /// Its index in the dataset.
+    pub(crate) index: usize,
 }
 
 impl std::fmt::Debug for TableFile {
@@ -42,123 +60,54 @@ impl std::fmt::Debug for TableFile {
 }
 
 impl SiftTable {
-    /// The table of the files at `location`: a file, a directory, a glob or an
-    /// object-store URL (see [`sift_store::resolve`]), object stores configured from the
-    /// environment.
+    /// The table of the files at `location`: a file, a directory (a Hive-partitioned tree
+    /// included), a glob or an object-store URL (see [`sift_store::resolve`]), object
+    /// stores configured from the environment.
     pub fn open(location: &str) -> Result<SiftTable> {
         Self::open_with(location, &sift_store::StoreOptions::default())
     }
 
     /// [`open`](Self::open) with explicit object-store settings.
     pub fn open_with(location: &str, options: &sift_store::StoreOptions) -> Result<SiftTable> {
-        let files = sift_store::resolve(location, options).map_err(external)?;
-        if let Some(f) = files.iter().find(|f| !f.partitions.is_empty()) {
-            return Err(DataFusionError::NotImplemented(format!(
-                "{location}: {} lies in a Hive partition directory ({}); SQL tables do not \
-                 have partition columns yet: name the files of one partition, or use \
-                 `sift scan` or sift.dataset, which do",
-                f.location,
-                f.partitions
-                    .iter()
-                    .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("null")))
-                    .collect::<Vec<_>>()
-                    .join("/")
-            )));
-        }
-        let tables = files
-            .iter()
-            .map(|f| {
-                sift_store::open_table(&f.location, options, true).map_err(|e| match e {
-                    // The reader's errors name the file.
-                    sift_store::StoreError::Scan(e) => DataFusionError::External(Box::new(e)),
-                    e => external(e),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Self::from_tables(tables)
+        let dataset = sift_store::open_dataset(&[location], options, true).map_err(external)?;
+        Self::from_dataset(dataset)
     }
 
-    /// The table of these files, which must all have the same schema.
-    pub fn open_files(paths: &[PathBuf]) -> Result<SiftTable> {
-        let tables = paths
+    /// The table of a dataset's files; every file is opened (a footer read each).
+    pub fn from_dataset(dataset: Dataset) -> Result<SiftTable> {
+        let all: Vec<usize> = (0..dataset.files().len()).collect();
+        let (tables, columns) = dataset.open(&all).map_err(|e| match e {
+            // Columns that do not unify are a planning error naming both files.
+            sift_scan::Error::Type(_) => DataFusionError::Plan(e.to_string()),
+            e => DataFusionError::External(Box::new(e)),
+        })?;
+        // Field metadata is the files' business; the table's schema is the columns.
+        let columns = SchemaRef::new(Schema::new(columns.fields().clone()));
+        let mut fields: Vec<Field> = columns
+            .fields()
             .iter()
-            .map(|path| {
-                Table::open(path).map_err(|e| {
-                    DataFusionError::External(format!("cannot open {}: {e}", path.display()).into())
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Self::from_tables(tables)
-    }
-
-    /// The table of these open files, which must all have the same schema.
-    pub fn from_tables(tables: Vec<Table>) -> Result<SiftTable> {
-        let mut files = Vec::with_capacity(tables.len());
-        let mut schema: Option<SchemaRef> = None;
-        for table in tables {
-            match &schema {
-                None => schema = Some(table.schema()),
-                Some(first) => {
-                    if let Some(difference) = schema_difference(first, &table.schema()) {
-                        return Err(DataFusionError::Plan(format!(
-                            "{} and {} cannot be one table: {difference}",
-                            files.first().map_or(String::new(), |f: &TableFile| f
-                                .table
-                                .path()
-                                .display()
-                                .to_string()),
-                            table.path().display(),
-                        )));
-                    }
-                }
-            }
-            files.push(TableFile { table });
-        }
-        let Some(schema) = schema else {
-            return Err(DataFusionError::Plan(
-                "a table needs at least one file".into(),
-            ));
-        };
-        // Field metadata is the file's business; the table's schema is the columns.
-        let schema = SchemaRef::new(Schema::new(schema.fields().clone()));
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.extend(dataset.partition_fields().iter().cloned());
+        let files = tables
+            .into_iter()
+            .zip(all)
+            .map(|(table, index)| TableFile { table, index })
+            .collect();
         Ok(SiftTable {
-            files: files.into(),
-            schema,
+            files: Arc::new(TableFiles {
+                dataset,
+                files,
+                columns,
+            }),
+            schema: SchemaRef::new(Schema::new(fields)),
         })
     }
 
     /// The files of the table.
     pub fn paths(&self) -> impl Iterator<Item = &Path> {
-        self.files.iter().map(|f| f.table.path())
+        self.files.files.iter().map(|f| f.table.path())
     }
-}
-
-/// How two files' columns differ (names, types, nullability; field metadata aside), or
-/// `None` when they are the same.
-fn schema_difference(a: &Schema, b: &Schema) -> Option<String> {
-    if a.fields().len() != b.fields().len() {
-        return Some(format!(
-            "{} columns against {}",
-            a.fields().len(),
-            b.fields().len()
-        ));
-    }
-    a.fields()
-        .iter()
-        .zip(b.fields())
-        .enumerate()
-        .find(|(_, (x, y))| {
-            x.name() != y.name()
-                || x.data_type() != y.data_type()
-                || x.is_nullable() != y.is_nullable()
-        })
-        .map(|(i, (x, y))| {
-            let show = |f: &Field| {
-                let null = if f.is_nullable() { "" } else { " not null" };
-                format!("{} {}{null}", f.name(), f.data_type())
-            };
-            format!("column {i} is {} against {}", show(x), show(y))
-        })
 }
 
 fn external(e: sift_store::StoreError) -> DataFusionError {
@@ -185,8 +134,11 @@ impl TableProvider for SiftTable {
         Ok(filters
             .iter()
             .map(|f| match to_sift(f, &self.schema) {
-                Some(_) => TableProviderFilterPushDown::Exact,
-                None => TableProviderFilterPushDown::Unsupported,
+                // A filter on partition columns must be one they can be decided by.
+                Some(e) if self.files.dataset.keep(Some(&e)).is_ok() => {
+                    TableProviderFilterPushDown::Exact
+                }
+                _ => TableProviderFilterPushDown::Unsupported,
             })
             .collect())
     }
@@ -207,9 +159,21 @@ impl TableProvider for SiftTable {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        // Files whose partition values rule the filters out are not scanned.
+        let filter = match filters.len() {
+            0 => None,
+            1 => filters.first().cloned(),
+            _ => Some(sift_scan::Expr::And(filters.clone())),
+        };
+        let kept = self
+            .files
+            .dataset
+            .keep(filter.as_ref())
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let partitions = state.config().target_partitions().max(1);
         Ok(Arc::new(SiftScanExec::new(
             self.files.clone(),
+            kept,
             self.schema.clone(),
             projection.cloned(),
             filters,
@@ -219,6 +183,6 @@ impl TableProvider for SiftTable {
     }
 
     fn statistics(&self) -> Option<Statistics> {
-        Some(table_statistics(&self.files, &self.schema))
+        Some(table_statistics(&self.files.files, &self.schema))
     }
 }

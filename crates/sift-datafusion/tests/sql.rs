@@ -329,16 +329,20 @@ fn bad_tables_are_clear_errors() {
         missing.to_string().contains("/no/such/file.sift"),
         "{missing}"
     );
-    // Another schema in the same directory.
+    // A file in the same directory whose column `id` has another type.
     let other = RecordBatch::try_new(
-        Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)])),
-        vec![Arc::new(Int32Array::from(vec![1, 2]))],
+        Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false)])),
+        vec![Arc::new(StringArray::from(vec!["1", "2"]))],
     )
     .expect("batch");
     write_sift(&dir.join("v.sift"), &other, 64);
     let mixed = SiftTable::open(&format!("{}/*.sift", dir.display())).expect_err("mixed schemas");
-    assert!(mixed.to_string().contains("v.sift"), "{mixed}");
-    assert!(mixed.to_string().contains("7 columns against 1"), "{mixed}");
+    let text = mixed.to_string();
+    assert!(text.contains("t.sift") && text.contains("v.sift"), "{text}");
+    assert!(
+        text.contains("column 'id' is Int64 in one and Utf8"),
+        "{text}"
+    );
     let damaged = dir.join("damaged.sift");
     std::fs::write(&damaged, b"not a sift file at all").expect("write");
     let e = SiftTable::open(&damaged.to_string_lossy()).expect_err("damaged");
@@ -563,5 +567,113 @@ fn join_filters_keep_results_and_drop_rows() {
                 }
             }
         }
+    });
+}
+
+/// A Hive-partitioned tree as one table: the directories' values are columns (integers
+/// where every value is one, `__HIVE_DEFAULT_PARTITION__` null), a filter on them keeps
+/// only the files it can hold rows of, and files of other columns unify (a missing
+/// column is null, a narrower integer widens). Results equal DataFusion's own on the same
+/// rows in memory.
+#[test]
+fn hive_partitions_are_columns_and_prune_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let b = batch();
+    let n = b.num_rows();
+    let parts = [
+        ("year=2023/region=eu", 0..n / 4),
+        ("year=2023/region=us", n / 4..n / 2),
+        ("year=2024/region=eu", n / 2..3 * n / 4),
+        ("year=__HIVE_DEFAULT_PARTITION__/region=eu", 3 * n / 4..n),
+    ];
+    let mut reference_batches = Vec::new();
+    for (i, (part, rows)) in parts.iter().enumerate() {
+        let slice = b.slice(rows.start, rows.len());
+        // The last file lacks column `b` and stores `k` as 16-bit integers.
+        let stored = if i == parts.len() - 1 {
+            let k = arrow::compute::cast(slice.column(1), &DataType::Int16).expect("cast");
+            let fields: Vec<Field> = schema()
+                .fields()
+                .iter()
+                .filter(|f| f.name() != "b")
+                .map(|f| match f.name().as_str() {
+                    "k" => Field::new("k", DataType::Int16, true),
+                    _ => f.as_ref().clone(),
+                })
+                .collect();
+            let mut columns: Vec<ArrayRef> = slice.columns()[..6].to_vec();
+            columns[1] = k;
+            RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).expect("batch")
+        } else {
+            slice.clone()
+        };
+        let path = dir.path().join(part).join("part-0.sift");
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        write_sift(&path, &stored, 700);
+        // The same rows in memory, with the partition columns.
+        let year = part[5..9].parse::<i64>().ok();
+        let region = &part[part.len() - 2..];
+        let mut columns = slice.columns().to_vec();
+        if i == parts.len() - 1 {
+            columns[6] = arrow::array::new_null_array(&DataType::Boolean, slice.num_rows());
+        }
+        columns.push(Arc::new(Int64Array::from(vec![year; slice.num_rows()])));
+        columns.push(Arc::new(StringArray::from(vec![region; slice.num_rows()])));
+        reference_batches.push(columns);
+    }
+    let mut fields: Vec<Field> = schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields[6] = fields[6].clone().with_nullable(true);
+    fields.push(Field::new("year", DataType::Int64, true));
+    fields.push(Field::new("region", DataType::Utf8, false));
+    let full = Arc::new(Schema::new(fields));
+    let reference_batches: Vec<RecordBatch> = reference_batches
+        .into_iter()
+        .map(|c| RecordBatch::try_new(full.clone(), c).expect("reference batch"))
+        .collect();
+    let queries = [
+        "select year, region, count(*), sum(id), min(k), max(k) from t group by year, region",
+        "select id, k, s, year from t where year = 2024 and k < 20",
+        "select id, year, region from t where year is null and id % 7 = 0",
+        "select id, year from t where year >= 2024 or id < 40",
+        "select count(*), count(b) from t where region = 'eu'",
+        "select id from t where region = 'us' and year = 2023 and s like 'a%'",
+        "select year, count(*) from t where year in (2023, 2025) group by year",
+    ];
+    runtime().block_on(async {
+        let reference = SessionContext::new();
+        let mem = MemTable::try_new(full.clone(), vec![reference_batches]).expect("mem table");
+        reference
+            .register_table("t", Arc::new(mem))
+            .expect("register");
+        let table = SiftTable::open(&dir.path().to_string_lossy()).expect("open");
+        assert_eq!(datafusion::catalog::TableProvider::schema(&table), full);
+        for threads in [1, 3] {
+            let ctx = session(threads);
+            ctx.register_table("t", Arc::new(table.clone()))
+                .expect("register");
+            for q in queries {
+                assert_eq!(
+                    rows(&ctx, q).await,
+                    rows(&reference, q).await,
+                    "{q} with {threads} threads"
+                );
+            }
+        }
+        // Partition filters are decided per file: only the 2024 file is scanned, and
+        // DataFusion keeps no filter of its own.
+        let ctx = session(2);
+        ctx.register_table("t", Arc::new(table.clone()))
+            .expect("register");
+        let plan = physical_plan(&ctx, "select sum(id) from t where year = 2024").await;
+        let text = displayable(plan.as_ref()).indent(true).to_string();
+        assert!(!text.contains("FilterExec"), "{text}");
+        assert!(
+            text.contains("year=2024/region=eu/part-0.sift") && !text.contains("year=2023"),
+            "{text}"
+        );
     });
 }

@@ -27,7 +27,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use crate::bind::column_index;
 use crate::error::{Error, Result};
 use crate::expr::{CmpOp, Expr, Literal};
-use crate::scan::{Scan, Table};
+use crate::scan::{Scan, ScanBuilder, Table};
 use crate::stats::ScanStats;
 
 /// One file of a dataset.
@@ -245,6 +245,67 @@ impl Dataset {
             tables,
             SchemaRef::new(Schema::new_with_metadata(fields, metadata)),
         ))
+    }
+}
+
+impl Dataset {
+    /// A scan of file `index`, opened as `table`, returning the columns of `schema`
+    /// (named among `columns`, the files' unified columns from [`open`](Self::open), and
+    /// the partition columns). `filter` is specialised to the file: leaves on partition
+    /// columns and on columns the file lacks are decided once (`None` when that makes it
+    /// false for every row: the file is not read). `configure` sets the rest of the
+    /// file's scan (rows, limit, threads, batch size).
+    pub fn scan_file(
+        &self,
+        index: usize,
+        table: &Table,
+        columns: &Schema,
+        schema: SchemaRef,
+        filter: Option<&Expr>,
+        configure: impl FnOnce(ScanBuilder) -> ScanBuilder,
+    ) -> Result<Option<FileScan>> {
+        let file = self
+            .files
+            .get(index)
+            .ok_or_else(|| Error::Invalid(format!("a dataset has no file {index}")))?;
+        let file_schema = table.schema();
+        // Partition values, and nulls for the dataset's columns this file lacks.
+        let mut consts: HashMap<&str, &Constant> = self.constants(&self.values[index]);
+        for field in columns.fields() {
+            if file_schema.field_with_name(field.name()).is_err() {
+                consts.insert(field.name().as_str(), &Constant::Null);
+            }
+        }
+        let filter = match filter {
+            None => None,
+            Some(e) => match specialize(e, &consts, true)
+                .map_err(|e| Error::Type(format!("{}: {e}", file.location)))?
+            {
+                Tri::False => return Ok(None),
+                Tri::True => None,
+                Tri::Expr(e) => Some(e),
+            },
+        };
+        let mut read: Vec<String> = Vec::new();
+        let mut out = Vec::with_capacity(schema.fields().len());
+        for f in schema.fields() {
+            match consts.get(f.name().as_str()) {
+                Some(c) => out.push(Err((*c).clone())),
+                None => {
+                    out.push(Ok(read.len()));
+                    read.push(f.name().clone());
+                }
+            }
+        }
+        let mut builder = configure(table.scan().project(read));
+        if let Some(e) = filter {
+            builder = builder.filter(e);
+        }
+        Ok(Some(FileScan {
+            scan: builder.build()?,
+            schema,
+            columns: out,
+        }))
     }
 }
 
@@ -561,13 +622,12 @@ impl DatasetScanBuilder {
         let files = kept
             .iter()
             .zip(tables)
-            .map(|(&i, table)| FileScan { index: i, table })
+            .map(|(&i, table)| OpenFile { index: i, table })
             .collect();
         Ok(DatasetScan {
             dataset: self.dataset.clone(),
             schema,
             file_schema,
-            names,
             filter: self.filter,
             remaining: self.limit,
             batch_size: self.batch_size,
@@ -583,16 +643,63 @@ impl DatasetScanBuilder {
     }
 }
 
-struct FileScan {
+/// A file of the scan, opened.
+struct OpenFile {
     index: usize,
     table: Table,
 }
 
-/// The scan of one file, with how its batches become the dataset's.
-struct Current {
+/// The scan of one file of a dataset: its batches in the dataset's columns, with the
+/// partition values (and the nulls of columns the file lacks) added and integers widened
+/// ([`Dataset::scan_file`]).
+pub struct FileScan {
     scan: Scan,
+    schema: SchemaRef,
     /// Per output column: the file scan's column, or a constant.
     columns: Vec<Result<usize, Constant>>,
+}
+
+impl FileScan {
+    /// What the file's scan has done so far.
+    pub fn stats(&self) -> &ScanStats {
+        self.scan.stats()
+    }
+
+    /// A file's batch as the dataset's: constants added, integers widened.
+    fn widen(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        let rows = batch.num_rows();
+        let mut out: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
+        for (field, col) in self.schema.fields().iter().zip(&self.columns) {
+            let array: ArrayRef = match col {
+                Ok(i) => batch.column(*i).clone(),
+                Err(Constant::Null) => arrow_array::new_null_array(field.data_type(), rows),
+                Err(Constant::Int(v)) => Arc::new(Int64Array::from_value(*v, rows)),
+                Err(Constant::Str(s)) => {
+                    Arc::new(StringArray::from_iter_values(std::iter::repeat_n(s, rows)))
+                }
+            };
+            let array = match array.data_type() == field.data_type() {
+                true => array,
+                false => arrow_cast::cast(&array, field.data_type())?,
+            };
+            out.push(array);
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            out,
+            &options,
+        )?)
+    }
+}
+
+impl Iterator for FileScan {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        let batch = self.scan.next()?;
+        Some(batch.and_then(|b| self.widen(b)))
+    }
 }
 
 /// A running scan of a dataset: an iterator of record batches, file after file.
@@ -600,14 +707,13 @@ pub struct DatasetScan {
     dataset: Dataset,
     schema: SchemaRef,
     file_schema: SchemaRef,
-    names: Vec<String>,
     filter: Option<Expr>,
     remaining: Option<u64>,
     batch_size: Option<usize>,
     rows: Option<std::ops::Range<u64>>,
     threads: usize,
-    files: VecDeque<FileScan>,
-    current: Option<Current>,
+    files: VecDeque<OpenFile>,
+    current: Option<FileScan>,
     stats: ScanStats,
     files_total: u64,
     files_pruned: u64,
@@ -647,88 +753,36 @@ impl DatasetScan {
     }
 
     /// Starts the next file's scan; `None` when no file is left.
-    fn next_file(&mut self) -> Result<Option<Current>> {
+    fn next_file(&mut self) -> Result<Option<FileScan>> {
         while let Some(f) = self.files.pop_front() {
-            let d = &self.dataset;
-            let file_schema = f.table.schema();
-            let location = &d.files[f.index].location;
-            // Partition values, and nulls for the dataset's columns this file lacks.
-            let mut consts: HashMap<&str, &Constant> = d.constants(&d.values[f.index]);
-            for field in self.file_schema.fields() {
-                if file_schema.field_with_name(field.name()).is_err() {
-                    consts.insert(field.name().as_str(), &Constant::Null);
-                }
-            }
-            let filter = match &self.filter {
-                None => None,
-                Some(e) => match specialize(e, &consts, true)
-                    .map_err(|e| Error::Type(format!("{location}: {e}")))?
-                {
-                    Tri::False => {
-                        self.files_pruned += 1;
-                        continue;
+            let (threads, remaining) = (self.threads, self.remaining);
+            let (batch_size, rows) = (self.batch_size, self.rows.clone());
+            let scan = self.dataset.scan_file(
+                f.index,
+                &f.table,
+                &self.file_schema,
+                self.schema.clone(),
+                self.filter.as_ref(),
+                |mut builder| {
+                    builder = builder.threads(threads);
+                    if let Some(n) = remaining {
+                        builder = builder.limit(n);
                     }
-                    Tri::True => None,
-                    Tri::Expr(e) => Some(e),
+                    if let Some(n) = batch_size {
+                        builder = builder.batch_size(n);
+                    }
+                    if let Some(r) = rows {
+                        builder = builder.rows(r);
+                    }
+                    builder
                 },
-            };
-            let mut read: Vec<String> = Vec::new();
-            let mut columns = Vec::with_capacity(self.names.len());
-            for n in &self.names {
-                match consts.get(n.as_str()) {
-                    Some(c) => columns.push(Err((*c).clone())),
-                    None => {
-                        columns.push(Ok(read.len()));
-                        read.push(n.clone());
-                    }
-                }
+            )?;
+            match scan {
+                Some(scan) => return Ok(Some(scan)),
+                None => self.files_pruned += 1,
             }
-            let mut builder = f.table.scan().project(read).threads(self.threads);
-            if let Some(e) = filter {
-                builder = builder.filter(e);
-            }
-            if let Some(n) = self.remaining {
-                builder = builder.limit(n);
-            }
-            if let Some(n) = self.batch_size {
-                builder = builder.batch_size(n);
-            }
-            if let Some(r) = &self.rows {
-                builder = builder.rows(r.clone());
-            }
-            return Ok(Some(Current {
-                scan: builder.build()?,
-                columns,
-            }));
         }
         Ok(None)
-    }
-
-    /// A file's batch as the dataset's: constants added, integers widened.
-    fn widen(&self, current: &Current, batch: RecordBatch) -> Result<RecordBatch> {
-        let rows = batch.num_rows();
-        let mut out: Vec<ArrayRef> = Vec::with_capacity(self.names.len());
-        for (field, col) in self.schema.fields().iter().zip(&current.columns) {
-            let array: ArrayRef = match col {
-                Ok(i) => batch.column(*i).clone(),
-                Err(Constant::Null) => arrow_array::new_null_array(field.data_type(), rows),
-                Err(Constant::Int(v)) => Arc::new(Int64Array::from_value(*v, rows)),
-                Err(Constant::Str(s)) => {
-                    Arc::new(StringArray::from_iter_values(std::iter::repeat_n(s, rows)))
-                }
-            };
-            let array = match array.data_type() == field.data_type() {
-                true => array,
-                false => arrow_cast::cast(&array, field.data_type())?,
-            };
-            out.push(array);
-        }
-        let options = RecordBatchOptions::new().with_row_count(Some(rows));
-        Ok(RecordBatch::try_new_with_options(
-            self.schema.clone(),
-            out,
-            &options,
-        )?)
     }
 }
 
@@ -756,13 +810,12 @@ impl Iterator for DatasetScan {
                 }
             }
             let current = self.current.as_mut()?;
-            match current.scan.next() {
+            match current.next() {
                 Some(Ok(batch)) => {
                     if let Some(r) = &mut self.remaining {
                         *r = r.saturating_sub(batch.num_rows() as u64);
                     }
-                    let current = self.current.as_ref()?;
-                    return Some(self.widen(current, batch));
+                    return Some(Ok(batch));
                 }
                 Some(Err(e)) => {
                     self.files.clear();

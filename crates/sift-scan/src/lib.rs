@@ -42,7 +42,9 @@ mod scan;
 mod source;
 mod stats;
 
-pub use dataset::{Dataset, DatasetFile, DatasetScan, DatasetScanBuilder, FileCounts, Opener};
+pub use dataset::{
+    Dataset, DatasetFile, DatasetScan, DatasetScanBuilder, FileCounts, FileScan, Opener,
+};
 pub use error::{Error, Result};
 pub use expr::{CmpOp, Column, Expr, Literal, Udf, UdfFn, col};
 pub use keys::{BLOOM_FPR, EXACT_KEYS, KeyCollector, KeyDomain, KeyFilter, MAX_KEYS};
