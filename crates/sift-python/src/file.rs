@@ -8,12 +8,12 @@ use arrow::error::ArrowError;
 use arrow_pyarrow::{IntoPyArrow, ToPyArrow};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use sift_scan::{Expr, Scan, ScanStats, Table, parse_filter};
+use sift_scan::{Expr, FileScan, Scan, ScanStats, Table, parse_filter};
 
 use crate::errors::{SiftError, format_error, scan_error};
 
 /// Hive partition values: `(key, value or None)` pairs, outermost first.
-type Partitions = Vec<(String, Option<String>)>;
+pub(crate) type Partitions = Vec<(String, Option<String>)>;
 
 /// The files a location names (a file, a directory, a glob or an object-store URL), each
 /// with its Hive partition values: `[(location, [(key, value or None), …]), …]`.
@@ -36,7 +36,7 @@ pub fn resolve(
 
 /// Object-store settings: the client's keys (`aws_endpoint`, `aws_region`, …) on top of
 /// the environment.
-fn store_options(config: Option<Vec<(String, String)>>) -> sift_store::StoreOptions {
+pub(crate) fn store_options(config: Option<Vec<(String, String)>>) -> sift_store::StoreOptions {
     sift_store::StoreOptions {
         config: config.unwrap_or_default(),
         ..Default::default()
@@ -44,7 +44,7 @@ fn store_options(config: Option<Vec<(String, String)>>) -> sift_store::StoreOpti
 }
 
 /// A store error as the package's exception (a scan error keeps its kind).
-fn store_error(e: sift_store::StoreError) -> PyErr {
+pub(crate) fn store_error(e: sift_store::StoreError) -> PyErr {
     match e {
         sift_store::StoreError::Scan(e) => scan_error(e),
         e => SiftError::new_err(e.to_string()),
@@ -55,7 +55,7 @@ fn store_error(e: sift_store::StoreError) -> PyErr {
 /// of the object reuses it.
 #[pyclass(module = "sift._sift", frozen)]
 pub struct File {
-    table: Table,
+    pub(crate) table: Table,
 }
 
 #[pymethods]
@@ -128,14 +128,7 @@ impl File {
         batch_size: Option<usize>,
         rows: Option<(u64, u64)>,
     ) -> PyResult<Scanner> {
-        let mut filters: Vec<Expr> = Vec::new();
-        if let Some(text) = filter {
-            filters.push(parse_filter(&text).map_err(scan_error)?);
-        }
-        if let Some(bytes) = expression {
-            let t = crate::expression::translate(&bytes, &self.table.schema())?;
-            filters.extend(t.pushed);
-        }
+        let filters = filters(filter, expression, &self.table.schema())?;
         let mut builder = self.table.scan().threads(crate::threads(threads));
         if let Some(columns) = columns {
             builder = builder.project(columns);
@@ -156,11 +149,42 @@ impl File {
             builder = builder.rows(start..end);
         }
         let scan = py.detach(|| builder.build()).map_err(scan_error)?;
-        Ok(Scanner {
-            schema: scan.schema(),
-            scan: Mutex::new(Some(scan)),
-            stats: Arc::new(Mutex::new(ScanStats::default())),
-        })
+        Ok(Scanner::new(scan.schema(), Box::new(scan)))
+    }
+}
+
+/// A scan's filters: Sift's filter text, and the part of a pickled
+/// `pyarrow.compute.Expression` that Sift evaluates exactly (see `translate_expression`),
+/// for a table of `schema`.
+pub(crate) fn filters(
+    text: Option<String>,
+    expression: Option<Vec<u8>>,
+    schema: &arrow::datatypes::Schema,
+) -> PyResult<Vec<Expr>> {
+    let mut filters: Vec<Expr> = Vec::new();
+    if let Some(text) = text {
+        filters.push(parse_filter(&text).map_err(scan_error)?);
+    }
+    if let Some(bytes) = expression {
+        filters.extend(crate::expression::translate(&bytes, schema)?.pushed);
+    }
+    Ok(filters)
+}
+
+/// What a [`Scanner`] reads: a file's scan, or a dataset file's.
+pub(crate) trait Batches: Iterator<Item = sift_scan::Result<RecordBatch>> + Send {
+    fn stats(&self) -> &ScanStats;
+}
+
+impl Batches for Scan {
+    fn stats(&self) -> &ScanStats {
+        Scan::stats(self)
+    }
+}
+
+impl Batches for FileScan {
+    fn stats(&self) -> &ScanStats {
+        FileScan::stats(self)
     }
 }
 
@@ -169,12 +193,20 @@ impl File {
 #[pyclass(module = "sift._sift", frozen)]
 pub struct Scanner {
     schema: SchemaRef,
-    scan: Mutex<Option<Scan>>,
+    scan: Mutex<Option<Box<dyn Batches>>>,
     stats: Arc<Mutex<ScanStats>>,
 }
 
 impl Scanner {
-    fn take(&self) -> PyResult<Scan> {
+    pub(crate) fn new(schema: SchemaRef, scan: Box<dyn Batches>) -> Scanner {
+        Scanner {
+            schema,
+            scan: Mutex::new(Some(scan)),
+            stats: Arc::new(Mutex::new(ScanStats::default())),
+        }
+    }
+
+    fn take(&self) -> PyResult<Box<dyn Batches>> {
         self.scan
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -258,7 +290,7 @@ pub fn batches_to_table<'py>(
 
 /// A scan as an Arrow record batch reader that keeps the scanner's statistics current.
 struct StatsReader {
-    scan: Scan,
+    scan: Box<dyn Batches>,
     schema: SchemaRef,
     stats: Arc<Mutex<ScanStats>>,
 }

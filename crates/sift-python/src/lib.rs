@@ -5,6 +5,7 @@
 //! The Python half (`python/sift/`) holds what is easier said in Python: accepting pandas
 //! and Polars frames, `pyarrow.dataset` integration, and the public docstrings.
 
+mod dataset;
 mod errors;
 mod expression;
 mod file;
@@ -38,6 +39,7 @@ fn _sift(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::File>()?;
     m.add_function(wrap_pyfunction!(file::resolve, m)?)?;
     m.add_class::<file::Scanner>()?;
+    m.add_class::<dataset::Dataset>()?;
     m.add_function(wrap_pyfunction!(expression::translate_expression, m)?)?;
     m.add_function(wrap_pyfunction!(write::write, m)?)?;
     m.add_function(wrap_pyfunction!(write::convert, m)?)?;

@@ -66,6 +66,14 @@ class File:
         self._file = _sift.File(os.fspath(path), verify_checksums, options)
         self._last_stats: Optional[Dict[str, int]] = None
 
+    @classmethod
+    def _wrap(cls, native: Any) -> "File":
+        """A file opened natively (by a dataset)."""
+        f = cls.__new__(cls)
+        f._file = native
+        f._last_stats = None
+        return f
+
     def __repr__(self) -> str:
         return f"sift.File({os.fspath(self.path)!r}, {self.num_rows} rows, {self.num_blocks} blocks)"
 

@@ -6,6 +6,11 @@ call the dataset's ``scanner(columns=…, filter=…)`` with a ``pyarrow.compute
 and read the scanner's batches; both rely on the scanner applying the filter. Here the
 scanner runs one Sift scan per fragment (a file, or a range of its blocks) with the
 filter evaluated on the encoded data, and pyarrow applies the part Sift cannot evaluate.
+
+The files form one table as in ``sift scan`` (the native ``_sift.Dataset``): their
+schemas unify (a column missing from a file is null there, integers widen), and the
+``key=value`` directories of a Hive-partitioned tree are columns, with each fragment's
+values as its ``partition_expression``; a filter on them skips whole files.
 """
 
 from __future__ import annotations
@@ -16,33 +21,33 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from . import File, SiftError, _sift
-from ._filters import Filter
+from . import File, Scanner, SiftError, _sift
+from ._filters import Filter, plan_scan
 
 _EXTENSIONS = (".sift", ".parquet", ".pq")
 
 
 def _files(source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
-           storage_options: Optional[Dict[str, str]] = None) -> List[str]:
+           storage_options: Optional[Dict[str, str]] = None) -> List[Tuple[str, list]]:
     """The files a source names: a file, a directory (its Sift files, or its Parquet
     files when it holds none, recursively), a glob, an object-store URL
-    (``s3://bucket/prefix/``, ``s3://bucket/t/*.sift``), or a list of those."""
+    (``s3://bucket/prefix/``, ``s3://bucket/t/*.sift``), or a list of those; each with its
+    Hive partition values (``[(key, value or None), …]``)."""
     if isinstance(source, (str, os.PathLike)):
-        location = os.fspath(source)
         options = list(storage_options.items()) if storage_options else None
-        found = _sift.resolve(location, options)
-        partitioned = [(f, p) for f, p in found if p]
-        if partitioned:
-            f, p = partitioned[0]
-            keys = "/".join(f"{k}={v}" for k, v in p)
-            raise SiftError(
-                f"{location}: {f} lies in a Hive partition directory ({keys}); "
-                "sift.dataset does not add partition columns yet: name the files of one "
-                "partition, or use `sift scan`, which does")
-        return [f for f, _ in found]
-    out: List[str] = []
+        return _sift.resolve(os.fspath(source), options)
+    out: List[Tuple[str, list]] = []
     for s in source:
         out.extend(_files(s, storage_options))
+    if not out:
+        raise SiftError("no files given")
+    return out
+
+
+def _locations(source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -> List[str]:
+    if isinstance(source, (str, os.PathLike)):
+        return [os.fspath(source)]
+    out = [os.fspath(s) for s in source]
     if not out:
         raise SiftError("no files given")
     return out
@@ -51,8 +56,11 @@ def _files(source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
 class SiftFragment(pads.Fragment):
     """A range of blocks of one file: the unit a dataset scan reads."""
 
-    def __init__(self, file: File, blocks: Tuple[int, int], rows: Tuple[int, int]) -> None:
-        self._file = file
+    def __init__(self, dataset: "SiftDataset", index: int, blocks: Tuple[int, int],
+                 rows: Tuple[int, int]) -> None:
+        self._dataset = dataset
+        self._index = index
+        self._file = dataset._files[index]
         self._blocks = blocks
         self._rows = rows
 
@@ -81,16 +89,27 @@ class SiftFragment(pads.Fragment):
 
     @property
     def partition_expression(self) -> Any:
-        """Always true: Sift datasets have no partition columns."""
+        """The file's Hive partition values, as ``key == value`` (``is_null`` for a null
+        value) joined by ``&``; true when it has none."""
         import pyarrow.compute as pc
 
-        return pc.scalar(True)
+        expr = pc.scalar(True)
+        schema = self._dataset.schema
+        for key, value in self._dataset._native.partitions(self._index):
+            field = pc.field(key)
+            if value is None:
+                expr = expr & field.is_null()
+            else:
+                typed = pa.scalar(value).cast(schema.field(key).type)
+                expr = expr & (field == typed)
+        return expr
 
     def scanner(self, schema: Any = None, columns: Optional[Sequence[str]] = None,
                 filter: Filter = None, **kwargs: Any):
-        """A scan of the fragment's rows (``schema`` is ignored: one file has one)."""
-        return self._file.scanner(columns, filter, rows=self._rows,
-                                  threads=kwargs.get("threads"))
+        """A scan of the fragment's rows, in the dataset's columns (``schema`` is
+        ignored)."""
+        return self._dataset._scan(self._index, columns, filter, rows=self._rows,
+                                   threads=kwargs.get("threads"))
 
     def to_table(self, schema: Any = None, columns: Optional[Sequence[str]] = None,
                  filter: Filter = None, **kwargs: Any) -> pa.Table:
@@ -111,11 +130,13 @@ class SiftFragment(pads.Fragment):
     def head(self, num_rows: int, columns: Optional[Sequence[str]] = None,
              filter: Filter = None, **kwargs: Any) -> pa.Table:
         """The first ``num_rows`` rows that pass ``filter``."""
-        return self._file.scanner(columns, filter, num_rows, rows=self._rows).to_table()
+        return self._dataset._scan(self._index, columns, filter, num_rows,
+                                   rows=self._rows).to_table()
 
 
 class SiftDataset(pads.Dataset):
-    """A ``pyarrow.dataset.Dataset`` over Sift and Parquet files of one schema.
+    """A ``pyarrow.dataset.Dataset`` over Sift and Parquet files: their columns unified,
+    then the Hive partition columns.
 
     Args:
         source: a file, a directory, a glob, or a list of them.
@@ -133,15 +154,11 @@ class SiftDataset(pads.Dataset):
         blocks_per_fragment: Optional[int] = None,
         storage_options: Optional[Dict[str, str]] = None,
     ) -> None:
-        self._files = [File(p, storage_options=storage_options)
-                       for p in _files(source, storage_options)]
-        self._schema = self._files[0].schema
-        for f in self._files[1:]:
-            if not f.schema.equals(self._schema):
-                raise SiftError(
-                    f"{f.path}: its schema differs from {self._files[0].path}'s:\n"
-                    f"{f.schema}\nversus\n{self._schema}"
-                )
+        options = list(storage_options.items()) if storage_options else None
+        self._native = _sift.Dataset(_locations(source), options)
+        self._files = [File._wrap(self._native.file(i))
+                       for i in range(len(self._native.files))]
+        self._schema = self._native.schema
         self._threads = threads
         self._blocks_per_fragment = blocks_per_fragment
         self.last_scan_stats: Optional[Dict[str, int]] = None
@@ -151,7 +168,7 @@ class SiftDataset(pads.Dataset):
 
     @property
     def schema(self) -> pa.Schema:
-        """The files' schema."""
+        """The files' columns (unified), then the partition columns."""
         return self._schema
 
     @property
@@ -162,7 +179,7 @@ class SiftDataset(pads.Dataset):
     def get_fragments(self, filter: Filter = None) -> Iterator[SiftFragment]:
         """The fragments, in scan order: each file, or ranges of ``blocks_per_fragment``
         of its blocks (``filter`` is ignored: zone maps prune blocks inside each scan)."""
-        for f in self._files:
+        for i, f in enumerate(self._files):
             # Only the block sizes: `metadata` would also convert every zone map.
             step = self._blocks_per_fragment or max(f.num_blocks, 1)
             starts = [0]
@@ -170,7 +187,18 @@ class SiftDataset(pads.Dataset):
                 starts.append(starts[-1] + rows)
             for first in range(0, max(f.num_blocks, 1), step):
                 end = min(first + step, f.num_blocks)
-                yield SiftFragment(f, (first, end), (starts[first], starts[end]))
+                yield SiftFragment(self, i, (first, end), (starts[first], starts[end]))
+
+    def _scan(self, index: int, columns: Optional[Sequence[str]], filter: Filter,
+              limit: Optional[int] = None, *, rows: Optional[Tuple[int, int]] = None,
+              threads: Optional[int] = None, batch_size: Optional[int] = None) -> Scanner:
+        """A scan of file ``index`` in the dataset's columns, the filter specialised to
+        its partition values."""
+        plan = plan_scan(lambda: self._schema, columns, filter, limit)
+        native = self._native.scan(index, columns=plan.scan_columns, filter=plan.text,
+                                   expression=plan.pickled, limit=plan.limit,
+                                   threads=threads, batch_size=batch_size, rows=rows)
+        return Scanner(native, plan)
 
     def scanner(
         self,
@@ -236,7 +264,8 @@ class SiftDatasetScanner:
 
     def _scanners(self, limit: Optional[int] = None):
         for fragment in self._dataset.get_fragments():
-            yield fragment._file.scanner(
+            yield self._dataset._scan(
+                fragment._index,
                 self._columns,
                 self._filter,
                 limit,

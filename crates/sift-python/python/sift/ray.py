@@ -76,7 +76,16 @@ class SiftDatasource(Datasource):
         self._projection_map = None if columns is None else {c: c for c in columns}
         self._filter = filter
         self._blocks_per_task = blocks_per_task
-        self._locations = _files(paths, storage_options)
+        found = _files(paths, storage_options)
+        partitioned = [(f, p) for f, p in found if p]
+        if partitioned:
+            f, p = partitioned[0]
+            keys = "/".join(f"{k}={v}" for k, v in p)
+            raise SiftError(
+                f"{f} lies in a Hive partition directory ({keys}); read_sift does not add "
+                "partition columns yet: name the files of one partition, or use "
+                "sift.dataset or sift.sql, which do")
+        self._locations = [f for f, _ in found]
         # The footers: rows per block and the schema, for planning and size estimates.
         self._layout = []
         schema = None
