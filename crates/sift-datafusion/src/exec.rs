@@ -139,16 +139,7 @@ impl SiftScanExec {
             let path = file.table.path().display().to_string();
             let scan = self
                 .files
-                .dataset
-                .scan_file(
-                    file.index,
-                    &file.table,
-                    &self.files.columns,
-                    schema.clone(),
-                    self.filter.as_ref(),
-                    |b| b,
-                )
-                .map_err(|e| scan_error(file.table.path(), e))?;
+                .scan(file, schema.clone(), self.filter.as_ref(), |b| b)?;
             scans.extend(scan.map(|s| (s, path)));
         }
         Ok(scans)
@@ -520,28 +511,19 @@ impl PartitionScan {
         let remaining = self.remaining;
         let scan = self
             .files
-            .dataset
-            .scan_file(
-                file.index,
-                &file.table,
-                &self.files.columns,
-                self.schema.clone(),
-                filter.as_ref(),
-                |b| {
-                    let b = b.rows(rows);
-                    match remaining {
-                        Some(n) => b.limit(n),
-                        None => b,
-                    }
-                },
-            )
-            .map_err(|e| scan_error(&path, e))?;
+            .scan(file, self.schema.clone(), filter.as_ref(), |b| {
+                let b = b.rows(rows);
+                match remaining {
+                    Some(n) => b.limit(n),
+                    None => b,
+                }
+            })?;
         self.current = scan.map(|s| (s, path));
         Ok(())
     }
 }
 
-fn scan_error(path: &std::path::Path, e: sift_scan::Error) -> DataFusionError {
+pub(crate) fn scan_error(path: &std::path::Path, e: sift_scan::Error) -> DataFusionError {
     DataFusionError::External(format!("cannot scan {}: {e}", path.display()).into())
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{DataFusionError, Result, Statistics};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
@@ -43,6 +43,29 @@ pub(crate) struct TableFiles {
     pub(crate) files: Vec<TableFile>,
     /// The files' unified columns (without the partition columns).
     pub(crate) columns: SchemaRef,
+}
+
+impl TableFiles {
+    /// A scan of `file` returning the columns of `schema` (see
+    /// [`Dataset::scan_file`]); `None` when `filter` rules the file out as a whole.
+    pub(crate) fn scan(
+        &self,
+        file: &TableFile,
+        schema: SchemaRef,
+        filter: Option<&sift_scan::Expr>,
+        configure: impl FnOnce(sift_scan::ScanBuilder) -> sift_scan::ScanBuilder,
+    ) -> Result<Option<sift_scan::FileScan>> {
+        self.dataset
+            .scan_file(
+                file.index,
+                &file.table,
+                &self.columns,
+                schema,
+                filter,
+                configure,
+            )
+            .map_err(|e| crate::exec::scan_error(file.table.path(), e))
+    }
 }
 
 /// One opened file.
@@ -83,24 +106,19 @@ impl SiftTable {
         })?;
         // Field metadata is the files' business; the table's schema is the columns.
         let columns = SchemaRef::new(Schema::new(columns.fields().clone()));
-        let mut fields: Vec<Field> = columns
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone())
-            .collect();
-        fields.extend(dataset.partition_fields().iter().cloned());
         let files = tables
             .into_iter()
             .zip(all)
             .map(|(table, index)| TableFile { table, index })
             .collect();
+        let schema = dataset.with_partitions(&columns);
         Ok(SiftTable {
             files: Arc::new(TableFiles {
                 dataset,
                 files,
                 columns,
             }),
-            schema: SchemaRef::new(Schema::new(fields)),
+            schema,
         })
     }
 

@@ -40,16 +40,7 @@ impl Dataset {
             let (tables, columns) = dataset.open(&all).map_err(scan_error)?;
             Ok::<_, PyErr>((dataset, tables, columns))
         })?;
-        let mut fields: Vec<Field> = columns
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone())
-            .collect();
-        fields.extend(dataset.partition_fields().iter().cloned());
-        let schema = SchemaRef::new(Schema::new_with_metadata(
-            fields,
-            columns.metadata().clone(),
-        ));
+        let schema = dataset.with_partitions(&columns);
         Ok(Dataset {
             dataset,
             tables,

@@ -137,6 +137,20 @@ impl Dataset {
         &self.partitions
     }
 
+    /// The dataset's columns: the files' unified `columns` (from [`open`](Self::open)),
+    /// then the partition columns.
+    pub fn with_partitions(&self, columns: &Schema) -> SchemaRef {
+        let fields = columns
+            .fields()
+            .iter()
+            .cloned()
+            .chain(self.partitions.iter().map(|f| Arc::new(f.clone())));
+        SchemaRef::new(Schema::new_with_metadata(
+            fields.collect::<Vec<_>>(),
+            columns.metadata().clone(),
+        ))
+    }
+
     /// The files `filter` may select rows of, judged by their partition values alone
     /// (nothing is opened).
     pub fn keep(&self, filter: Option<&Expr>) -> Result<Vec<usize>> {
@@ -594,21 +608,16 @@ impl DatasetScanBuilder {
             }
             false => d.open(&kept)?,
         };
-        let mut all: Vec<Field> = file_schema
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone())
-            .collect();
-        all.extend(d.partitions.iter().cloned());
+        let all_schema = d.with_partitions(&file_schema);
+        let all = all_schema.fields();
         let names: Vec<String> = match &self.projection {
             Some(p) => p.clone(),
             None => all.iter().map(|f| f.name().clone()).collect(),
         };
         // Unknown columns are reported as a single file's scan reports them.
-        let all_schema = Schema::new(all.clone());
         let fields = names
             .iter()
-            .map(|n| Ok(all[column_index(&all_schema, n)?].clone()))
+            .map(|n| Ok(all[column_index(&all_schema, n)?].as_ref().clone()))
             .collect::<Result<Vec<Field>>>()?;
         if let Some(f) = &self.filter {
             for c in f.columns() {
