@@ -34,6 +34,9 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 PathsLike = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
+# The fewest rows a read task covers by default, unless its file has fewer.
+MIN_TASK_ROWS = 1 << 20
+
 
 def read_fragment(
     location: str,
@@ -149,9 +152,16 @@ class SiftDatasource(Datasource):
         per_task_row_limit: Optional[int] = None,
         data_context: Any = None,
     ) -> List[ReadTask]:
-        # Split into about `parallelism` tasks: whole files, or ranges of blocks.
+        # Split into about `parallelism` tasks, ranges of blocks, of at least
+        # MIN_TASK_ROWS rows (or a whole file): each task opens its file and Ray spends
+        # milliseconds per task, more than scanning a block takes.
         total_blocks = sum(len(b) for _, b in self._layout)
-        step = self._blocks_per_task or max(1, total_blocks // max(parallelism, 1))
+        total_rows = sum(sum(b) for _, b in self._layout)
+        step = self._blocks_per_task
+        if step is None:
+            rows_per_task = max(total_rows // max(parallelism, 1), MIN_TASK_ROWS)
+            rows_per_block = max(total_rows // max(total_blocks, 1), 1)
+            step = max(1, rows_per_task // rows_per_block)
         columns = self._columns()
         filter, post = self._filters()
         width = self._row_width()
@@ -192,7 +202,8 @@ def read_sift(
     URL, or a list of those. ``columns`` and ``filter`` (Sift's filter text or a
     ``pyarrow.compute.Expression``) are evaluated inside each task's scan; Ray's own
     projection and predicate pushdown add to them. ``blocks_per_task`` fixes the split
-    (default: about one task per requested unit of parallelism); ``storage_options``
+    (default: about one task per requested unit of parallelism, each of at least
+    ``MIN_TASK_ROWS`` rows or a whole file); ``storage_options``
     configure object stores (see :func:`sift.open`). Other keyword arguments go to
     ``ray.data.read_datasource``."""
     import ray.data
