@@ -412,13 +412,15 @@ fn specialize(expr: &Expr, consts: &HashMap<&str, &Constant>, positive: bool) ->
             Some(c) => truth(text(column, c)?.map(|s| s.starts_with(prefix.as_str()))),
         },
         Expr::ColumnCmp { left, right, .. } => {
-            if let Some(name) = [left, right]
+            let constant = [left, right]
                 .into_iter()
-                .find(|n| consts.contains_key(n.as_str()))
-            {
-                return Err(unsupported(name, "compared with another column"));
+                .find_map(|n| Some((n, *consts.get(n.as_str())?)));
+            match constant {
+                None => Tri::Expr(expr.clone()),
+                // A column the file lacks is null: compared with anything, unknown.
+                Some((_, Constant::Null)) => truth(None),
+                Some((name, _)) => return Err(unsupported(name, "compared with another column")),
             }
-            Tri::Expr(expr.clone())
         }
         Expr::Udf(udf) => {
             if let Some(name) = udf.columns.iter().find(|n| consts.contains_key(n.as_str())) {
@@ -426,12 +428,12 @@ fn specialize(expr: &Expr, consts: &HashMap<&str, &Constant>, positive: bool) ->
             }
             Tri::Expr(expr.clone())
         }
-        Expr::InBloom { column, .. } => {
-            if consts.contains_key(column.as_str()) {
-                return Err(unsupported(column, "a join key"));
-            }
-            Tri::Expr(expr.clone())
-        }
+        Expr::InBloom { column, .. } => match consts.get(column.as_str()) {
+            None => Tri::Expr(expr.clone()),
+            // Null is in no key set: unknown, as for IN.
+            Some(Constant::Null) => truth(None),
+            Some(_) => return Err(unsupported(column, "a join key")),
+        },
         Expr::Not(e) => match specialize(e, consts, !positive)? {
             Tri::True => Tri::False,
             Tri::False => Tri::True,
@@ -894,6 +896,16 @@ mod tests {
         assert_eq!(run(&col("region").like("eu-%"), &s)?, show(Tri::True));
         assert!(run(&col("year").eq("2024"), &year).is_err());
         assert!(run(&col("region").lt(3), &s).is_err());
+        // A column compared with another: undecidable for a partition value, unknown
+        // for a column the file lacks (null).
+        let cmp = Expr::ColumnCmp {
+            left: "year".into(),
+            op: CmpOp::Lt,
+            right: "x".into(),
+        };
+        assert!(run(&cmp, &year).is_err());
+        assert_eq!(run(&cmp, &null)?, show(Tri::False));
+        assert_eq!(run(&Expr::Not(Box::new(cmp)), &null)?, show(Tri::False));
         Ok(())
     }
 

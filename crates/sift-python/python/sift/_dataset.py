@@ -24,25 +24,6 @@ import pyarrow.dataset as pads
 from . import File, Scanner, SiftError, _sift
 from ._filters import Filter, plan_scan
 
-_EXTENSIONS = (".sift", ".parquet", ".pq")
-
-
-def _files(source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
-           storage_options: Optional[Dict[str, str]] = None) -> List[Tuple[str, list]]:
-    """The files a source names: a file, a directory (its Sift files, or its Parquet
-    files when it holds none, recursively), a glob, an object-store URL
-    (``s3://bucket/prefix/``, ``s3://bucket/t/*.sift``), or a list of those; each with its
-    Hive partition values (``[(key, value or None), …]``)."""
-    if isinstance(source, (str, os.PathLike)):
-        options = list(storage_options.items()) if storage_options else None
-        return _sift.resolve(os.fspath(source), options)
-    out: List[Tuple[str, list]] = []
-    for s in source:
-        out.extend(_files(s, storage_options))
-    if not out:
-        raise SiftError("no files given")
-    return out
-
 
 def _locations(source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -> List[str]:
     if isinstance(source, (str, os.PathLike)):

@@ -21,8 +21,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
-from . import File, SiftError, write
-from ._dataset import _files
+from . import File, SiftError, _sift, write
 from ._filters import Filter
 
 try:
@@ -61,6 +60,23 @@ def read_fragment(
 def _read(location, rows, columns, filter, post_filter, options) -> Iterable[pa.Table]:
     table, _ = read_fragment(location, rows, columns, filter, post_filter, options)
     yield table
+
+
+def _files(source: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+           storage_options: Optional[Dict[str, str]] = None) -> List[Tuple[str, list]]:
+    """The files a source names: a file, a directory (its Sift files, or its Parquet
+    files when it holds none, recursively), a glob, an object-store URL
+    (``s3://bucket/prefix/``, ``s3://bucket/t/*.sift``), or a list of those; each with its
+    Hive partition values (``[(key, value or None), …]``)."""
+    if isinstance(source, (str, os.PathLike)):
+        options = list(storage_options.items()) if storage_options else None
+        return _sift.resolve(os.fspath(source), options)
+    out: List[Tuple[str, list]] = []
+    for s in source:
+        out.extend(_files(s, storage_options))
+    if not out:
+        raise SiftError("no files given")
+    return out
 
 
 class SiftDatasource(Datasource):
