@@ -282,20 +282,14 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
                 while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
                     pass
                 return
-            remaining = size
-            while remaining:
-                data = self.rfile.read(min(remaining, CHUNK))
-                if not data:
-                    raise ConnectionError("client closed the connection inside a chunk")
-                remaining -= len(data)
-                yield data
+            yield from self._read_exact(size, "a chunk")
             self.rfile.readline(3)  # the CRLF after the chunk
 
-    def _read_exact(self, n: int):
+    def _read_exact(self, n: int, inside: str = "the body"):
         while n:
             data = self.rfile.read(min(n, CHUNK))
             if not data:
-                raise ConnectionError("client closed the connection inside the body")
+                raise ConnectionError(f"client closed the connection inside {inside}")
             n -= len(data)
             yield data
 

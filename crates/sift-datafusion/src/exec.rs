@@ -66,18 +66,13 @@ impl SiftScanExec {
         scanned: Vec<usize>,
         table_schema: SchemaRef,
         projection: Option<Vec<usize>>,
-        filters: Vec<Filter>,
+        filter: Option<Filter>,
         limit: Option<usize>,
         target_partitions: usize,
     ) -> Result<SiftScanExec> {
         let schema = match &projection {
             Some(p) => SchemaRef::new(table_schema.project(p)?),
             None => table_schema.clone(),
-        };
-        let filter = match filters.len() {
-            0 => None,
-            1 => filters.into_iter().next(),
-            _ => Some(Filter::And(filters)),
         };
         let partitions = split_blocks(&files.files, &scanned, target_partitions);
         let properties = PlanProperties::new(
@@ -504,10 +499,7 @@ impl PartitionScan {
                 filters.push(f);
             }
         }
-        let filter = match filters.len() {
-            0 | 1 => filters.pop(),
-            _ => Some(Filter::And(filters)),
-        };
+        let filter = Filter::all(filters);
         let remaining = self.remaining;
         let scan = self
             .files

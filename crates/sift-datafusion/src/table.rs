@@ -178,11 +178,7 @@ impl TableProvider for SiftTable {
             })
             .collect::<Result<Vec<_>>>()?;
         // Files whose partition values rule the filters out are not scanned.
-        let filter = match filters.len() {
-            0 => None,
-            1 => filters.first().cloned(),
-            _ => Some(sift_scan::Expr::And(filters.clone())),
-        };
+        let filter = sift_scan::Expr::all(filters);
         let kept = self
             .files
             .dataset
@@ -194,7 +190,7 @@ impl TableProvider for SiftTable {
             kept,
             self.schema.clone(),
             projection.cloned(),
-            filters,
+            filter,
             limit,
             partitions,
         )?))

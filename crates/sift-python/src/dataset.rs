@@ -121,10 +121,7 @@ impl Dataset {
             }
         };
         let filters = crate::file::filters(filter, expression, &self.schema)?;
-        let filter = match filters.len() {
-            0 | 1 => filters.into_iter().next(),
-            _ => Some(sift_scan::Expr::And(filters)),
-        };
+        let filter = sift_scan::Expr::all(filters);
         let scan = py
             .detach(|| {
                 self.dataset.scan_file(

@@ -260,9 +260,7 @@ impl Dataset {
             SchemaRef::new(Schema::new_with_metadata(fields, metadata)),
         ))
     }
-}
 
-impl Dataset {
     /// A scan of file `index`, opened as `table`, returning the columns of `schema`
     /// (named among `columns`, the files' unified columns from [`open`](Self::open), and
     /// the partition columns). `filter` is specialised to the file: leaves on partition

@@ -326,6 +326,14 @@ impl Column {
 }
 
 impl Expr {
+    /// The conjunction of `items`: `None` when there are none, the one item alone.
+    pub fn all(mut items: Vec<Expr>) -> Option<Expr> {
+        match items.len() {
+            0 | 1 => items.pop(),
+            _ => Some(Expr::And(items)),
+        }
+    }
+
     /// `self AND other`
     pub fn and(self, other: Expr) -> Expr {
         match self {

@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::{Buf, Bytes};
 use parquet::errors::ParquetError;
-use parquet::file::metadata::ParquetMetaData;
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use parquet::file::reader::{ChunkReader, Length};
 use sift_format::{RangeOptions, RangeSource, Remote};
 
@@ -94,14 +94,21 @@ impl ParquetInput {
         let mut chunks = Vec::new();
         for (rg, group) in meta.row_groups().iter().enumerate() {
             for (leaf, chunk) in group.columns().iter().enumerate() {
-                let (start, length) = chunk.byte_range();
-                if let Some(end) = start.checked_add(length).filter(|&e| e <= r.len) {
-                    chunks.push((start..end, (rg, leaf)));
+                if let Some(range) = self.chunk_range(chunk) {
+                    chunks.push((range, (rg, leaf)));
                 }
             }
         }
         chunks.sort_unstable_by_key(|(range, _)| range.start);
         let _ = r.chunks.set(chunks);
+    }
+
+    /// The byte range of a column chunk, if it lies inside the file (reading one that
+    /// does not reports the damage).
+    pub(crate) fn chunk_range(&self, chunk: &ColumnChunkMetaData) -> Option<Range<u64>> {
+        let (start, length) = chunk.byte_range();
+        let end = start.checked_add(length).filter(|&e| e <= self.len())?;
+        Some(start..end)
     }
 
     /// The object read by range, if this is one.

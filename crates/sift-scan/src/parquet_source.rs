@@ -89,11 +89,8 @@ impl ParquetSource {
             .filter_map(|&c| self.leaves(c))
             .flatten()
             .filter_map(|leaf| {
-                let (start, length) = group.columns().get(leaf)?.byte_range();
-                let end = start
-                    .checked_add(length)
-                    .filter(|&e| e <= self.input.len())?;
-                Some(((b, leaf), start..end))
+                let range = self.input.chunk_range(group.columns().get(leaf)?)?;
+                Some(((b, leaf), range))
             })
             .collect();
         chunks.sort_unstable_by_key(|(k, _)| *k);

@@ -68,13 +68,7 @@ impl Source {
             #[cfg(not(feature = "parquet"))]
             return Err(no_parquet(path));
         }
-        let options = sift_format::ReadOptions {
-            verify_checksums,
-            ..Default::default()
-        };
-        let file = SiftFile::open_with(path, options)?;
-        file.stored_schema()?;
-        Ok(Source::Sift(file))
+        sift(SiftFile::open_with(path, read_options(verify_checksums))?)
     }
 
     /// A file read by byte range (an object in a store), Sift or Parquet by its extension.
@@ -90,13 +84,11 @@ impl Source {
             #[cfg(not(feature = "parquet"))]
             return Err(no_parquet(Path::new(&location)));
         }
-        let options = sift_format::ReadOptions {
-            verify_checksums,
-            ..Default::default()
-        };
-        let file = SiftFile::open_ranges(source, options, ranges)?;
-        file.stored_schema()?;
-        Ok(Source::Sift(file))
+        sift(SiftFile::open_ranges(
+            source,
+            read_options(verify_checksums),
+            ranges,
+        )?)
     }
 
     /// Whether the file is read by range: a scan then fetches the chunks it needs ahead,
@@ -238,6 +230,20 @@ impl Source {
             Source::Parquet(p) => p.block(b, needed, dictionary, rows),
         }
     }
+}
+
+/// How a Sift file is read.
+fn read_options(verify_checksums: bool) -> sift_format::ReadOptions {
+    sift_format::ReadOptions {
+        verify_checksums,
+        ..Default::default()
+    }
+}
+
+/// An opened Sift file as a source, once its schema is known to decode.
+fn sift(file: SiftFile) -> Result<Source> {
+    file.stored_schema()?;
+    Ok(Source::Sift(file))
 }
 
 /// Whether `path` names a Parquet file, by its extension.
