@@ -428,6 +428,8 @@ def test_dataset_hive_partitions_and_unified_schemas(lineitem_sift, tmp_path):
     got = (pl.scan_pyarrow_dataset(ds).filter(pl.col("year") == 1995)
            .select(pl.len()).collect().item())
     assert got == parts[0].num_rows
+    with pytest.raises(sift.SiftError, match="no column 'nope' in the dataset"):
+        ds.to_table(columns=["nope"])
 
 
 def test_sql_matches_duckdb(lineitem_sift):

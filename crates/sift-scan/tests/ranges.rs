@@ -280,3 +280,32 @@ fn a_source_returning_too_few_bytes_is_an_error() {
         "{e}"
     );
 }
+
+/// A Parquet object whose store returns too few bytes: a clear error naming the object,
+/// at open (the footer read) or at the scan (the chunks), never a panic.
+#[test]
+fn a_parquet_source_returning_too_few_bytes_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = TableSpec {
+        rows: 3000,
+        block_rows: 1000,
+        nulls: vec![Nulls::Some; NCOLS],
+        seed: 5,
+    };
+    let batch = spec.generate();
+    let path = dir.path().join("t.parquet");
+    let layout = ParquetLayout::from_seed(0, 1000);
+    write_parquet_layout(&path, batch.schema(), std::slice::from_ref(&batch), layout);
+    let memory = Memory::named("mem://t.parquet", std::fs::read(&path).unwrap(), 3);
+    let e = match Table::open_ranges(memory, true, RangeOptions::default()) {
+        Err(e) => e.to_string(),
+        Ok(table) => {
+            let result: Result<Vec<_>, _> = table.scan().build().unwrap().collect();
+            result.expect_err("short reads").to_string()
+        }
+    };
+    assert!(
+        e.contains("mem://t.parquet") && e.contains("received"),
+        "{e}"
+    );
+}
