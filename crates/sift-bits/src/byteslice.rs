@@ -17,6 +17,8 @@
 //! bitmap (the result of earlier conjuncts) seeds those masks, so codes already rejected are never compared, and segments whose prior word is zero are
 //! skipped without touching the slices (column-first pipelining, ByteSlice Algorithm 2).
 
+use std::borrow::Cow;
+
 use crate::bitmap::Bitmap;
 use crate::dispatch::Level;
 use crate::error::BitsError;
@@ -24,14 +26,27 @@ use crate::pack::low_mask;
 use crate::predicate::{Predicate, Range};
 
 /// Codes stored as byte slices, each slice padded to whole 64-code segments.
+///
+/// The slices lie one after another in one byte buffer (slice `j` at `j · stride`, with
+/// `stride` the code count rounded up to 64), which is also the layout a file stores: a
+/// reader borrows the file's bytes ([`ByteSlices::from_bytes`]) and the scan touches only
+/// the slices it needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ByteSlices {
+pub struct ByteSlices<'a> {
     width: u32,
     len: usize,
-    slices: Vec<Vec<u8>>,
+    data: Cow<'a, [u8]>,
 }
 
-impl ByteSlices {
+/// Bytes that `len` codes of `width` bits take as byte slices, or `None` if that
+/// overflows `usize` (only reachable with hostile metadata).
+pub fn sliced_bytes(len: usize, width: u32) -> Option<usize> {
+    len.div_ceil(64)
+        .checked_mul(64)?
+        .checked_mul(width.div_ceil(8) as usize)
+}
+
+impl ByteSlices<'static> {
     /// Slices `codes` of `width` bits (bits above `width` are ignored).
     pub fn from_codes(codes: &[u64], width: u32) -> Result<Self, BitsError> {
         if width > 64 {
@@ -39,20 +54,49 @@ impl ByteSlices {
         }
         let s = width.div_ceil(8) as usize;
         let pad = 8 * s as u32 - width;
-        let padded = codes.len().div_ceil(64) * 64;
-        let mut slices = vec![vec![0u8; padded]; s];
+        let stride = codes.len().div_ceil(64) * 64;
+        let mut data = vec![0u8; stride * s];
         let mask = low_mask(width);
-        for (i, &c) in codes.iter().enumerate() {
-            let v = (c & mask) << pad;
-            for (j, slice) in slices.iter_mut().enumerate() {
-                slice[i] = (v >> (8 * (s - 1 - j))) as u8;
+        for (j, slice) in data.chunks_exact_mut(stride.max(1)).take(s).enumerate() {
+            let shift = 8 * (s - 1 - j) as u32;
+            for (b, &c) in slice.iter_mut().zip(codes) {
+                *b = (((c & mask) << pad) >> shift) as u8;
             }
         }
         Ok(Self {
             width,
             len: codes.len(),
-            slices,
+            data: Cow::Owned(data),
         })
+    }
+}
+
+impl<'a> ByteSlices<'a> {
+    /// The `len` codes of `width` bits stored as byte slices at the start of `bytes`
+    /// (borrowed, not copied); an error if `bytes` is shorter than
+    /// [`sliced_bytes`]`(len, width)`.
+    pub fn from_bytes(bytes: &'a [u8], width: u32, len: usize) -> Result<Self, BitsError> {
+        if width > 64 {
+            return Err(BitsError::Width { width, max: 64 });
+        }
+        let needed = sliced_bytes(len, width).ok_or(BitsError::Overflow { len, width })?;
+        if bytes.len() < needed {
+            return Err(BitsError::Length {
+                what: "byte slices",
+                got: bytes.len(),
+                expected: needed,
+            });
+        }
+        Ok(Self {
+            width,
+            len,
+            data: Cow::Borrowed(&bytes[..needed]),
+        })
+    }
+
+    /// The stored bytes: every slice in order, each padded to a multiple of 64 bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.data
     }
 
     /// Bit width of the codes.
@@ -70,9 +114,25 @@ impl ByteSlices {
         self.len == 0
     }
 
-    /// The slices, most significant first (each padded with zeros to a multiple of 64).
-    pub fn slices(&self) -> &[Vec<u8>] {
-        &self.slices
+    /// Number of slices (bytes per code).
+    pub fn num_slices(&self) -> usize {
+        self.width.div_ceil(8) as usize
+    }
+
+    fn stride(&self) -> usize {
+        self.len.div_ceil(64) * 64
+    }
+
+    /// Slice `j` (byte `j` of every code, most significant first), padded with zeros to
+    /// a multiple of 64.
+    pub fn slice(&self, j: usize) -> &[u8] {
+        let stride = self.stride();
+        &self.data[j * stride..(j + 1) * stride]
+    }
+
+    /// Alignment padding of the codes: a stored code is the code shifted up by this.
+    fn pad(&self) -> u32 {
+        8 * self.num_slices() as u32 - self.width
     }
 
     /// Code `i` (0 past the end).
@@ -80,12 +140,52 @@ impl ByteSlices {
         if i >= self.len {
             return 0;
         }
-        let s = self.slices.len();
-        let v = self
-            .slices
-            .iter()
-            .fold(0u64, |acc, sl| (acc << 8) | u64::from(sl[i]));
-        v >> (8 * s as u32 - self.width)
+        let stride = self.stride();
+        let v = (0..self.num_slices()).fold(0u64, |acc, j| {
+            (acc << 8) | u64::from(self.data[j * stride + i])
+        });
+        v >> self.pad()
+    }
+
+    /// Every code, in order.
+    pub fn decode(&self) -> Vec<u64> {
+        let mut out = vec![0u64; self.len];
+        // Slice by slice, so each pass is a sequential stream the compiler vectorises.
+        for j in 0..self.num_slices() {
+            for (o, &b) in out.iter_mut().zip(self.slice(j)) {
+                *o = (*o << 8) | u64::from(b);
+            }
+        }
+        let pad = self.pad();
+        if pad > 0 {
+            out.iter_mut().for_each(|o| *o >>= pad);
+        }
+        out
+    }
+
+    /// The codes at the rows set in `sel` (which must have [`len`](Self::len) bits), in
+    /// order; only those rows' bytes are read.
+    pub fn select(&self, sel: &Bitmap) -> Result<Vec<u64>, BitsError> {
+        if sel.len() != self.len {
+            return Err(BitsError::Length {
+                what: "selection bitmap",
+                got: sel.len(),
+                expected: self.len,
+            });
+        }
+        let mut out: Vec<u64> = vec![0; sel.count_ones()];
+        let stride = self.stride();
+        for j in 0..self.num_slices() {
+            let slice = &self.data[j * stride..(j + 1) * stride];
+            for (o, i) in out.iter_mut().zip(sel.iter_ones()) {
+                *o = (*o << 8) | u64::from(slice[i]);
+            }
+        }
+        let pad = self.pad();
+        if pad > 0 {
+            out.iter_mut().for_each(|o| *o >>= pad);
+        }
+        Ok(out)
     }
 
     /// Evaluates `pred` on every code, restricted to the codes set in `prior` (if given,
@@ -175,8 +275,8 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(bs: &ByteSlices, lo: u64, hi: u64, negate: bool) -> Plan {
-        let s = bs.slices.len();
+    fn new(bs: &ByteSlices<'_>, lo: u64, hi: u64, negate: bool) -> Plan {
+        let s = bs.num_slices();
         let pad = 8 * s as u32 - bs.width;
         let bytes = |c: u64| -> [u8; 8] {
             let v = c << pad;
@@ -258,12 +358,12 @@ const DENSE_SLICES: usize = 2;
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn scan<B: ByteCmp>(
-    bs: &ByteSlices,
+    bs: &ByteSlices<'_>,
     plan: &Plan,
     prior_word: impl Fn(usize) -> u64,
     out: &mut [u64],
 ) {
-    let s = bs.slices.len();
+    let s = bs.num_slices();
     // SAFETY: `splat` needs B's features, which the caller of `scan` (a level entry point)
     // has enabled.
     let (lo, hi): ([B::C; 8], [B::C; 8]) = unsafe {
@@ -272,8 +372,13 @@ fn scan<B: ByteCmp>(
             std::array::from_fn(|j| B::splat(plan.hi[j])),
         )
     };
-    let ptrs: [*const u8; 8] =
-        std::array::from_fn(|j| bs.slices.get(j).map_or(std::ptr::null(), |v| v.as_ptr()));
+    let ptrs: [*const u8; 8] = std::array::from_fn(|j| {
+        if j < s {
+            bs.slice(j).as_ptr()
+        } else {
+            std::ptr::null()
+        }
+    });
     for (seg, slot) in out.iter_mut().enumerate() {
         let p = prior_word(seg);
         if p == 0 {
@@ -402,7 +507,7 @@ mod simd {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,popcnt")]
 unsafe fn scan_avx512(
-    bs: &ByteSlices,
+    bs: &ByteSlices<'_>,
     plan: &Plan,
     prior_word: impl Fn(usize) -> u64,
     out: &mut [u64],
@@ -415,7 +520,7 @@ unsafe fn scan_avx512(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt")]
 unsafe fn scan_avx2(
-    bs: &ByteSlices,
+    bs: &ByteSlices<'_>,
     plan: &Plan,
     prior_word: impl Fn(usize) -> u64,
     out: &mut [u64],

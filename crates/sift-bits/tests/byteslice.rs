@@ -89,6 +89,42 @@ fn wrong_prior_length_is_an_error() {
     assert!(ByteSlices::from_codes(&[1], 65).is_err());
 }
 
+/// Decoding every code, or the selected ones, from slices borrowed from their stored
+/// bytes equals the codes; stored bytes that are too short are an error.
+#[test]
+fn decode_and_select_from_stored_bytes() {
+    let mut rng = Rng(21);
+    for width in 0..=64 {
+        for &n in LENGTHS {
+            let codes: Vec<u64> = rng
+                .codes(width, n)
+                .iter()
+                .map(|c| c & low_mask(width))
+                .collect();
+            let owned = ByteSlices::from_codes(&codes, width).unwrap_or_else(|e| panic!("{e}"));
+            let stored = owned.as_bytes().to_vec();
+            assert_eq!(
+                Some(stored.len()),
+                sift_bits::byteslice::sliced_bytes(n, width)
+            );
+            let bs = ByteSlices::from_bytes(&stored, width, n).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(bs.decode(), codes, "w={width} n={n}");
+            for &d in DENSITIES {
+                let sel = rng.bitmap(n, d);
+                let want: Vec<u64> = sel.iter_ones().map(|i| codes[i]).collect();
+                assert_eq!(bs.select(&sel), Ok(want), "w={width} n={n} d={d}");
+            }
+            if !stored.is_empty() {
+                assert!(ByteSlices::from_bytes(&stored[..stored.len() - 1], width, n).is_err());
+            }
+        }
+    }
+    let bs = ByteSlices::from_codes(&[1, 2, 3], 12).unwrap_or_else(|e| panic!("{e}"));
+    assert!(bs.select(&Bitmap::ones(4)).is_err());
+    assert!(ByteSlices::from_bytes(&[], 65, 0).is_err());
+    assert!(ByteSlices::from_bytes(&[], 8, usize::MAX).is_err());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]

@@ -47,6 +47,13 @@ pub struct ConvertArgs {
     /// the same file for any count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..1025))]
     pub threads: Option<u64>,
+    /// Columns whose codes are stored as byte slices (comma-separated); only for .sift
+    /// output. Range filters on wide codes (keys, prices, timestamps) then compare a byte
+    /// or two per value instead of every bit, for a larger file: an integer column is
+    /// stored as its block minimum plus byte-sliced codes, whatever encoding would be
+    /// smaller.
+    #[arg(long, value_name = "COLUMNS", value_delimiter = ',')]
+    pub byteslice: Vec<String>,
     #[command(flatten)]
     pub store: crate::scan::StoreArgs,
 }
@@ -59,6 +66,9 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
     }
     if args.compression.is_some() && out_format != Format::Parquet {
         bail!("--compression only applies to .parquet output");
+    }
+    if !args.byteslice.is_empty() && out_format != Format::Sift {
+        bail!("--byteslice only applies to .sift output");
     }
     if sift_io::same_file(&args.input, &args.output) {
         bail!(
@@ -74,6 +84,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
         out_options.compression = c;
     }
     out_options.threads = crate::threads(args.threads);
+    out_options.byteslice.clone_from(&args.byteslice);
     let in_options = InputOptions {
         batch_rows: out_options.block_rows,
         csv_infer_rows: args.infer_rows.max(1),

@@ -165,8 +165,25 @@ fn fixed_chunk_fits(kind: PhysicalKind, len: usize) -> bool {
     }
 }
 
-/// Encodes one column chunk.
+/// How one column is encoded, beyond what the chooser decides by sampling.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EncodeOptions {
+    /// Store the column's codes as byte slices (ByteSlice) instead of bit-packed, for
+    /// faster range filters on wide codes at the cost of padding each code to whole bytes.
+    /// An integer column is then stored as frame of reference (its chunk's minimum plus
+    /// byte-sliced codes) whatever the chooser would pick; in other columns, every
+    /// frame-of-reference leaf wider than a byte (dictionary codes, decimal integers of
+    /// doubles) is byte-sliced. Codes of at most 8 bits stay bit-packed.
+    pub byteslice: bool,
+}
+
+/// Encodes one column chunk with the default options.
 pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
+    encode_array_with(array, EncodeOptions::default())
+}
+
+/// Encodes one column chunk.
+pub fn encode_array_with(array: &dyn Array, options: EncodeOptions) -> Result<EncodedColumn> {
     let kind = physical_kind(array.data_type())?;
     let len = array.len();
     if !fixed_chunk_fits(kind, len) {
@@ -176,7 +193,10 @@ pub fn encode_array(array: &dyn Array) -> Result<EncodedColumn> {
         )));
     }
     let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
-    let mut sink = BufferSink::default();
+    let mut sink = BufferSink {
+        byteslice: options.byteslice,
+        ..BufferSink::default()
+    };
     // Bytes the values decode to, where the encoding can expand (byte strings; fixed-size
     // values, whose nulls take their width too).
     let mut decoded = match kind {
@@ -701,6 +721,10 @@ fn int_values<T: NativeInt>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -
 /// Encodes integers through the `i64` cascade when they fit (every type but `u64` and
 /// decimals can), else with bit-packing over their own range.
 fn encode_int_column<T: NativeInt>(values: &[T], sink: &mut BufferSink) {
+    if sink.byteslice {
+        encode_ints(values, sink, 1);
+        return;
+    }
     let as_i64: Option<Vec<i64>> = values
         .iter()
         .map(|v| i64::try_from(v.to_i128()).ok())

@@ -41,7 +41,10 @@ pub mod wire;
 
 pub use byte_values::{DECODE_EXPANSION, DECODE_FLOOR, decode_budget};
 pub use chunk::Chunk;
-pub use column::{EncodedColumn, PhysicalKind, dictionary_type, encode_array, physical_kind};
+pub use column::{
+    EncodeOptions, EncodedColumn, PhysicalKind, dictionary_type, encode_array, encode_array_with,
+    physical_kind,
+};
 pub use domain::Domain;
 pub use encoding::DECODE_ROW_COST;
 pub use encodings::lookup::{encode_lookups, lookup_source};

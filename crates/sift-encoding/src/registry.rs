@@ -20,8 +20,8 @@ use crate::domain::{Domain, FloatBits, Strings, Value, compact, exact_count, uni
 use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
 use crate::encodings::{
-    alp, alp_rd, bitmap, byte_stream_split, bytes, constant, delta, dict, frame, fsst, hybrid,
-    lookup, patch, plain, rle,
+    alp, alp_rd, bitmap, byte_stream_split, bytes, byteslice, constant, delta, dict, frame, fsst,
+    hybrid, lookup, patch, plain, rle,
 };
 use crate::error::{Result, corrupt};
 use crate::predicate::{BytesMatcher, BytesShape, DomainPred};
@@ -140,6 +140,7 @@ registry! {
     Lookup(lookup::Lookup),
     ByteStreamSplit(byte_stream_split::ByteStreamSplit),
     Hybrid(hybrid::Hybrid),
+    ByteSlice(byteslice::ByteSlice),
 }
 
 impl Node {

@@ -254,6 +254,10 @@ pub(crate) fn stored_size(nodes: &[Node], buffers: &[Vec<u8>]) -> usize {
 pub(crate) struct BufferSink {
     pub(crate) buffers: Vec<Vec<u8>>,
     pub(crate) nodes: Vec<Node>,
+    /// Frame-of-reference codes wider than a byte are stored as byte slices instead of
+    /// bit-packed (a column option; sampling sinks leave it off, so the chooser's sizes
+    /// compare bit-packed layouts).
+    pub(crate) byteslice: bool,
 }
 
 impl BufferSink {

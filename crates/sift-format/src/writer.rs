@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, SchemaRef};
-use sift_encoding::{encode_array, encode_lookups};
+use sift_encoding::{EncodeOptions, encode_array_with, encode_lookups};
 
 use crate::error::{Error, Result, io_err};
 use crate::footer::{BlockMeta, ChunkMeta, Footer, MAGIC, Segment};
@@ -32,6 +32,11 @@ pub struct WriteOptions {
     /// bytes are the same for any count: each column is encoded on its own, and written in
     /// column order.
     pub threads: usize,
+    /// Columns whose codes are stored as byte slices
+    /// ([`EncodeOptions::byteslice`](sift_encoding::EncodeOptions::byteslice)): range
+    /// filters on wide codes stop after a byte or two, for a larger file. Every name must
+    /// be a column of the schema.
+    pub byteslice: Vec<String>,
 }
 
 impl Default for WriteOptions {
@@ -39,6 +44,7 @@ impl Default for WriteOptions {
         Self {
             block_rows: MAX_BLOCK_ROWS,
             threads: 1,
+            byteslice: Vec::new(),
         }
     }
 }
@@ -90,6 +96,15 @@ impl SiftWriter {
         if options.block_rows == 0 || options.block_rows > MAX_BLOCK_ROWS {
             return Err(Error::Invalid(format!(
                 "block_rows must be in 1..={MAX_BLOCK_ROWS}"
+            )));
+        }
+        if let Some(name) = options
+            .byteslice
+            .iter()
+            .find(|n| !fields.iter().any(|f| &f.name == *n))
+        {
+            return Err(Error::Invalid(format!(
+                "byte slices asked for column '{name}', which the schema does not have"
             )));
         }
         let (_, stored) =
@@ -213,7 +228,10 @@ impl SiftWriter {
                      dictionary keys can index; write smaller blocks or use a wider key type"
                 )));
             }
-            encode_array(array.as_ref())
+            let options = EncodeOptions {
+                byteslice: self.options.byteslice.contains(name),
+            };
+            encode_array_with(array.as_ref(), options)
                 .map_err(|e| Error::Invalid(format!("column '{name}', block {block_no}: {e}")))
         };
         let mut encoded_columns = parallel_map(block.num_columns(), self.options.threads, encode)?;

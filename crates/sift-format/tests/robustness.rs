@@ -21,7 +21,8 @@ use sift_encoding::{ColumnEncoding, Node, Validity};
 const DECODE_FLOOR: usize = 64 << 20;
 use sift_format::{
     BlockMeta, ChunkMeta, ChunkStats, ColumnType, Error, FORMAT_VERSION, Footer, MAGIC,
-    ReadOptions, Segment, SiftFile, StoredField, TRAILER_LEN, Unit, footer_checksum, seal_footer,
+    ReadOptions, Segment, SiftFile, SiftWriter, StoredField, TRAILER_LEN, Unit, WriteOptions,
+    footer_checksum, seal_footer,
 };
 use tracking::{tracked, tracked_refusing_above};
 
@@ -94,6 +95,27 @@ fn make_sample(name: &'static str, batch: RecordBatch, block_rows: usize) -> Sam
     Sample { name, bytes, batch }
 }
 
+/// A sample whose every column stores its codes as byte slices.
+fn byteslice_sample(name: &'static str, batch: RecordBatch, block_rows: usize) -> Sample {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    let options = WriteOptions {
+        block_rows,
+        byteslice: batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect(),
+        ..WriteOptions::default()
+    };
+    let mut w = SiftWriter::create(&path, batch.schema(), options).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    Sample { name, bytes, batch }
+}
+
 fn samples() -> &'static [Sample] {
     static SAMPLES: OnceLock<Vec<Sample>> = OnceLock::new();
     SAMPLES.get_or_init(|| {
@@ -102,6 +124,7 @@ fn samples() -> &'static [Sample] {
             make_sample("plain.sift", plain_batch(230), 100),
             make_sample("tiny.sift", mixed_batch(1), 100),
             make_sample("empty.sift", mixed_batch(0), 100),
+            byteslice_sample("byteslice.sift", mixed_batch(350), 100),
         ]
     })
 }
@@ -1479,6 +1502,10 @@ fn write_fuzz_seeds() {
             make_sample("so", scheme_batch(400, 8..16), 400).bytes,
         ),
         ("empty", sample("empty.sift").bytes.clone()),
+        (
+            "byteslice",
+            byteslice_sample("b", mixed_batch(40), 16).bytes,
+        ),
     ];
     for (name, bytes) in seeds {
         assert!(bytes.len() < 10_000, "{name}: {} bytes", bytes.len());
@@ -1617,8 +1644,21 @@ fn fuzz_seeds_reach_every_scheme() {
         }
     }
     let all = [
-        "plain", "for", "bitmap", "bytes", "dict", "const", "rle", "patch", "delta", "alp",
-        "alprd", "bss", "fsst", "lookup",
+        "plain",
+        "for",
+        "bitmap",
+        "bytes",
+        "dict",
+        "const",
+        "rle",
+        "patch",
+        "delta",
+        "alp",
+        "alprd",
+        "bss",
+        "fsst",
+        "lookup",
+        "byteslice",
     ];
     let missing: Vec<&str> = all.iter().copied().filter(|s| !seen.contains(s)).collect();
     assert!(

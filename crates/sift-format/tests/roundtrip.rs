@@ -809,6 +809,7 @@ fn threads_do_not_change_the_file() {
         let options = WriteOptions {
             block_rows: 700,
             threads,
+            ..WriteOptions::default()
         };
         let mut w = SiftWriter::create(&path, batch.schema(), options).unwrap();
         w.write(&batch).unwrap();
@@ -819,4 +820,54 @@ fn threads_do_not_change_the_file() {
     for threads in [2, 3, 16] {
         assert!(write(threads) == one, "{threads} threads wrote other bytes");
     }
+}
+
+/// Every type round-trips with its codes stored as byte slices; integer columns wider
+/// than a byte get a byte-sliced root, and a name the schema lacks is refused.
+#[test]
+fn byteslice_columns_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    for nulls in [Nulls::None, Nulls::Some, Nulls::All] {
+        for n in [0, 1, 65, 3000] {
+            let batch = batch_of(all_types(n, nulls));
+            let names: Vec<String> = batch
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect();
+            let path = dir.path().join("b.sift");
+            let options = WriteOptions {
+                block_rows: 1000,
+                byteslice: names,
+                ..WriteOptions::default()
+            };
+            let mut w = SiftWriter::create(&path, batch.schema(), options).unwrap();
+            w.write(&batch).unwrap();
+            w.finish().unwrap();
+            let (f, out) = read(&path);
+            assert_same(&batch, &out);
+            if n == 3000 && nulls == Nulls::None {
+                let enc = encodings(&f, 0);
+                let sliced: Vec<&String> = enc
+                    .keys()
+                    .filter(|c| enc[*c].contains("byteslice"))
+                    .collect();
+                assert!(enc["i64_narrow"].starts_with("byteslice"), "{enc:?}");
+                assert!(sliced.len() > 3, "{enc:?}");
+            }
+        }
+    }
+    let batch = mixed_batch(10);
+    let err = SiftWriter::create(
+        dir.path().join("x.sift"),
+        batch.schema(),
+        WriteOptions {
+            byteslice: vec!["no_such".into()],
+            ..WriteOptions::default()
+        },
+    )
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("'no_such'"), "{err}");
 }

@@ -310,6 +310,9 @@ pub struct OutputOptions {
     pub compression: ParquetCompression,
     /// Threads encoding a Sift block's columns (the file is the same for any count).
     pub threads: usize,
+    /// Sift columns whose codes are stored as byte slices
+    /// ([`WriteOptions::byteslice`]).
+    pub byteslice: Vec<String>,
 }
 
 impl Default for OutputOptions {
@@ -318,6 +321,7 @@ impl Default for OutputOptions {
             block_rows: sift_format::MAX_BLOCK_ROWS,
             compression: ParquetCompression::Zstd,
             threads: 1,
+            byteslice: Vec::new(),
         }
     }
 }
@@ -348,6 +352,7 @@ impl Output {
                 let options = WriteOptions {
                     block_rows: options.block_rows,
                     threads: options.threads,
+                    byteslice: options.byteslice.clone(),
                 };
                 Sink::Sift(SiftWriter::create(path, schema.clone(), options).with_context(ctx)?)
             }

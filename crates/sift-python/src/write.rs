@@ -20,7 +20,8 @@ use crate::interrupt::{self, Interrupted};
 /// `__arrow_c_stream__` (a `pyarrow.Table`, `RecordBatchReader`, a Polars frame …) into
 /// `path` (`.sift`, `.parquet`, `.arrow`, `.arrows`), atomically; returns a summary.
 #[pyfunction]
-#[pyo3(signature = (data, path, block_rows = None, compression = None, threads = None, progress = None))]
+#[pyo3(signature = (data, path, block_rows = None, compression = None, threads = None, progress = None, byteslice = None))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `sift.write`
 pub fn write<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -29,8 +30,9 @@ pub fn write<'py>(
     compression: Option<String>,
     threads: Option<usize>,
     progress: Option<bool>,
+    byteslice: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let options = output_options(&path, block_rows, compression, threads)?;
+    let options = output_options(&path, block_rows, compression, threads, byteslice)?;
     let stream = ArrowArrayStreamReader::from_pyarrow_bound(data)?;
     let schema = stream.schema();
     let input = Input {
@@ -43,7 +45,8 @@ pub fn write<'py>(
 
 /// `convert(src, dst, …)`: any input format `sift convert` reads into any output format.
 #[pyfunction]
-#[pyo3(signature = (src, dst, block_rows = None, compression = None, threads = None, progress = None))]
+#[pyo3(signature = (src, dst, block_rows = None, compression = None, threads = None, progress = None, byteslice = None))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `sift.convert`
 pub fn convert<'py>(
     py: Python<'py>,
     src: PathBuf,
@@ -52,8 +55,9 @@ pub fn convert<'py>(
     compression: Option<String>,
     threads: Option<usize>,
     progress: Option<bool>,
+    byteslice: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let options = output_options(&dst, block_rows, compression, threads)?;
+    let options = output_options(&dst, block_rows, compression, threads, byteslice)?;
     if sift_io::same_file(&src, &dst) {
         return Err(SiftError::new_err(format!(
             "{}: input and output are the same file",
@@ -80,6 +84,7 @@ fn output_options(
     block_rows: Option<usize>,
     compression: Option<String>,
     threads: Option<usize>,
+    byteslice: Option<Vec<String>>,
 ) -> PyResult<OutputOptions> {
     let format = Format::of(path).map_err(crate::errors::chain_error)?;
     let mut options = OutputOptions {
@@ -93,6 +98,12 @@ fn output_options(
             ));
         }
         options.block_rows = n;
+    }
+    if let Some(columns) = byteslice {
+        if format != Format::Sift {
+            return Err(SiftError::new_err("byteslice only applies to .sift output"));
+        }
+        options.byteslice = columns;
     }
     if let Some(c) = compression {
         if format != Format::Parquet {

@@ -651,6 +651,36 @@ proptest! {
 
 proptest! {
     #![proptest_config(ProptestConfig {
+        cases: cases(48),
+        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
+
+    /// Every column's codes stored as byte slices: the same answers as the reference.
+    #[test]
+    fn byteslice_scans_equal_the_reference(
+        spec in table_strategy(),
+        queries in prop::collection::vec(query_strategy(), 1..=6),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let batch = spec.generate();
+        let path = dir.path().join("b.sift");
+        let byteslice = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+        let options = sift_format::WriteOptions {
+            block_rows: spec.block_rows,
+            byteslice,
+            ..Default::default()
+        };
+        common::write_sift_with(&path, &batch, options);
+        let sift = Table::open(&path).unwrap();
+        for q in &queries {
+            check(&sift, "sift byteslice", &batch, q);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
         cases: cases(32),
         failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"))),
         ..ProptestConfig::default()

@@ -15,7 +15,7 @@ use sift_bits::predicate::Predicate;
 
 use crate::domain::{Domain, Value, uniform};
 use crate::encoding::Encoding;
-use crate::encodings::plain;
+use crate::encodings::{byteslice, plain};
 use crate::error::{Result, corrupt};
 use crate::predicate::DomainPred;
 use crate::tree::{BufferSink, Buffers, ColumnEncoding, Ctx, NodeId};
@@ -128,7 +128,8 @@ pub(crate) fn encode_ints<T: NativeInt>(values: &[T], sink: &mut BufferSink, _de
     }
 }
 
-/// Encodes codes that are already offsets from `base`.
+/// Encodes codes that are already offsets from `base`: bit-packed, or as byte slices when
+/// the column asks for them and the codes are wider than a byte.
 pub(crate) fn encode_for(base: i128, codes: &[u64], sink: &mut BufferSink) -> NodeId {
     let bits = codes
         .iter()
@@ -136,6 +137,9 @@ pub(crate) fn encode_for(base: i128, codes: &[u64], sink: &mut BufferSink) -> No
         .max()
         .map(pack::bit_width)
         .unwrap_or(0);
+    if sink.byteslice && bits > 8 {
+        return byteslice::encode(base, codes, bits, sink);
+    }
     let words = pack::pack(codes, bits);
     let mut bytes = Vec::with_capacity(words.len() * 8);
     pack::extend_le_bytes(&mut bytes, &words);
@@ -191,28 +195,17 @@ impl For {
         hi: i128,
         negate: bool,
     ) -> Result<Bitmap> {
-        let (base, bits) = (self.base, self.bits);
-        if bits > 64 {
-            return Err(corrupt(format!("bit width {bits} > 64")));
-        }
-        let max = if bits == 64 {
-            u64::MAX
-        } else {
-            (1u64 << bits) - 1
-        };
-        let lo = lo.saturating_sub(base).max(0);
-        let hi = hi.saturating_sub(base).min(i128::from(max));
-        if lo > hi {
+        let Some((lo, hi)) = code_range(self.base, self.bits, lo, hi)? else {
             return Ok(uniform(count, negate));
-        }
+        };
         let words = self.words(ctx, count)?;
         let mut out = Bitmap::default();
         sift_bits::packed_cmp::compare_into(
             sift_bits::Level::active(),
             &words,
-            u32::from(bits),
+            u32::from(self.bits),
             count,
-            Predicate::Between(lo as u64, hi as u64),
+            Predicate::Between(lo, hi),
             &mut out,
         )
         .map_err(|e| corrupt(format!("packed codes: {e}")))?;
@@ -221,6 +214,35 @@ impl For {
         }
         Ok(out)
     }
+}
+
+/// The value range `lo..=hi` as a range of frame-of-reference codes (values `base + code`
+/// with codes `bits` wide), clipped to the codes' span; `None` if no code lies in it.
+pub(crate) fn code_range(base: i128, bits: u8, lo: i128, hi: i128) -> Result<Option<(u64, u64)>> {
+    if bits > 64 {
+        return Err(corrupt(format!("bit width {bits} > 64")));
+    }
+    let max = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let lo = lo.saturating_sub(base).max(0);
+    let hi = hi.saturating_sub(base).min(i128::from(max));
+    // Both bounds now lie in 0..=max, so they fit u64.
+    Ok((lo <= hi).then_some((lo as u64, hi as u64)))
+}
+
+/// The frame-of-reference base as an `i64`, for the cascade's values.
+pub(crate) fn base_i64(base: i128) -> Result<i64> {
+    i64::try_from(base).map_err(|_| corrupt(format!("frame-of-reference base {base} out of range")))
+}
+
+/// Whether values `base + code` with codes `bits` wide may lie outside `i64`.
+pub(crate) fn beyond_i64(base: i128, bits: u8) -> bool {
+    i64::try_from(base).is_err()
+        || bits >= 64
+        || base.saturating_add((1i128 << bits) - 1) > i128::from(i64::MAX)
 }
 
 impl Encoding for For {
@@ -272,12 +294,7 @@ impl Encoding for For {
         if V::DOMAIN != Domain::Int {
             return Ok(None);
         }
-        let base = i64::try_from(self.base).map_err(|_| {
-            corrupt(format!(
-                "frame-of-reference base {} out of range",
-                self.base
-            ))
-        })?;
+        let base = base_i64(self.base)?;
         let words = self.words(ctx, count)?;
         let out = sift_bits::select::unpack_selected_for::<u64>(
             &words,
@@ -324,9 +341,7 @@ impl Encoding for For {
     }
 
     fn beyond_i64(&self, _bytes: usize) -> bool {
-        i64::try_from(self.base).is_err()
-            || self.bits >= 64
-            || self.base.saturating_add((1i128 << self.bits) - 1) > i128::from(i64::MAX)
+        beyond_i64(self.base, self.bits)
     }
 
     fn scan_cost(&self, _enc: &ColumnEncoding, _id: NodeId) -> Option<f64> {

@@ -273,6 +273,13 @@ def _arrow_stream(data: Any) -> Any:
     )
 
 
+def _column_names(names: Optional[Sequence[str]]) -> Optional[List[str]]:
+    """A column list argument: one name or a sequence of names."""
+    if names is None:
+        return None
+    return [names] if isinstance(names, str) else [str(n) for n in names]
+
+
 def write(
     data: Any,
     path: PathLike,
@@ -281,6 +288,7 @@ def write(
     compression: Optional[str] = None,
     threads: Optional[int] = None,
     progress: Optional[bool] = None,
+    byteslice: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """Writes ``data`` to ``path``: a ``.sift`` file (or ``.parquet``, ``.arrow``,
     ``.arrows``, by the extension).
@@ -296,6 +304,9 @@ def write(
         threads: threads encoding a block's columns at once (default: every core); the
             file is the same for any count.
         progress: a progress bar on stderr; by default only when stderr is a terminal.
+        byteslice: Sift columns whose codes are stored as byte slices: range filters on
+            wide codes (keys, prices, timestamps) compare a byte or two per value instead
+            of every bit, for a larger file (``sift convert --byteslice``).
 
     Returns ``{"path", "rows", "bytes", "seconds"}``.
     """
@@ -306,6 +317,7 @@ def write(
         compression=compression,
         threads=threads,
         progress=progress,
+        byteslice=_column_names(byteslice),
     )
 
 
@@ -317,6 +329,7 @@ def convert(
     compression: Optional[str] = None,
     threads: Optional[int] = None,
     progress: Optional[bool] = None,
+    byteslice: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """Converts a file, as ``sift convert`` does: Sift, Parquet, CSV and Arrow IPC
     (``.arrow``/``.feather``/``.ipc``, ``.arrows``) in; Sift, Parquet and Arrow IPC out.
@@ -328,6 +341,7 @@ def convert(
         compression=compression,
         threads=threads,
         progress=progress,
+        byteslice=_column_names(byteslice),
     )
 
 

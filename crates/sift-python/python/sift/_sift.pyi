@@ -55,6 +55,7 @@ def write(
     compression: Optional[str] = None,
     threads: Optional[int] = None,
     progress: Optional[bool] = None,
+    byteslice: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]: ...
 def convert(
     src: str,
@@ -63,6 +64,7 @@ def convert(
     compression: Optional[str] = None,
     threads: Optional[int] = None,
     progress: Optional[bool] = None,
+    byteslice: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]: ...
 def sql(
     query: str, tables: Optional[Mapping[str, str]] = None, threads: Optional[int] = None

@@ -306,15 +306,19 @@ impl TableSpec {
 
 /// Writes `batch` as a Sift file of `block_rows`-row blocks, fed in uneven pieces.
 pub fn write_sift(path: &Path, batch: &RecordBatch, block_rows: usize) {
-    let mut w = SiftWriter::create(
+    write_sift_with(
         path,
-        batch.schema(),
+        batch,
         WriteOptions {
             block_rows,
             ..Default::default()
         },
-    )
-    .unwrap();
+    );
+}
+
+/// [`write_sift`] with any writer options.
+pub fn write_sift_with(path: &Path, batch: &RecordBatch, options: WriteOptions) {
+    let mut w = SiftWriter::create(path, batch.schema(), options).unwrap();
     let mut off = 0;
     let mut piece = 1;
     while off < batch.num_rows() {
