@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Shared by bench/run.sh, bench/queries.sh and bench/sql.sh: venv setup, release build of
-# sift (or $SIFT_BIN if set, never built here), then a harness script on one core
+# Shared by bench/run.sh, bench/queries.sh, bench/sql.sh, bench/corpus.sh and bench/byteslice.sh: venv setup,
+# release build of sift (or $SIFT_BIN if set, never built here), then a harness script on one core
 # (taskset -c 0) with single-threaded libraries (a harness pins each engine it runs).
 #
 #   bench/launch.sh NAME SCRIPT.py [--scale SF] [--no-build] [script options...]

@@ -95,6 +95,31 @@ fn select(c: &mut Criterion) {
     g.finish();
 }
 
+/// Selected values of 24-bit codes, bit-packed (`unpack_selected_into`) against byte slices
+/// (`ByteSlices::select`, at the active level), at 1/1024, 1/8 and 1/2 of the rows.
+fn byteslice_select(c: &mut Criterion) {
+    let mut next = rng(6);
+    let w = 24;
+    let codes: Vec<u64> = (0..N).map(|_| next() & low_mask(w)).collect();
+    let packed = pack(&codes, w);
+    let bs = ByteSlices::from_codes(&codes, w).unwrap();
+    let mut g = c.benchmark_group("select_w24");
+    g.throughput(Throughput::Elements(N as u64));
+    for (name, k) in [("1_1024", 10), ("1_8", 3), ("1_2", 1)] {
+        let sel = bitmap(&mut next, k);
+        let mut vals: Vec<u64> = Vec::new();
+        let level = Level::active();
+        g.bench_function(BenchmarkId::new("packed", name), |b| {
+            b.iter(|| unpack_selected_into(level, &packed, w, 0u64, &sel, &mut vals))
+        });
+        g.bench_function(BenchmarkId::new("byteslice", name), |b| {
+            b.iter(|| bs.select(&sel).unwrap())
+        });
+    }
+    g.bench_function("byteslice/decode", |b| b.iter(|| bs.decode()));
+    g.finish();
+}
+
 fn predicates(c: &mut Criterion) {
     let mut next = rng(3);
     let w = 12;
@@ -195,6 +220,6 @@ criterion_group! {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_millis(700));
-    targets = unpack, select, predicates, range_compare, range_compare_values, levels
+    targets = unpack, select, byteslice_select, predicates, range_compare, range_compare_values, levels
 }
 criterion_main!(benches);

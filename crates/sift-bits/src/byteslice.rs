@@ -150,21 +150,27 @@ impl<'a> ByteSlices<'a> {
     /// Every code, in order.
     pub fn decode(&self) -> Vec<u64> {
         let mut out = vec![0u64; self.len];
-        // Slice by slice, so each pass is a sequential stream the compiler vectorises.
-        for j in 0..self.num_slices() {
-            for (o, &b) in out.iter_mut().zip(self.slice(j)) {
-                *o = (*o << 8) | u64::from(b);
-            }
-        }
-        let pad = self.pad();
-        if pad > 0 {
-            out.iter_mut().for_each(|o| *o >>= pad);
-        }
+        self.assemble(Level::active(), 0, &mut out);
         out
     }
 
+    /// Codes `start..start + out.len()` into `out` (which must lie within the codes).
+    fn assemble(&self, level: Level, start: usize, out: &mut [u64]) {
+        let (stride, pad) = (self.stride(), self.pad());
+        let (data, s) = (&self.data[..], self.num_slices());
+        match level.clamp() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `clamp` returned a SIMD level only if AVX2 (which both imply) was
+            // detected.
+            Level::Avx512 | Level::Avx2 => unsafe {
+                assemble_avx2(data, stride, s, pad, start, out)
+            },
+            _ => assemble_slices(data, stride, s, pad, start, out),
+        }
+    }
+
     /// The codes at the rows set in `sel` (which must have [`len`](Self::len) bits), in
-    /// order; only those rows' bytes are read.
+    /// order; only the selected rows' bytes are read when the selection is sparse.
     pub fn select(&self, sel: &Bitmap) -> Result<Vec<u64>, BitsError> {
         if sel.len() != self.len {
             return Err(BitsError::Length {
@@ -173,7 +179,46 @@ impl<'a> ByteSlices<'a> {
                 expected: self.len,
             });
         }
-        let mut out: Vec<u64> = vec![0; sel.count_ones()];
+        let selected = sel.count_ones();
+        if selected * DENSE_SELECT > self.len {
+            // Dense: assemble each segment holding a selected row whole (sequential, in
+            // SIMD registers), then keep its selected codes: one by one when they are few,
+            // else with branch-free stores (every code is written, the position advances
+            // only past selected ones; 64 slots of slack absorb the writes past the last).
+            let level = Level::active();
+            let mut out: Vec<u64> = vec![0; selected + 64];
+            let mut buf = [0u64; 64];
+            let mut k = 0;
+            for (seg, &word) in sel.words().iter().enumerate() {
+                if word == 0 {
+                    continue;
+                }
+                let start = seg * 64;
+                let n = (self.len - start).min(64);
+                self.assemble(level, start, &mut buf[..n]);
+                // The bitmap has no bits past `len`, so `k + b <= selected + 63` here.
+                let dst = &mut out[k..k + n];
+                let ones = word.count_ones() as usize;
+                if ones >= 24 {
+                    let mut at = 0;
+                    for (b, &code) in buf[..n].iter().enumerate() {
+                        dst[at] = code;
+                        at += ((word >> b) & 1) as usize;
+                    }
+                } else {
+                    let mut w = word;
+                    for d in &mut dst[..ones] {
+                        *d = buf[w.trailing_zeros() as usize];
+                        w &= w - 1;
+                    }
+                }
+                k += ones;
+            }
+            out.truncate(selected);
+            return Ok(out);
+        }
+        let mut out: Vec<u64> = vec![0; selected];
+        // Sparse: gather the selected rows' bytes, slice by slice.
         let stride = self.stride();
         for j in 0..self.num_slices() {
             let slice = &self.data[j * stride..(j + 1) * stride];
@@ -261,6 +306,58 @@ impl<'a> ByteSlices<'a> {
         *out = Bitmap::from_words_trusted(words, self.len);
         Ok(())
     }
+}
+
+/// A selection of more than one row in this many assembles whole segments and compacts
+/// ([`ByteSlices::select`]) instead of gathering row by row.
+const DENSE_SELECT: usize = 16;
+
+/// Codes `start..start + out.len()` of `s` slices `stride` bytes apart in `data`, each
+/// shifted down by `pad`: one pass writing each code once, with the slice count a constant
+/// so that the per-row loop over slices unrolls and the row loop vectorises.
+#[inline(always)]
+fn assemble_slices(data: &[u8], stride: usize, s: usize, pad: u32, start: usize, out: &mut [u64]) {
+    #[inline(always)]
+    fn rows<const S: usize>(data: &[u8], stride: usize, pad: u32, start: usize, out: &mut [u64]) {
+        let n = out.len();
+        let slices: [&[u8]; S] =
+            std::array::from_fn(|j| &data[j * stride + start..j * stride + start + n]);
+        for (i, o) in out.iter_mut().enumerate() {
+            let mut v = 0u64;
+            for slice in slices {
+                v = (v << 8) | u64::from(slice[i]);
+            }
+            *o = v >> pad;
+        }
+    }
+    match s {
+        0 => out.fill(0),
+        1 => rows::<1>(data, stride, pad, start, out),
+        2 => rows::<2>(data, stride, pad, start, out),
+        3 => rows::<3>(data, stride, pad, start, out),
+        4 => rows::<4>(data, stride, pad, start, out),
+        5 => rows::<5>(data, stride, pad, start, out),
+        6 => rows::<6>(data, stride, pad, start, out),
+        7 => rows::<7>(data, stride, pad, start, out),
+        _ => rows::<8>(data, stride, pad, start, out),
+    }
+}
+
+/// [`assemble_slices`] compiled with AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn assemble_avx2(
+    data: &[u8],
+    stride: usize,
+    s: usize,
+    pad: u32,
+    start: usize,
+    out: &mut [u64],
+) {
+    assemble_slices(data, stride, s, pad, start, out);
 }
 
 /// The constant's bytes per slice and which sides of the range are live.

@@ -35,6 +35,9 @@ pub(crate) enum When {
     Dominant,
     /// The input is (nearly) sorted.
     Sorted,
+    /// The whole input repeats with a period (`cycle::period`); never seen in a sample,
+    /// so settled on the full input.
+    Periodic,
 }
 
 /// One scheme of a domain, as the chooser sees it.
@@ -66,17 +69,19 @@ struct Stats<V> {
     /// Distinct values in the sample (exact for small inputs).
     sample_distinct: usize,
     sample_len: usize,
-    /// Whether the whole input has at most `n / FULL_DISTINCT_RATIO` distinct values;
+    /// Whether the whole input has at most `n / full_distinct_ratio` distinct values;
     /// counted only when the sample alone rules a dictionary out.
     few_distinct: bool,
     /// The most frequent sample value and its count.
     top: Option<(V, usize)>,
     /// Adjacent pairs in order (for delta).
     ascending: usize,
+    /// The whole input repeats with a period.
+    periodic: bool,
 }
 
 impl<V: Sampled> Stats<V> {
-    fn of(values: &[V], sample: &[V]) -> Self {
+    fn of(values: &[V], sample: &[V], full_distinct_ratio: usize) -> Self {
         let mut runs = usize::from(!values.is_empty());
         let mut ascending = 0;
         for w in values.windows(2) {
@@ -97,7 +102,7 @@ impl<V: Sampled> Stats<V> {
         let sample_distinct = counts.len();
         let few_distinct = sample_distinct * 2 > sample.len()
             && values.len() > sample.len()
-            && few_distinct(values, values.len() / FULL_DISTINCT_RATIO);
+            && few_distinct(values, values.len() / full_distinct_ratio.max(1));
         Self {
             n: values.len(),
             constant: runs == 1,
@@ -107,6 +112,7 @@ impl<V: Sampled> Stats<V> {
             few_distinct,
             top,
             ascending,
+            periodic: runs > 1 && crate::encodings::cycle::period(values).is_some(),
         }
     }
 
@@ -125,12 +131,13 @@ impl<V: Sampled> Stats<V> {
     }
 }
 
-/// A dictionary is tried when the whole input has at most one distinct value in this many.
-/// The sample's own rule (BtrBlocks: at most half the sample distinct) misses values drawn
-/// from a domain of a few thousand, e.g. clock times as HHMM: 640 sampled values look
-/// mostly distinct although the block holds only ~1,400, and a dictionary saves a bit per
-/// value over the frame of reference.
-const FULL_DISTINCT_RATIO: usize = 8;
+// A dictionary is tried when the whole input has at most one distinct value in
+// `full_distinct_ratio` (set per domain by the registry). The sample's own rule
+// (BtrBlocks: at most half the sample distinct) misses values drawn from a domain of a few
+// thousand, e.g. clock times as HHMM: 640 sampled values look mostly distinct although the
+// block holds only ~1,400, and a dictionary saves a bit per value over the frame of
+// reference. Doubles that are not decimals cost 35–64 bits a value, so a dictionary can pay
+// off even with one distinct value in two or three.
 
 /// Whether `values` has at most `limit` distinct values; stops counting past the limit, so
 /// high-cardinality inputs cost about `limit` hash insertions.
@@ -198,9 +205,10 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
     depth: u8,
     schemes: &[Scheme<V>],
     constant: ConstantEncoder<V>,
+    full_distinct_ratio: usize,
 ) -> NodeId {
     let s = sample(values);
-    let stats = Stats::of(values, &s);
+    let stats = Stats::of(values, &s, full_distinct_ratio);
     if stats.constant {
         return constant(values[0], sink);
     }
@@ -218,6 +226,7 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
         When::Repetition => stats.sample_dict_viable(),
         When::Dominant => stats.frequency_viable(),
         When::Sorted => stats.sorted(),
+        When::Periodic => false,
     };
     let candidates: Vec<usize> = (0..schemes.len())
         .filter(|&i| worth(schemes[i].when))
@@ -232,6 +241,11 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
         // The sample holds most of the dictionary but few repeats of each entry, so its
         // estimate is biased against the dictionary: settle it on the full data.
         best = choose(&[best, dict], values, values, encode).unwrap_or(best);
+    }
+    if stats.periodic
+        && let Some(cycle) = schemes.iter().position(|s| s.when == When::Periodic)
+    {
+        best = choose(&[best, cycle], values, values, encode).unwrap_or(best);
     }
     run(best, values, sink)
 }
@@ -283,9 +297,12 @@ pub(crate) struct StringSchemes {
     pub dict: StringEncoder,
     /// Not for fixed-size values.
     pub fsst: fn(&[&[u8]], &mut BufferSink, u8) -> NodeId,
+    /// Front coding; not for fixed-size values.
+    pub prefix: fn(&[&[u8]], &mut BufferSink, u8) -> NodeId,
 }
 
-/// Encodes byte strings: constant, plain, sorted dictionary or FSST, chosen by sampling.
+/// Encodes byte strings: constant, plain, sorted dictionary, FSST or front coding, chosen by
+/// sampling.
 pub(crate) fn encode_strings(
     values: &[&[u8]],
     fixed: Option<u32>,
@@ -298,6 +315,7 @@ pub(crate) fn encode_strings(
         Plain,
         Dict,
         Fsst,
+        Prefix,
     }
     if let Some(first) = values.first()
         && values.iter().all(|v| v == first)
@@ -318,11 +336,15 @@ pub(crate) fn encode_strings(
     }
     if fixed.is_none() {
         candidates.push(S::Fsst);
+        if shares_prefixes(&s) {
+            candidates.push(S::Prefix);
+        }
     }
     let encode = |scheme: S, values: &[&[u8]], sink: &mut BufferSink| match scheme {
         S::Plain => (schemes.plain)(values, fixed, sink, depth),
         S::Dict => (schemes.dict)(values, fixed, sink, depth),
         S::Fsst => (schemes.fsst)(values, sink, depth),
+        S::Prefix => (schemes.prefix)(values, sink, depth),
     };
     let mut best = choose(&candidates, &s, values, |c, data, scratch| {
         encode(c, data, scratch);
@@ -340,6 +362,19 @@ pub(crate) fn encode_strings(
         }
     }
     encode(best, values, sink)
+}
+
+/// Front coding is tried when neighbours share at least this many bytes on average: below,
+/// it saves too little to give up FSST's compressed-domain matching for.
+const MIN_SHARED_PREFIX: usize = 4;
+
+/// Whether neighbouring strings of the sample share [`MIN_SHARED_PREFIX`] bytes on average.
+fn shares_prefixes(sample: &[&[u8]]) -> bool {
+    let shared: usize = sample
+        .windows(2)
+        .map(|w| w[0].iter().zip(w[1]).take_while(|(a, b)| a == b).count())
+        .sum();
+    shared >= MIN_SHARED_PREFIX * sample.len().saturating_sub(1).max(1)
 }
 
 /// True if `values` hold at most `limit` distinct values (stops counting past the limit).

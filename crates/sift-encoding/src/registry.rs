@@ -20,8 +20,8 @@ use crate::domain::{Domain, FloatBits, Strings, Value, compact, exact_count, uni
 use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
 use crate::encodings::{
-    alp, alp_rd, bitmap, byte_stream_split, bytes, byteslice, constant, delta, dict, frame, fsst,
-    hybrid, lookup, patch, plain, rle,
+    alp, alp_rd, bitmap, bitset, byte_stream_split, bytes, byteslice, constant, cycle, delta, dict,
+    frame, fsst, hybrid, lookup, patch, plain, prefix, rle,
 };
 use crate::error::{Result, corrupt};
 use crate::predicate::{BytesMatcher, BytesShape, DomainPred};
@@ -141,6 +141,9 @@ registry! {
     ByteStreamSplit(byte_stream_split::ByteStreamSplit),
     Hybrid(hybrid::Hybrid),
     ByteSlice(byteslice::ByteSlice),
+    BitSet(bitset::BitSet),
+    Cycle(cycle::Cycle),
+    Prefix(prefix::Prefix),
 }
 
 impl Node {
@@ -280,6 +283,7 @@ const INT_SCHEMES: &[Scheme<i64>] = &[
     Scheme::new("dict", When::Repetition, dict::encode::<i64>),
     Scheme::new("frequency", When::Dominant, patch::encode_frequency::<i64>),
     Scheme::new("delta", When::Sorted, delta::encode),
+    Scheme::new("cycle", When::Periodic, cycle::encode::<i64>),
 ];
 
 /// Double schemes, in the order the chooser tries them.
@@ -295,19 +299,25 @@ const FLOAT_SCHEMES: &[Scheme<FloatBits>] = &[
         When::Dominant,
         patch::encode_frequency::<FloatBits>,
     ),
+    Scheme::new("cycle", When::Periodic, cycle::encode::<FloatBits>),
 ];
 
 /// A domain's registered schemes.
 pub(crate) trait SchemeList: Sized + 'static {
     const SCHEMES: &'static [Scheme<Self>];
+    /// A dictionary is tried on the whole input when it holds at most one distinct value
+    /// in this many (see `chooser::encode_chosen`).
+    const FULL_DISTINCT_RATIO: usize;
 }
 
 impl SchemeList for i64 {
     const SCHEMES: &'static [Scheme<i64>] = INT_SCHEMES;
+    const FULL_DISTINCT_RATIO: usize = 8;
 }
 
 impl SchemeList for FloatBits {
     const SCHEMES: &'static [Scheme<FloatBits>] = FLOAT_SCHEMES;
+    const FULL_DISTINCT_RATIO: usize = 2;
 }
 
 /// Implements a domain's entry points through the registry.
@@ -349,7 +359,14 @@ impl Value for i64 {
         Some(v)
     }
     fn encode(values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
-        chooser::encode_chosen(values, sink, depth, Self::SCHEMES, constant::encode)
+        chooser::encode_chosen(
+            values,
+            sink,
+            depth,
+            Self::SCHEMES,
+            constant::encode,
+            Self::FULL_DISTINCT_RATIO,
+        )
     }
     dispatch!();
 }
@@ -366,7 +383,14 @@ impl Value for FloatBits {
         Some(v)
     }
     fn encode(values: &[FloatBits], sink: &mut BufferSink, depth: u8) -> NodeId {
-        chooser::encode_chosen(values, sink, depth, Self::SCHEMES, constant::encode)
+        chooser::encode_chosen(
+            values,
+            sink,
+            depth,
+            Self::SCHEMES,
+            constant::encode,
+            Self::FULL_DISTINCT_RATIO,
+        )
     }
     dispatch!();
 }
@@ -399,6 +423,7 @@ const STRING_SCHEMES: StringSchemes = StringSchemes {
     plain: bytes::encode,
     dict: dict::encode_bytes,
     fsst: fsst::encode,
+    prefix: prefix::encode,
 };
 
 impl Strings {

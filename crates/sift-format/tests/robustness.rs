@@ -1501,6 +1501,10 @@ fn write_fuzz_seeds() {
             "schemes-other",
             make_sample("so", scheme_batch(400, 8..16), 400).bytes,
         ),
+        (
+            "schemes-more",
+            make_sample("sm", scheme_batch(400, 16..18), 400).bytes,
+        ),
         ("empty", sample("empty.sift").bytes.clone()),
         (
             "byteslice",
@@ -1621,6 +1625,22 @@ fn scheme_batch(n: usize, columns: std::ops::Range<usize>) -> RecordBatch {
             Arc::new(Int64Array::from_iter_values(
                 (0..n as u64).map(|i| (hash(i) % 3) as i64 * 1_000_000 + 7),
             )),
+        ),
+        (
+            "periodic",
+            Arc::new(Int64Array::from_iter_values(
+                (0..n as u64).map(|i| (hash(i % 90) % 1000) as i64),
+            )),
+        ),
+        (
+            "mostly_zero",
+            Arc::new(Float64Array::from_iter_values((0..n as u64).map(|i| {
+                if hash(i).is_multiple_of(5) || hash(i + 1).is_multiple_of(3) {
+                    (hash(i + 2) % 200) as f64 / 10.0
+                } else {
+                    0.0
+                }
+            }))),
         ),
     ];
     RecordBatch::try_from_iter(all[columns].iter().cloned()).unwrap()

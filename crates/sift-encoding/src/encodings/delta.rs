@@ -22,7 +22,14 @@ pub struct Delta {
 /// keys and dates the differences are small).
 pub(crate) fn encode(values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
     let id = sink.reserve_node();
-    let first = values.first().copied().unwrap_or(0);
+    // The value before the first is taken one step before it (the first delta equals the
+    // second), so that a sequence with a constant step (weekly or hourly timestamps) has
+    // constant deltas instead of one outlier at the start.
+    let first = match values {
+        [a, b, ..] => a.wrapping_sub(b.wrapping_sub(*a)),
+        [a] => *a,
+        [] => 0,
+    };
     let mut prev = first;
     let deltas: Vec<i64> = values
         .iter()

@@ -288,6 +288,11 @@ mod tests {
     use proptest::prelude::*;
     use std::sync::Arc;
 
+    /// A pseudo-random non-negative number for `i` (scheduled times drawn without a period).
+    fn mix(i: i64) -> i64 {
+        ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 33) as i64
+    }
+
     fn bufs(c: &EncodedColumn) -> Vec<&[u8]> {
         c.buffers.iter().map(Vec::as_slice).collect()
     }
@@ -387,7 +392,7 @@ mod tests {
     #[test]
     fn derived_columns_become_lookups() {
         let times: Vec<i64> = (0..20_000)
-            .map(|i| (i * 37 % 24) * 100 + i * 13 % 60 / 5 * 5)
+            .map(|i| (mix(i) % 24) * 100 + mix(i + 7) % 60 / 5 * 5)
             .collect();
         let noise: Vec<i64> = (0..20_000).map(|i| i * 7919 % 1013).collect();
         let arrays = flights(&times, &noise);
@@ -421,7 +426,7 @@ mod tests {
     #[test]
     fn hostile_lookups_are_errors() {
         let times: Vec<i64> = (0..5_000)
-            .map(|i| (i * 37 % 24) * 100 + i * 13 % 60)
+            .map(|i| (mix(i) % 24) * 100 + mix(i + 7) % 60)
             .collect();
         let noise: Vec<i64> = (0..5_000).map(|i| i * 7919 % 100_003).collect();
         let arrays = flights(&times, &noise);

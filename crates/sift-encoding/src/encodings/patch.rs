@@ -10,8 +10,8 @@ use sift_bits::pack;
 
 use crate::domain::{Domain, Value, decode_indices};
 use crate::encoding::Encoding;
-use crate::encodings::constant;
 use crate::encodings::frame::{encode_for, encode_ints};
+use crate::encodings::{bitset, constant};
 use crate::error::{Result, corrupt};
 use crate::predicate::DomainPred;
 use crate::tree::{BufferSink, Ctx, NodeId};
@@ -72,7 +72,7 @@ pub(crate) fn finish<V: Value>(
     depth: u8,
 ) {
     let child_depth = depth.saturating_sub(1);
-    let pos = i64::encode(positions, sink, child_depth);
+    let pos = encode_positions(positions, sink, child_depth);
     let vals = V::encode(values, sink, child_depth);
     sink.set_node(
         id,
@@ -83,6 +83,24 @@ pub(crate) fn finish<V: Value>(
             values: vals,
         },
     );
+}
+
+/// Encodes exception positions (strictly increasing): chosen like any integers, or as a
+/// bitmap over their range when that is smaller, which it can only be when at least one
+/// row in eight of the range is an exception (the chooser's sample cannot see this: a
+/// sample of dense positions looks sparse).
+fn encode_positions(positions: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
+    if let Some(bytes) = bitset::bitmap_bytes(positions)
+        && positions.len() >= 64
+        && positions.len() >= bytes
+    {
+        let mut scratch = BufferSink::default();
+        i64::encode(positions, &mut scratch, depth);
+        if bytes < scratch.stored_size() {
+            return bitset::encode(positions, sink);
+        }
+    }
+    i64::encode(positions, sink, depth)
 }
 
 /// Patched frame of reference (PFOR): bit-pack at the width that minimizes the total
