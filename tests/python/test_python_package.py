@@ -132,6 +132,33 @@ def test_write_streams_a_reader_in_blocks(tmp_path):
     assert f.to_table().column("v").to_pylist() == list(range(50_000))
 
 
+def test_byteslice_columns_are_written_and_filter_like_pyarrow(tmp_path):
+    import pyarrow.compute as pc
+    n = 50_000
+    table = pa.table({
+        "key": pa.array([(i * 7919) % 1_000_003 for i in range(n)], pa.int64()),
+        "other": pa.array([i % 1000 for i in range(n)], pa.int64()),
+    })
+    sift.write(table, tmp_path / "b.sift", byteslice=["key"])
+    f = sift.open(tmp_path / "b.sift")
+    encodings = {c["name"]: c["encoding"] for c in f.metadata()["blocks"][0]["columns"]}
+    assert encodings["key"].startswith("byteslice"), encodings
+    assert not encodings["other"].startswith("byteslice"), encodings
+    assert same(f.to_table(), table)
+    got = f.to_table(filter=(pc.field("key") >= 1000) & (pc.field("key") < 50_000))
+    want = table.filter((pc.field("key") >= 1000) & (pc.field("key") < 50_000))
+    assert same(got, want)
+    sift.convert(tmp_path / "b.sift", tmp_path / "c.sift", byteslice="other")
+    encodings = {c["name"]: c["encoding"]
+                 for c in sift.open(tmp_path / "c.sift").metadata()["blocks"][0]["columns"]}
+    assert encodings["other"].startswith("byteslice"), encodings
+    with pytest.raises(sift.SiftError, match="'nope'"):
+        sift.write(table, tmp_path / "x.sift", byteslice=["nope"])
+    with pytest.raises(sift.SiftError, match="only applies to .sift output"):
+        sift.write(table, tmp_path / "x.parquet", byteslice=["key"])
+    assert not (tmp_path / "x.sift").exists()
+
+
 def test_a_failed_write_leaves_nothing_and_keeps_the_old_file(tmp_path):
     path = tmp_path / "keep.sift"
     sift.write({"v": [1, 2, 3]}, path)
