@@ -50,7 +50,7 @@ const BLOCKS: usize = ROWS.div_ceil(BLOCK_ROWS);
 const COLUMNS: [&str; 20] = [
     "s_low",      // low cardinality, some nulls: dictionary
     "s_view",     // low cardinality Utf8View, some nulls: dictionary
-    "s_uniq",     // unique: FSST
+    "s_uniq",     // unique, sequential: front coding
     "s_text",     // four words of eight: FSST
     "i_sorted",   // non-decreasing: delta
     "i_small",    // 0..100, some nulls: bit-packing
@@ -859,6 +859,7 @@ fn sample_reaches_the_encodings_and_scans_match_the_reference() {
     }
     for scheme in [
         "dict", "fsst", "delta", "for", "rle", "patch", "alp", "alprd", "bss", "const", "bitmap",
+        "prefix",
     ] {
         assert!(seen.contains(scheme), "no {scheme} in {seen:?}");
     }
@@ -866,7 +867,7 @@ fn sample_reaches_the_encodings_and_scans_match_the_reference() {
     for (c, scheme) in [
         ("s_low", "dict"),
         ("s_view", "dict"),
-        ("s_uniq", "fsst"),
+        ("s_uniq", "prefix"),
         ("i_runs", "rle"),
         ("i_few", "dict"),
         ("i_outliers", "patch"),

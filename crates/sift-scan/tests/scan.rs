@@ -1369,8 +1369,11 @@ fn filter_on_constant_boolean_column() {
 fn lookup_columns_filter_like_the_reference() {
     let dir = tempfile::tempdir().unwrap();
     let n = 5_000usize;
+    // Scheduled times drawn without a period (a periodic column would be stored as a cycle,
+    // not as the dictionary a lookup needs).
+    let mix = |i: i64| ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 33) as i64;
     let hhmm: Vec<i64> = (0..n as i64)
-        .map(|i| (i * 37 % 24) * 100 + i * 13 % 60)
+        .map(|i| (mix(i) % 24) * 100 + mix(i + 7) % 60)
         .collect();
     let hour: Vec<i64> = hhmm.iter().map(|t| t / 100).collect();
     let minute: Vec<i32> = hhmm.iter().map(|t| (t % 100) as i32).collect();

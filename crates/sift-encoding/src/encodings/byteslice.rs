@@ -16,7 +16,7 @@ use sift_bits::predicate::Predicate;
 
 use crate::domain::{Domain, Value, uniform};
 use crate::encoding::Encoding;
-use crate::encodings::frame::{NativeInt, base_i64, beyond_i64, code_range};
+use crate::encodings::frame::{NativeInt, base_as, base_i64, beyond_i64, code_range};
 use crate::error::{Result, corrupt};
 use crate::predicate::DomainPred;
 use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
@@ -150,12 +150,7 @@ impl Encoding for ByteSlice {
         _id: NodeId,
         count: usize,
     ) -> Result<Option<Vec<T>>> {
-        let base = T::from_i128(self.base).ok_or_else(|| {
-            corrupt(format!(
-                "frame-of-reference base {} out of range",
-                self.base
-            ))
-        })?;
+        let base = base_as::<T>(self.base)?;
         let codes = self.slices(ctx, count)?.decode();
         Ok(Some(codes.into_iter().map(|c| base.add_code(c)).collect()))
     }

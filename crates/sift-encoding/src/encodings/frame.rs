@@ -235,7 +235,13 @@ pub(crate) fn code_range(base: i128, bits: u8, lo: i128, hi: i128) -> Result<Opt
 
 /// The frame-of-reference base as an `i64`, for the cascade's values.
 pub(crate) fn base_i64(base: i128) -> Result<i64> {
-    i64::try_from(base).map_err(|_| corrupt(format!("frame-of-reference base {base} out of range")))
+    base_as::<i64>(base)
+}
+
+/// The frame-of-reference base in the column's own integer type.
+pub(crate) fn base_as<T: NativeInt>(base: i128) -> Result<T> {
+    T::from_i128(base)
+        .ok_or_else(|| corrupt(format!("frame-of-reference base {base} out of range")))
 }
 
 /// Whether values `base + code` with codes `bits` wide may lie outside `i64`.
@@ -327,12 +333,7 @@ impl Encoding for For {
         _id: NodeId,
         count: usize,
     ) -> Result<Option<Vec<T>>> {
-        let base = T::from_i128(self.base).ok_or_else(|| {
-            corrupt(format!(
-                "frame-of-reference base {} out of range",
-                self.base
-            ))
-        })?;
+        let base = base_as::<T>(self.base)?;
         let words = self.words(ctx, count)?;
         let mut out = vec![T::default(); count];
         pack::unpack_map(&words, u32::from(self.bits), &mut out, |c| base.add_code(c))
