@@ -33,6 +33,8 @@ const MIN_LEN: usize = 256;
 /// A candidate period must reproduce the leading values up to this many past the first
 /// change of value.
 const PROBE: usize = 16;
+/// Longest leading run of a head searched for (see [`period`]).
+const MAX_LEADING_RUN: usize = 64;
 /// Candidate periods verified on the whole input before giving up.
 const MAX_CANDIDATES: usize = 8;
 /// At most one value in this many may break the pattern (it becomes an exception).
@@ -50,7 +52,12 @@ pub(crate) fn period<V: PartialEq>(values: &[V]) -> Option<usize> {
     // The probe reaches past the first change of value, so that shifts within a leading
     // run are not candidates and a nearly constant input (frequency encoding's case) has
     // none.
-    let probe = values.iter().position(|v| *v != values[0])? + PROBE;
+    // A head that starts with a long run is left to the schemes made for runs: the probe
+    // would grow with the run and the search with its square.
+    let first_change = values[..n.min(MAX_LEADING_RUN + 1)]
+        .iter()
+        .position(|v| *v != values[0])?;
+    let probe = first_change + PROBE;
     if probe > n / 2 {
         return None;
     }
@@ -233,9 +240,12 @@ mod tests {
         // Nearly constant: frequency encoding's case, not a cycle.
         let v: Vec<i64> = (0..3000).map(|i| i64::from(mix(i) % 8 == 0)).collect();
         assert_eq!(period(&v), None);
-        // A head that starts with a long run.
+        // A head that starts with a run.
         let v: Vec<i64> = (0..3000).map(|i| i64::from(i % 300 >= 40)).collect();
         assert_eq!(period(&v), Some(300));
+        // A long leading run is not searched (it would cost the square of its length).
+        let v: Vec<i64> = (0..60_000).map(|i| i64::from(i >= 30_000)).collect();
+        assert_eq!(period(&v), None);
         assert_eq!(period(&v[..100]), None);
     }
 
