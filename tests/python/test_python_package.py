@@ -141,7 +141,7 @@ def test_byteslice_columns_are_written_and_filter_like_pyarrow(tmp_path):
     })
     sift.write(table, tmp_path / "b.sift", byteslice=["key"])
     f = sift.open(tmp_path / "b.sift")
-    encodings = {c["name"]: c["encoding"] for c in f.metadata()["blocks"][0]["columns"]}
+    encodings = {c["name"]: c["encoding"] for c in f.metadata["blocks"][0]["columns"]}
     assert encodings["key"].startswith("byteslice"), encodings
     assert not encodings["other"].startswith("byteslice"), encodings
     assert same(f.to_table(), table)
@@ -150,7 +150,7 @@ def test_byteslice_columns_are_written_and_filter_like_pyarrow(tmp_path):
     assert same(got, want)
     sift.convert(tmp_path / "b.sift", tmp_path / "c.sift", byteslice="other")
     encodings = {c["name"]: c["encoding"]
-                 for c in sift.open(tmp_path / "c.sift").metadata()["blocks"][0]["columns"]}
+                 for c in sift.open(tmp_path / "c.sift").metadata["blocks"][0]["columns"]}
     assert encodings["other"].startswith("byteslice"), encodings
     with pytest.raises(sift.SiftError, match="'nope'"):
         sift.write(table, tmp_path / "x.sift", byteslice=["nope"])
