@@ -76,8 +76,6 @@ struct Stats<V> {
     top: Option<(V, usize)>,
     /// Adjacent pairs in order (for delta).
     ascending: usize,
-    /// The whole input repeats with a period.
-    periodic: bool,
 }
 
 impl<V: Sampled> Stats<V> {
@@ -112,7 +110,6 @@ impl<V: Sampled> Stats<V> {
             few_distinct,
             top,
             ascending,
-            periodic: runs > 1 && crate::encodings::cycle::period(values).is_some(),
         }
     }
 
@@ -242,8 +239,9 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
         // estimate is biased against the dictionary: settle it on the full data.
         best = choose(&[best, dict], values, values, encode).unwrap_or(best);
     }
-    if stats.periodic
-        && let Some(cycle) = schemes.iter().position(|s| s.when == When::Periodic)
+    // Searched only here, where a cascade level is left to use it.
+    if let Some(cycle) = schemes.iter().position(|s| s.when == When::Periodic)
+        && crate::encodings::cycle::period(values).is_some()
     {
         best = choose(&[best, cycle], values, values, encode).unwrap_or(best);
     }
@@ -372,7 +370,7 @@ const MIN_SHARED_PREFIX: usize = 4;
 fn shares_prefixes(sample: &[&[u8]]) -> bool {
     let shared: usize = sample
         .windows(2)
-        .map(|w| w[0].iter().zip(w[1]).take_while(|(a, b)| a == b).count())
+        .map(|w| crate::encodings::prefix::shared_len(w[0], w[1]))
         .sum();
     shared >= MIN_SHARED_PREFIX * sample.len().saturating_sub(1).max(1)
 }

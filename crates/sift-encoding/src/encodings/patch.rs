@@ -97,7 +97,7 @@ fn encode_positions(positions: &[i64], sink: &mut BufferSink, depth: u8) -> Node
         let mut scratch = BufferSink::default();
         i64::encode(positions, &mut scratch, depth);
         if bytes < scratch.stored_size() {
-            return bitset::encode(positions, sink);
+            return bitset::encode(positions, bytes, sink);
         }
     }
     i64::encode(positions, sink, depth)

@@ -27,6 +27,11 @@ pub struct Prefix {
     pub suffixes: NodeId,
 }
 
+/// The length of the prefix `a` and `b` share.
+pub(crate) fn shared_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 /// Front-codes `values`.
 pub(crate) fn encode(values: &[&[u8]], sink: &mut BufferSink, depth: u8) -> NodeId {
     let id = sink.reserve_node();
@@ -34,7 +39,7 @@ pub(crate) fn encode(values: &[&[u8]], sink: &mut BufferSink, depth: u8) -> Node
     let mut suffixes = Vec::with_capacity(values.len());
     let mut prev: &[u8] = &[];
     for &v in values {
-        let k = prev.iter().zip(v).take_while(|(a, b)| a == b).count();
+        let k = shared_len(prev, v);
         shared.push(k as i64);
         suffixes.push(&v[k..]);
         prev = v;
