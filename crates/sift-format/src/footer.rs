@@ -274,7 +274,7 @@ impl Footer {
         let mut blocks = Vec::with_capacity(view.num_blocks());
         for b in 0..view.num_blocks() {
             let columns = (0..view.num_columns())
-                .map(|c| view.chunk(b, c))
+                .map(|c| view.chunk(b, c, crate::nested::per_row(&fields[c])))
                 .collect::<Result<Vec<_>>>()?;
             for (c, chunk) in columns.iter().enumerate() {
                 let source = lookup_source(&chunk.encoding).map(|s| (s, columns.get(s)));
@@ -650,10 +650,11 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
     }
 
     /// Decodes and checks chunk `(block, column)`'s record: its offsets, its CRC, every
-    /// field, nulls against the block's rows, and its segments (inside the data area
-    /// between the leading magic and the footer, in order). Lookups into other columns
-    /// are checked by [`FooterView::check_lookup`].
-    pub(crate) fn chunk(&self, block: usize, column: usize) -> Result<ChunkMeta> {
+    /// field, nulls against the block's rows (if `per_row`: the column holds one value per
+    /// row, which a column of a nested column may not; its nulls are checked when read),
+    /// and its segments (inside the data area between the leading magic and the footer,
+    /// in order). Lookups into other columns are checked by [`FooterView::check_lookup`].
+    pub(crate) fn chunk(&self, block: usize, column: usize, per_row: bool) -> Result<ChunkMeta> {
         let Some(rows) = self.block_rows(block) else {
             return Err(Error::Invalid(format!(
                 "block {block} out of range ({} blocks)",
@@ -691,7 +692,7 @@ impl<B: std::ops::Deref<Target = [u8]>> FooterView<B> {
                 at + 4
             ))
         })?;
-        if meta.stats.null_count > u64::from(rows) {
+        if per_row && meta.stats.null_count > u64::from(rows) {
             return Err(self.bad(format!(
                 "{}: {} nulls in a block of {rows} rows",
                 place(),

@@ -20,6 +20,7 @@
 
 mod error;
 mod footer;
+mod nested;
 mod ranges;
 mod reader;
 mod schema;
@@ -30,8 +31,12 @@ pub use footer::{
     BlockMeta, ChunkMeta, FOOTER_HEADER_LEN, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN,
     footer_checksum, seal_footer,
 };
+pub use nested::{MAX_NESTING, NESTED_KEY, Role, element_selection, element_selection_reference};
 pub use ranges::{ChunkRange, RangeCounts, RangeOptions, RangeSource, Remote, coalesce};
-pub use reader::{BlockBatches, ChunkRef, FooterCounts, ReadOptions, SiftFile, map_file};
+pub use reader::{
+    BlockBatches, ChunkRef, ColumnShape, FooterCounts, NestedCounts, ReadOptions, SiftFile,
+    map_file,
+};
 pub use schema::{ColumnType, DICTIONARY_KEY, StoredField, Unit, check_schema, check_unique_names};
 pub use sift_encoding::{ChunkStats, Scalar};
 pub use writer::{

@@ -10,10 +10,12 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{FieldRef, Schema, SchemaRef};
+use sift_bits::Bitmap;
 use sift_encoding::{Chunk, lookup_source};
 
 use crate::error::{Error, Result, corrupt, io_err};
 use crate::footer::{ChunkMeta, Footer, FooterBytes, FooterView, MAGIC, TRAILER_LEN};
+use crate::nested::{ColumnReader, Layout, Role, assemble};
 use crate::ranges::{RangeCounts, RangeOptions, RangeSource, Remote};
 use crate::schema::{ColumnType, StoredField, to_arrow_fields};
 
@@ -178,6 +180,8 @@ pub struct SiftFile {
     head: OnceLock<Head>,
     /// The schema as written and as stored.
     schemas: OnceLock<(SchemaRef, SchemaRef)>,
+    /// The nested columns, built from every field record on first use.
+    layout: OnceLock<Layout>,
     decoded_fields: AtomicUsize,
     decoded_chunks: AtomicUsize,
 }
@@ -344,6 +348,7 @@ impl SiftFile {
             columns,
             head: OnceLock::new(),
             schemas: OnceLock::new(),
+            layout: OnceLock::new(),
             decoded_fields: AtomicUsize::new(0),
             decoded_chunks: AtomicUsize::new(0),
         })
@@ -490,7 +495,9 @@ impl SiftFile {
         if let Some(meta) = slot.meta.get() {
             return Ok(meta);
         }
-        let meta = self.footer.chunk(block, column)?;
+        let meta = self
+            .footer
+            .chunk(block, column, crate::nested::per_row(&col.field))?;
         self.decoded_chunks.fetch_add(1, Ordering::Relaxed);
         Ok(slot.meta.get_or_init(|| meta))
     }
@@ -532,18 +539,98 @@ impl SiftFile {
             return Ok(s);
         }
         let md = &self.head()?.metadata;
-        let mut written = Vec::with_capacity(self.num_columns());
+        let layout = self.layout()?;
+        let mut written = Vec::with_capacity(layout.top.len());
         let mut stored = Vec::with_capacity(self.num_columns());
+        for &c in &layout.top {
+            written.push(self.column_field(c, true)?);
+        }
         for c in 0..self.num_columns() {
-            let col = self.column(c)?;
-            written.push(Arc::clone(&col.written));
-            stored.push(Arc::clone(&col.stored));
+            stored.push(self.column_field(c, false)?);
         }
         let schemas = (
             Arc::new(Schema::new_with_metadata(written, md.clone())),
             Arc::new(Schema::new_with_metadata(stored, md.clone())),
         );
         Ok(self.schemas.get_or_init(|| schemas))
+    }
+
+    /// The nested structure of the columns, built from every field record.
+    fn layout(&self) -> Result<&Layout> {
+        if let Some(l) = self.layout.get() {
+            return Ok(l);
+        }
+        let fields = (0..self.num_columns())
+            .map(|c| Ok(&self.column(c)?.field))
+            .collect::<Result<Vec<_>>>()?;
+        let layout = Layout::new(&fields).map_err(|e| corrupt(&self.path, e))?;
+        Ok(self.layout.get_or_init(|| layout))
+    }
+
+    /// Column `c`'s Arrow field, named by its path: as written, or as its chunks (or, for a
+    /// nested node, its assembled values) are returned by a scan (dictionaries as their
+    /// values).
+    fn column_field(&self, c: usize, written: bool) -> Result<FieldRef> {
+        let col = self.column(c)?;
+        if !is_nested(&col.field) {
+            return Ok(Arc::clone(if written { &col.written } else { &col.stored }));
+        }
+        let node = &self.layout()?.nodes[c];
+        let f = if written { &node.written } else { &node.stored };
+        Ok(Arc::new(f.as_ref().clone().with_name(&col.field.name)))
+    }
+
+    /// How column `c` is read: see [`ColumnShape`].
+    pub fn column_shape(&self, c: usize) -> Result<ColumnShape> {
+        let col = self.column(c)?;
+        if !is_nested(&col.field) {
+            return Ok(ColumnShape::Flat);
+        }
+        let node = &self.layout()?.nodes[c];
+        Ok(match (node.row_aligned, node.role) {
+            (false, _) => ColumnShape::Element,
+            (true, Some(Role::Leaf)) => ColumnShape::Flat,
+            (true, _) => ColumnShape::Nested,
+        })
+    }
+
+    /// The columns of the schema as written: the footer columns of top-level columns (a
+    /// nested column's first; the others store its nodes).
+    pub fn top_level(&self) -> Result<&[usize]> {
+        Ok(&self.layout()?.top)
+    }
+
+    /// Reads nested column `c` (a [`ColumnShape::Nested`] column) of block `block` at the
+    /// rows of `sel` (all if `None`), assembled from its footer columns; a selection
+    /// reaches a list's elements extended over the lengths, so only selected rows'
+    /// elements are decoded. `written`: dictionary leaves as dictionaries (as written),
+    /// else as their values.
+    pub fn read_nested(
+        &self,
+        block: usize,
+        c: usize,
+        sel: Option<&Bitmap>,
+        written: bool,
+    ) -> Result<(ArrayRef, NestedCounts)> {
+        let rows = self.block_rows(block).ok_or_else(|| {
+            Error::Invalid(format!(
+                "block {block} out of range ({} blocks)",
+                self.num_blocks()
+            ))
+        })? as usize;
+        if self.column_shape(c)? != ColumnShape::Nested {
+            return Err(Error::Invalid(format!(
+                "column '{}' is not a nested column of one value per row",
+                self.column_name(c)?
+            )));
+        }
+        let reader = NestedReader {
+            file: self,
+            block,
+            counts: Default::default(),
+        };
+        let array = assemble(self.layout()?, &reader, c, rows, sel, written)?;
+        Ok((array, reader.counts.into_inner()))
     }
 
     /// The Arrow schema of the file, as written: the schema of the batches read. Built on
@@ -565,7 +652,7 @@ impl SiftFile {
     pub fn project_schema(&self, columns: &[usize]) -> Result<SchemaRef> {
         let fields = columns
             .iter()
-            .map(|&c| Ok(Arc::clone(&self.column(c)?.written)))
+            .map(|&c| self.column_field(c, true))
             .collect::<Result<Vec<_>>>()?;
         let md = self.head()?.metadata.clone();
         Ok(Arc::new(Schema::new_with_metadata(fields, md)))
@@ -618,15 +705,46 @@ impl SiftFile {
 
     /// Reads and decodes one column of one block.
     pub fn read_chunk(&self, block: usize, column: usize) -> Result<ArrayRef> {
+        match self.column_shape(column)? {
+            ColumnShape::Flat => {}
+            ColumnShape::Nested => return Ok(self.read_nested(block, column, None, true)?.0),
+            ColumnShape::Element => {
+                return Err(Error::Invalid(format!(
+                    "column '{}' holds list elements, not one value per row: read the list",
+                    self.column_name(column)?
+                )));
+            }
+        }
         let chunk = self.chunk(block, column)?;
+        let array = self.decode_checked(block, column, &chunk, None)?;
+        // A dictionary column: back to the dictionary type it was written with.
+        let written = self.column(column)?.written.data_type();
+        if array.data_type() != written {
+            return arrow_cast::cast(&array, written)
+                .map_err(|e| self.chunk_error(block, column, e));
+        }
+        Ok(array)
+    }
+
+    /// Decodes a chunk at the rows of `sel` (all if `None`), checking its nulls against
+    /// the footer.
+    fn decode_checked(
+        &self,
+        block: usize,
+        column: usize,
+        chunk: &ChunkRef<'_>,
+        sel: Option<&Bitmap>,
+    ) -> Result<ArrayRef> {
         let array = chunk
             .view()
-            .decode()
+            .decode_rows(sel)
             .map_err(|e| self.chunk_error(block, column, e))?;
         let nulls = array.logical_null_count() as u64;
         let col = self.column(column)?;
         let null_type = col.field.ty == ColumnType::Null;
-        if nulls != chunk.meta.stats.null_count || (nulls > 0 && !col.field.nullable && !null_type)
+        let all = sel.is_none_or(|s| s.count_ones() == s.len());
+        if (all && nulls != chunk.meta.stats.null_count)
+            || (nulls > 0 && !col.field.nullable && !null_type)
         {
             return Err(corrupt(
                 &self.path,
@@ -636,12 +754,6 @@ impl SiftFile {
                     chunk.meta.stats.null_count
                 ),
             ));
-        }
-        // A dictionary column: back to the dictionary type it was written with.
-        let written = col.written.data_type();
-        if array.data_type() != written {
-            return arrow_cast::cast(&array, written)
-                .map_err(|e| self.chunk_error(block, column, e));
         }
         Ok(array)
     }
@@ -739,13 +851,9 @@ impl SiftFile {
 
     /// Reads one block; `projection` lists column indices (all columns if `None`).
     pub fn read_block(&self, block: usize, projection: Option<&[usize]>) -> Result<RecordBatch> {
-        let all: Vec<usize>;
         let cols = match projection {
             Some(p) => p,
-            None => {
-                all = (0..self.num_columns()).collect();
-                &all
-            }
+            None => self.top_level()?,
         };
         let rows = self.block_rows(block).ok_or_else(|| {
             Error::Invalid(format!(
@@ -817,5 +925,76 @@ impl Iterator for BlockBatches<'_> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = self.end - self.next;
         (n, Some(n))
+    }
+}
+
+/// How a footer column is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnShape {
+    /// A chunk of one value per row: a column that is not nested, or a leaf reached
+    /// through structs only. Filters evaluate on its encoded values.
+    Flat,
+    /// The first footer column of a nested value of one per row (a struct, list or map, at
+    /// the top or inside structs): read assembled ([`SiftFile::read_nested`]); its chunk
+    /// holds the node's presence or lengths, null where the value is null.
+    Nested,
+    /// A column under a list: one value per element, read only through its list.
+    Element,
+}
+
+/// What reading a nested column decoded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NestedCounts {
+    /// Values decoded, over all its footer columns (lengths and presence included).
+    pub values: u64,
+    /// Stored bytes of the chunks read.
+    pub bytes: u64,
+}
+
+/// Whether a field record is a node or leaf of a nested column.
+fn is_nested(f: &StoredField) -> bool {
+    !crate::nested::per_row(f)
+}
+
+/// Reads the footer columns of a nested column in one block.
+struct NestedReader<'a> {
+    file: &'a SiftFile,
+    block: usize,
+    counts: std::cell::Cell<NestedCounts>,
+}
+
+impl ColumnReader for NestedReader<'_> {
+    fn read(&self, c: usize, count: usize, sel: Option<&Bitmap>) -> Result<ArrayRef> {
+        let file = self.file;
+        let mut chunk = file.chunk(self.block, c)?;
+        if count != chunk.rows {
+            // A column under a list: its count comes from the lengths above it, so it is
+            // bounded like a decode (see `decode_budget`), and it cannot be a lookup into
+            // another column's rows.
+            let budget = sift_encoding::decode_budget(chunk.meta.stored_bytes() as usize) / 8;
+            if count > budget {
+                return Err(self.error(
+                    c,
+                    format!(
+                        "{count} elements are more than its {} stored bytes allow",
+                        chunk.meta.stored_bytes()
+                    ),
+                ));
+            }
+            if lookup_source(&chunk.meta.encoding).is_some() {
+                return Err(self.error(c, "a column of list elements is a lookup".into()));
+            }
+            chunk.rows = count;
+        }
+        let array = file.decode_checked(self.block, c, &chunk, sel)?;
+        let mut counts = self.counts.get();
+        counts.values += array.len() as u64;
+        counts.bytes += chunk.stored_bytes();
+        self.counts.set(counts);
+        Ok(array)
+    }
+
+    fn error(&self, c: usize, msg: String) -> Error {
+        self.file.chunk_error(self.block, c, msg)
     }
 }

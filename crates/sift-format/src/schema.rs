@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use sift_encoding::physical_kind;
 use sift_encoding::wire::{Reader, Writer};
 
@@ -368,44 +368,40 @@ const KEY_TYPES: [(&str, DataType); 8] = [
 ];
 
 /// Checks that every column of `schema` can be stored, naming the first that cannot, and
-/// that column names are distinct.
+/// returns the footer columns that store them: one per column, and for a nested column one
+/// per node of its type (see the `nested` module), whose names must all be distinct.
 pub fn check_schema(schema: &Schema) -> Result<Vec<StoredField>> {
     check_unique_names(schema)?;
-    schema
-        .fields()
-        .iter()
-        .map(|f| {
-            let unsupported = || Error::UnsupportedType {
+    let mut out = Vec::with_capacity(schema.fields().len());
+    for f in schema.fields() {
+        if crate::nested::expand(f, f.name().clone(), false, 0, &mut out)?.is_none() {
+            return Err(Error::UnsupportedType {
                 column: f.name().clone(),
                 data_type: f.data_type().to_string(),
-            };
-            let mut metadata: Vec<(String, String)> = f
-                .metadata()
-                .iter()
-                .filter(|(k, _)| k.as_str() != DICTIONARY_KEY)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            let ty = match f.data_type() {
-                DataType::Dictionary(key, values) => {
-                    let (name, _) = KEY_TYPES
-                        .iter()
-                        .find(|(_, k)| k == key.as_ref())
-                        .ok_or_else(unsupported)?;
-                    metadata.push((DICTIONARY_KEY.into(), (*name).into()));
-                    ColumnType::from_arrow(values)
-                }
-                other => ColumnType::from_arrow(other),
-            }
-            .ok_or_else(unsupported)?;
-            metadata.sort();
-            Ok(StoredField {
-                name: f.name().clone(),
-                ty,
-                nullable: f.is_nullable(),
-                metadata,
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    let names: Vec<Field> = out
+        .iter()
+        .map(|f| Field::new(&f.name, DataType::Null, true))
+        .collect();
+    check_unique_names(&Schema::new(names))?;
+    Ok(out)
+}
+
+/// The stored type of a leaf of type `dt` (not nested); a dictionary is stored as its
+/// values, with its key type recorded in `metadata` under [`DICTIONARY_KEY`]. `None` if
+/// Sift cannot store it.
+pub(crate) fn leaf_type(dt: &DataType, metadata: &mut Vec<(String, String)>) -> Option<ColumnType> {
+    match dt {
+        DataType::Dictionary(key, values) => {
+            let (name, _) = KEY_TYPES.iter().find(|(_, k)| k == key.as_ref())?;
+            let ty = ColumnType::from_arrow(values)?;
+            metadata.push((DICTIONARY_KEY.into(), (*name).into()));
+            Some(ty)
+        }
+        other => ColumnType::from_arrow(other),
+    }
 }
 
 /// Refuses a schema in which two columns have the same name (a filter or projection by
@@ -437,6 +433,8 @@ pub(crate) fn to_arrow_fields(f: &StoredField) -> std::result::Result<(Field, Fi
         f.ty.to_arrow()
             .map_err(|e| format!("column '{}': {e}", f.name))?;
     let mut md: HashMap<String, String> = f.metadata.iter().cloned().collect();
+    md.remove(crate::nested::NESTED_KEY);
+    md.remove(crate::nested::REQUIRED_KEY);
     let written_dt = match md.remove(DICTIONARY_KEY) {
         None => dt.clone(),
         Some(name) => {
@@ -449,26 +447,6 @@ pub(crate) fn to_arrow_fields(f: &StoredField) -> std::result::Result<(Field, Fi
     Ok((
         Field::new(&f.name, written_dt, f.nullable).with_metadata(md.clone()),
         Field::new(&f.name, dt, f.nullable).with_metadata(md),
-    ))
-}
-
-/// Rebuilds the Arrow schemas from stored fields and schema metadata: the schema as
-/// written, and the stored one (what chunks decode to: a dictionary column's value type).
-pub(crate) fn to_arrow_schemas(
-    fields: &[StoredField],
-    metadata: &[(String, String)],
-) -> std::result::Result<(SchemaRef, SchemaRef), String> {
-    let mut written = Vec::with_capacity(fields.len());
-    let mut stored = Vec::with_capacity(fields.len());
-    for f in fields {
-        let (w, s) = to_arrow_fields(f)?;
-        written.push(w);
-        stored.push(s);
-    }
-    let md: HashMap<String, String> = metadata.iter().cloned().collect();
-    Ok((
-        Arc::new(Schema::new_with_metadata(written, md.clone())),
-        Arc::new(Schema::new_with_metadata(stored, md)),
     ))
 }
 

@@ -6,13 +6,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use arrow_array::{RecordBatch, RecordBatchOptions};
-use arrow_schema::{DataType, SchemaRef};
-use sift_encoding::{EncodeOptions, encode_array_with, encode_lookups};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use sift_encoding::{EncodeOptions, decode_budget, encode_array_with, encode_lookups};
 
 use crate::error::{Error, Result, io_err};
 use crate::footer::{BlockMeta, ChunkMeta, Footer, MAGIC, Segment};
-use crate::schema::{StoredField, check_schema, to_arrow_schemas};
+use crate::nested::{Layout, shred};
+use crate::schema::{StoredField, check_schema};
 
 /// The largest (and default) number of rows in a block: 64Ki.
 pub const MAX_BLOCK_ROWS: usize = 1 << 16;
@@ -72,9 +75,13 @@ pub struct SiftWriter {
     out: Option<BufWriter<File>>,
     tmp: TempFile,
     schema: SchemaRef,
-    /// `schema` with dictionary columns as their value type: what is encoded.
+    /// `schema` with top-level dictionary columns as their value type: what blocks are cut
+    /// from.
     stored: SchemaRef,
+    /// The footer columns: one per column, and one per node of a nested column.
     fields: Vec<StoredField>,
+    /// Per footer column, whether it holds one value per row (not list elements).
+    row_aligned: Vec<bool>,
     options: WriteOptions,
     pending: Vec<RecordBatch>,
     pending_rows: usize,
@@ -107,8 +114,24 @@ impl SiftWriter {
                 "byte slices asked for column '{name}', which the schema does not have"
             )));
         }
-        let (_, stored) =
-            to_arrow_schemas(&fields, &sorted_metadata(&schema)).map_err(Error::Invalid)?;
+        let layout = Layout::new(&fields.iter().collect::<Vec<_>>()).map_err(Error::Invalid)?;
+        let row_aligned = layout.nodes.iter().map(|n| n.row_aligned).collect();
+        // Top-level dictionaries are cast to their values as batches arrive (so that a
+        // block's values can be checked against the key type); nested ones when shredded.
+        let stored_fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                DataType::Dictionary(_, values) => {
+                    f.as_ref().clone().with_data_type(values.as_ref().clone())
+                }
+                _ => f.as_ref().clone(),
+            })
+            .collect();
+        let stored = Arc::new(Schema::new_with_metadata(
+            stored_fields,
+            schema.metadata().clone(),
+        ));
         let (tmp, file) = TempFile::create(path)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         out.write_all(&MAGIC).map_err(io_err(tmp.path()))?;
@@ -118,6 +141,7 @@ impl SiftWriter {
             schema,
             stored,
             fields,
+            row_aligned,
             options,
             pending: Vec::new(),
             pending_rows: 0,
@@ -139,11 +163,11 @@ impl SiftWriter {
 
     /// Appends a batch. Its schema must have the writer's column types, in order.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        if batch.num_columns() != self.fields.len() {
+        if batch.num_columns() != self.schema.fields().len() {
             return Err(Error::Invalid(format!(
                 "batch has {} columns, the file {}",
                 batch.num_columns(),
-                self.fields.len()
+                self.schema.fields().len()
             )));
         }
         for (i, (col, field)) in batch.columns().iter().zip(self.schema.fields()).enumerate() {
@@ -215,9 +239,9 @@ impl SiftWriter {
             _ => arrow_select::concat::concat_batches(&self.stored, &take)?,
         };
         let block_no = self.blocks.len();
-        let encode = |c: usize| {
-            let array = block.column(c);
-            let name = &self.fields[c].name;
+        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.fields.len());
+        for (c, array) in block.columns().iter().enumerate() {
+            let name = self.schema.field(c).name();
             // A block joins batches with different dictionaries: make sure its values still
             // fit the key type, or reading it back would fail.
             if let written @ DataType::Dictionary(key, _) = self.schema.field(c).data_type()
@@ -228,21 +252,35 @@ impl SiftWriter {
                      dictionary keys can index; write smaller blocks or use a wider key type"
                 )));
             }
+            shred(self.stored.field(c), array, &mut arrays)
+                .map_err(|e| Error::Invalid(format!("column '{name}', block {block_no}: {e}")))?;
+        }
+        let encode = |c: usize| {
+            let array = &arrays[c];
+            let name = &self.fields[c].name;
             let options = EncodeOptions {
                 byteslice: self.options.byteslice.contains(name),
             };
             encode_array_with(array.as_ref(), options)
                 .map_err(|e| Error::Invalid(format!("column '{name}', block {block_no}: {e}")))
         };
-        let mut encoded_columns = parallel_map(block.num_columns(), self.options.threads, encode)?;
-        let types: Vec<DataType> = block
-            .columns()
-            .iter()
-            .map(|a| a.data_type().clone())
+        let mut encoded_columns = parallel_map(arrays.len(), self.options.threads, encode)?;
+        let types: Vec<Option<DataType>> = (arrays.iter().zip(&self.row_aligned))
+            .map(|(a, &aligned)| aligned.then(|| a.data_type().clone()))
             .collect();
         encode_lookups(&mut encoded_columns, &types, rows);
-        let mut columns = Vec::with_capacity(block.num_columns());
-        for encoded in encoded_columns {
+        let mut columns = Vec::with_capacity(arrays.len());
+        for (c, encoded) in encoded_columns.into_iter().enumerate() {
+            // List elements are bounded by their stored bytes when read (their count comes
+            // from data, not from the block's rows): refuse what a reader would.
+            let stored: usize = encoded.buffers.iter().map(Vec::len).sum();
+            if !self.row_aligned[c] && arrays[c].len() > decode_budget(stored) / 8 {
+                return Err(Error::Invalid(format!(
+                    "column '{}', block {block_no}: {} list elements in one block are more than a reader accepts from {stored} stored bytes (write smaller blocks)",
+                    self.fields[c].name,
+                    arrays[c].len()
+                )));
+            }
             let mut segments = Vec::with_capacity(encoded.buffers.len());
             let mut crc = crc32fast::Hasher::new();
             for (i, buffer) in encoded.buffers.iter().enumerate() {

@@ -485,13 +485,20 @@ fn write_rejects_mismatched_batches() {
 }
 
 #[test]
-fn nested_types_are_refused_naming_the_column() {
+fn unsupported_types_are_refused_naming_the_column() {
     let dir = tempfile::tempdir().unwrap();
-    let list = DataType::List(Arc::new(Field::new("item", DataType::Int32, true)));
-    let strukt = DataType::Struct(vec![Field::new("x", DataType::Int32, true)].into());
-    // Dictionaries are stored as their values: refused when the values are.
-    let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(list.clone()));
-    for (name, dt) in [("my_list", list), ("my_struct", strukt), ("my_dict", dict)] {
+    let interval = DataType::Interval(arrow_schema::IntervalUnit::YearMonth);
+    let list = DataType::List(Arc::new(Field::new("item", interval.clone(), true)));
+    let strukt = DataType::Struct(vec![Field::new("x", interval.clone(), true)].into());
+    // Dictionaries are stored as their values: refused when the values are nested.
+    let ints = DataType::List(Arc::new(Field::new("item", DataType::Int32, true)));
+    let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(ints));
+    for (name, dt) in [
+        ("my_interval", interval),
+        ("my_list", list),
+        ("my_struct", strukt),
+        ("my_dict", dict),
+    ] {
         let schema = Arc::new(Schema::new(vec![
             Field::new("ok", DataType::Int32, true),
             Field::new(name, dt, true),

@@ -95,9 +95,12 @@ pub fn lookup_source(enc: &ColumnEncoding) -> Option<usize> {
 
 /// Replaces the encoding of integer chunks of one block (`columns`, all of the same rows)
 /// by a lookup into another chunk's dictionary codes where the values are a function of
-/// those codes and the table is much smaller than the chunk's own encoding.
-pub fn encode_lookups(columns: &mut [EncodedColumn], types: &[DataType], rows: usize) {
+/// those codes and the table is much smaller than the chunk's own encoding. `types[c]` is
+/// column `c`'s type, `None` for a column that does not hold one value per row (list
+/// elements), which takes part in no lookup.
+pub fn encode_lookups(columns: &mut [EncodedColumn], types: &[Option<DataType>], rows: usize) {
     let sources: Vec<usize> = (0..columns.len())
+        .filter(|&a| types.get(a).is_some_and(Option::is_some))
         .filter(|&a| dictionary_root(&columns[a].encoding).is_some())
         .collect();
     if sources.is_empty() {
@@ -107,7 +110,7 @@ pub fn encode_lookups(columns: &mut [EncodedColumn], types: &[DataType], rows: u
     let mut codes: Vec<Option<Option<Vec<u64>>>> = vec![None; columns.len()];
     let mut used_as_source = vec![false; columns.len()];
     for b in 0..columns.len() {
-        if used_as_source[b] || !is_target(&columns[b], types.get(b)) {
+        if used_as_source[b] || !is_target(&columns[b], types.get(b).and_then(Option::as_ref)) {
             continue;
         }
         let Some(values) = own_values(&columns[b], rows) else {
@@ -303,7 +306,8 @@ mod tests {
             .iter()
             .map(|a| encode_array(a.as_ref()).unwrap())
             .collect();
-        let types: Vec<DataType> = arrays.iter().map(|a| a.data_type().clone()).collect();
+        let types: Vec<Option<DataType>> =
+            arrays.iter().map(|a| Some(a.data_type().clone())).collect();
         encode_lookups(&mut cols, &types, arrays[0].len());
         cols
     }
