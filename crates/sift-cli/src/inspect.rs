@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use arrow::array::{ArrayData, make_array};
 use arrow::buffer::Buffer;
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, Field, Schema};
 use serde::Serialize;
 use sift_encoding::ColumnEncoding;
-use sift_format::{ChunkStats, FORMAT_VERSION, Scalar, SiftFile};
+use sift_format::{ChunkStats, ColumnShape, FORMAT_VERSION, Scalar, SiftFile};
 
 use crate::display::printable_type;
 use sift_io::Format;
@@ -163,11 +163,22 @@ pub fn run(args: &InspectArgs, ui: &Ui) -> Result<()> {
 
 fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileReport> {
     let footer = file.decode_footer()?;
-    // Sizes and bounds are those of the stored values (a dictionary column's value type);
-    // the type shown is the one written.
-    let schema = file.stored_schema()?;
+    // Sizes and bounds are those of the stored values (a dictionary column's value type;
+    // a nested column's presence or lengths, and its nodes' own columns); the type shown
+    // is the one written. Arrow sizes are measured for the columns of one value per row.
+    let chunk_types = (0..file.num_columns())
+        .map(|c| {
+            let f = file.field(c)?;
+            let dt = f.ty.to_arrow().map_err(|e| anyhow::anyhow!(e))?;
+            Ok(Field::new(&f.name, dt, f.nullable))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let schema = Schema::new(chunk_types);
+    let flat = (0..file.num_columns())
+        .map(|c| Ok(file.column_shape(c)? == ColumnShape::Flat))
+        .collect::<Result<Vec<bool>>>()?;
     let decode_cols: Vec<usize> = (0..schema.fields().len())
-        .filter(|&c| !args.no_decode && is_variable(schema.field(c).data_type()))
+        .filter(|&c| !args.no_decode && flat[c] && is_variable(schema.field(c).data_type()))
         .collect();
     let progress = ui.progress(
         Some((decode_cols.len() * file.num_blocks()) as u64),
@@ -184,7 +195,7 @@ fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileRepo
         let mut has_nan = false;
         let mut min: Option<Scalar> = None;
         let mut max: Option<Scalar> = None;
-        let mut arrow = if decode_cols.contains(&c) || !is_variable(dt) {
+        let mut arrow = if decode_cols.contains(&c) || (flat[c] && !is_variable(dt)) {
             Some(0u64)
         } else {
             None
@@ -226,7 +237,7 @@ fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileRepo
         columns.push(ColumnReport {
             index: c,
             name: field.name().clone(),
-            data_type: file.schema()?.field(c).data_type().to_string(),
+            data_type: file.project_schema(&[c])?.field(0).data_type().to_string(),
             nullable: field.is_nullable(),
             encodings,
             stored_bytes: stored,

@@ -334,7 +334,7 @@ fn metadata<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyDict>>
             let chunk = footer
                 .as_ref()
                 .and_then(|f| f.blocks.get(b))
-                .and_then(|block| block.columns.get(c));
+                .and_then(|block| block.columns.get(table.file_column(c)));
             col.set_item("encoding", chunk.map(|m| m.encoding.describe()))?;
             col.set_item("stored_bytes", chunk.map(|m| m.stored_bytes()))?;
             let zone = table.block_stats(b, c);

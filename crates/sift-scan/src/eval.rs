@@ -215,6 +215,16 @@ impl BlockEval<'_, '_> {
     fn read(&mut self, col: usize, sel: Option<&Bitmap>, dictionary: bool) -> Result<ArrayRef> {
         // Selecting every row is reading them all.
         let sel = sel.filter(|s| s.count_ones() != self.rows);
+        // A nested column: assembled from its nodes, a selection reaching only the
+        // selected rows' list elements.
+        if let BlockData::Sift { file, block } = self.data
+            && file.column_shape(col)? == sift_format::ColumnShape::Nested
+        {
+            let (array, counts) = file.read_nested(*block, col, sel, false)?;
+            self.stats.values_decoded += counts.values;
+            self.stats.bytes_read += counts.bytes;
+            return Ok(array);
+        }
         let data = match dictionary {
             true => self.data.dictionary_column(col)?,
             false => self.data.column(col)?,

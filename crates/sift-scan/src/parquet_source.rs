@@ -32,6 +32,8 @@ pub(crate) struct ParquetSource {
     input: ParquetInput,
     meta: ArrowReaderMetadata,
     zones: ParquetZones,
+    /// Every column: the schema's columns are all top-level.
+    top: Vec<usize>,
 }
 
 impl ParquetSource {
@@ -66,6 +68,7 @@ impl ParquetSource {
         input.index_chunks(meta.metadata());
         Ok(ParquetSource {
             zones: ParquetZones::new(&meta, input.clone()),
+            top: (0..meta.schema().fields().len()).collect(),
             path,
             input,
             meta,
@@ -170,6 +173,10 @@ impl ParquetSource {
 
     pub(crate) fn schema(&self) -> SchemaRef {
         self.meta.schema().clone()
+    }
+
+    pub(crate) fn top_level(&self) -> &[usize] {
+        &self.top
     }
 
     pub(crate) fn num_blocks(&self) -> usize {

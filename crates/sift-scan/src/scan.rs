@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use sift_encoding::{Bitmap, PhysicalKind};
 
 use crate::bind::{Bound, bind, column_index};
@@ -66,9 +66,24 @@ impl Table {
         })
     }
 
-    /// The file's schema.
+    /// The file's schema: its top-level columns, as scans return them (a column written
+    /// as a dictionary as its values, unless a scan asks for a dictionary).
     pub fn schema(&self) -> SchemaRef {
-        self.source.schema()
+        let all = self.source.schema();
+        let top = self.source.top_level();
+        let fields: Vec<_> = top.iter().map(|&c| all.field(c).clone()).collect();
+        SchemaRef::new(Schema::new_with_metadata(fields, all.metadata().clone()))
+    }
+
+    /// The file's column for column `c` of [`schema`](Self::schema): a Sift file stores a
+    /// nested column in several columns (its nodes, named by their paths, `s.a`), of which
+    /// this is the first.
+    pub fn file_column(&self, c: usize) -> usize {
+        self.source
+            .top_level()
+            .get(c)
+            .copied()
+            .unwrap_or(usize::MAX)
     }
 
     /// Total rows.
@@ -96,7 +111,13 @@ impl Table {
     /// The zone map of column `col` in block `b` (null count, bounds), when the file
     /// stores one that can be read.
     pub fn block_stats(&self, b: usize, col: usize) -> Option<&sift_format::ChunkStats> {
-        self.source.stats(b, col)
+        let c = self.file_column(col);
+        // A nested column's first chunk holds its presence or lengths: its null count is
+        // the column's, its bounds are not.
+        match self.source.is_nested(c) {
+            false => self.source.stats(b, c),
+            true => None,
+        }
     }
 
     /// A scan of this table.
@@ -198,9 +219,11 @@ impl ScanBuilder {
     /// Checks the projection and filter against the schema and starts the scan.
     pub fn build(self) -> Result<Scan> {
         let table = self.table?;
-        let schema = table.schema();
+        // Every column the file stores: a nested column's nodes too, named by their paths,
+        // so that a struct's field (`s.a`) is filtered and projected like any column.
+        let schema = table.source.schema();
         let projection = match &self.projection {
-            None => (0..schema.fields().len()).collect(),
+            None => table.source.top_level().to_vec(),
             Some(names) => names
                 .iter()
                 .map(|n| {
@@ -224,7 +247,7 @@ impl ScanBuilder {
                 _ => {}
             }
         }
-        check_types(&table.path, &schema, &needed)?;
+        check_types(&table, &schema, &needed)?;
         let order = Order::new(leaves.len());
         let mut dictionary = vec![false; schema.fields().len()];
         for name in &self.dictionary {
@@ -312,14 +335,47 @@ impl ScanBuilder {
 /// type). Checked before any block is read: a Parquet row group of a nested column (a map
 /// of long strings) can take gigabytes to decode, only for the type to be refused
 /// afterwards.
-fn check_types(path: &Path, schema: &Schema, needed: &[usize]) -> Result<()> {
+///
+/// Of a nested column, a Sift scan reads the columns of one value per row (the nested
+/// column, a struct's fields); the Parquet scan reads no nested column yet.
+fn check_types(table: &Table, schema: &Schema, needed: &[usize]) -> Result<()> {
+    let path = table.path.display();
     // A column both filtered on and projected is listed twice; it is one column.
     let mut columns = needed.to_vec();
     columns.sort_unstable();
     columns.dedup();
-    sift_format::check_schema(&schema.project(&columns)?)
-        .map(|_| ())
-        .map_err(|e| Error::Type(format!("{}: {e}", path.display())))
+    for &c in &columns {
+        let field = schema.field(c);
+        if table.source.is_element(c) {
+            return Err(Error::Type(format!(
+                "{path}: column '{}' holds list elements, not one value per row: read the list it belongs to",
+                field.name()
+            )));
+        }
+        if !table.source.reads_nested() && is_nested_type(field.data_type()) {
+            return Err(Error::Type(format!(
+                "{path}: {}",
+                sift_format::Error::UnsupportedType {
+                    column: field.name().clone(),
+                    data_type: field.data_type().to_string(),
+                }
+            )));
+        }
+    }
+    // One at a time: a nested column and its fields (`s`, `s.a`) share storage.
+    for &c in &columns {
+        sift_format::check_schema(&schema.project(&[c])?)
+            .map_err(|e| Error::Type(format!("{path}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Whether a type is (or is a dictionary of) a struct, list or map.
+fn is_nested_type(dt: &DataType) -> bool {
+    match dt {
+        DataType::Dictionary(_, v) => is_nested_type(v),
+        dt => dt.is_nested(),
+    }
 }
 
 impl IntoIterator for ScanBuilder {

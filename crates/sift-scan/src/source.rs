@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Schema, SchemaRef};
-use sift_format::{ChunkRef, ChunkStats, RangeCounts, RangeOptions, RangeSource, SiftFile};
+use sift_format::{
+    ChunkRef, ChunkStats, ColumnShape, RangeCounts, RangeOptions, RangeSource, SiftFile,
+};
 
 use crate::bind::Bound;
 use crate::error::{Error, Result};
@@ -158,6 +160,40 @@ impl Source {
         }
     }
 
+    /// The columns of [`schema`](Self::schema) that are top-level columns (a Sift file
+    /// stores a nested column as several: its nodes, named by their paths).
+    pub(crate) fn top_level(&self) -> &[usize] {
+        match self {
+            // Built when the source was opened.
+            Source::Sift(f) => f.top_level().unwrap_or(&[]),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.top_level(),
+        }
+    }
+
+    /// Whether column `c` is a nested column read assembled from its nodes.
+    pub(crate) fn is_nested(&self, c: usize) -> bool {
+        match self {
+            Source::Sift(f) => f.column_shape(c).ok() == Some(ColumnShape::Nested),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(_) => false,
+        }
+    }
+
+    /// Whether column `c` holds list elements, read only through its list.
+    pub(crate) fn is_element(&self, c: usize) -> bool {
+        match self {
+            Source::Sift(f) => f.column_shape(c).ok() == Some(ColumnShape::Element),
+            #[cfg(feature = "parquet")]
+            Source::Parquet(_) => false,
+        }
+    }
+
+    /// Whether the source reads nested columns.
+    pub(crate) fn reads_nested(&self) -> bool {
+        matches!(self, Source::Sift(_))
+    }
+
     pub(crate) fn num_blocks(&self) -> usize {
         match self {
             Source::Sift(f) => f.num_blocks(),
@@ -243,6 +279,7 @@ fn read_options(verify_checksums: bool) -> sift_format::ReadOptions {
 /// An opened Sift file as a source, once its schema is known to decode.
 fn sift(file: SiftFile) -> Result<Source> {
     file.stored_schema()?;
+    file.top_level()?;
     Ok(Source::Sift(file))
 }
 
