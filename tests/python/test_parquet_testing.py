@@ -54,8 +54,17 @@ def sift_bin() -> Path:
 
 
 def is_supported(t: pa.DataType) -> bool:
-    """Whether Sift stores this Arrow type (mirrors sift_format::ColumnType)."""
+    """Whether Sift stores this Arrow type (mirrors sift_format::ColumnType and the nested
+    types built from them)."""
     pt = pa.types
+    if pt.is_struct(t):
+        return all(is_supported(t.field(i).type) for i in range(t.num_fields))
+    if pt.is_map(t):
+        return is_supported(t.key_type) and is_supported(t.item_type)
+    if pt.is_list(t) or pt.is_large_list(t) or pt.is_fixed_size_list(t):
+        return is_supported(t.value_type)
+    if pt.is_dictionary(t):
+        return not pt.is_nested(t.value_type) and is_supported(t.value_type)
     return (
         pt.is_null(t)
         or pt.is_boolean(t)

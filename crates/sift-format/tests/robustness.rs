@@ -20,7 +20,7 @@ use common::{Nulls, hash};
 use sift_encoding::{ColumnEncoding, Node, Validity};
 const DECODE_FLOOR: usize = 64 << 20;
 use sift_format::{
-    BlockMeta, ChunkMeta, ChunkStats, ColumnType, Error, FORMAT_VERSION, Footer, MAGIC,
+    BlockMeta, ChunkMeta, ChunkStats, ColumnType, Error, FORMAT_VERSION, Footer, MAGIC, NESTED_KEY,
     ReadOptions, Segment, SiftFile, SiftWriter, StoredField, TRAILER_LEN, Unit, WriteOptions,
     footer_checksum, seal_footer,
 };
@@ -64,6 +64,64 @@ fn mixed_batch(n: usize) -> RecordBatch {
         Arc::new(sparse),
     ));
     common::batch_of(cols)
+}
+
+/// Nested columns: a list of structs, a struct holding a list, a map, and two flat int
+/// columns whose chunks the hostile cases put in place of list lengths.
+fn nested_batch(n: usize) -> RecordBatch {
+    use arrow::array::{ListArray, MapBuilder, StringBuilder, StructArray};
+    use arrow::buffer::OffsetBuffer;
+    let id: Int32Array = (0..n as i32).map(Some).collect();
+    let neg: Int32Array = (0..n as i32).map(|i| Some(-i - 1)).collect();
+    let lengths: Vec<usize> = (0..n).map(|i| i % 4).collect();
+    let elements: usize = lengths.iter().sum();
+    let fields = Fields::from(vec![
+        Field::new("a", DataType::Int64, true),
+        Field::new("b", DataType::Utf8, true),
+    ]);
+    let a: Int64Array = (0..elements as i64)
+        .map(|i| (i % 5 != 0).then_some(i * 3))
+        .collect();
+    let b: StringArray = (0..elements).map(|i| Some(format!("v{}", i % 7))).collect();
+    let entries =
+        StructArray::try_new(fields.clone(), vec![Arc::new(a), Arc::new(b)], None).unwrap();
+    let item = Arc::new(Field::new("item", DataType::Struct(fields), true));
+    let items = ListArray::try_new(
+        item,
+        OffsetBuffer::from_lengths(lengths),
+        Arc::new(entries),
+        Some((0..n).map(|i| i % 6 != 1).collect::<Vec<_>>().into()),
+    )
+    .unwrap();
+    let l = ListArray::from_iter_primitive::<Int32Type, _, _>(
+        (0..n).map(|i| (i % 5 != 2).then(|| (0..(i % 3) as i32).map(Some).collect::<Vec<_>>())),
+    );
+    let x: Int32Array = (0..n as i32).map(|i| (i % 7 != 0).then_some(i)).collect();
+    let rec = StructArray::try_new(
+        Fields::from(vec![
+            Field::new("x", DataType::Int32, true),
+            Field::new("l", l.data_type().clone(), true),
+        ]),
+        vec![Arc::new(x), Arc::new(l)],
+        Some((0..n).map(|i| i % 9 != 4).collect::<Vec<_>>().into()),
+    )
+    .unwrap();
+    let mut m = MapBuilder::new(None, StringBuilder::new(), Int32Builder::new());
+    for i in 0..n {
+        for j in 0..i % 3 {
+            m.keys().append_value(format!("k{j}"));
+            m.values().append_value(j as i32);
+        }
+        m.append(i % 8 != 3).unwrap();
+    }
+    RecordBatch::try_from_iter([
+        ("id", Arc::new(id) as ArrayRef),
+        ("neg", Arc::new(neg)),
+        ("items", Arc::new(items)),
+        ("rec", Arc::new(rec)),
+        ("m", Arc::new(m.finish())),
+    ])
+    .unwrap()
 }
 
 fn plain_batch(n: usize) -> RecordBatch {
@@ -125,6 +183,7 @@ fn samples() -> &'static [Sample] {
             make_sample("tiny.sift", mixed_batch(1), 100),
             make_sample("empty.sift", mixed_batch(0), 100),
             byteslice_sample("byteslice.sift", mixed_batch(350), 100),
+            make_sample("nested.sift", nested_batch(300), 100),
         ]
     })
 }
@@ -496,6 +555,66 @@ struct Hostile {
 
 fn column(footer: &Footer, name: &str) -> usize {
     footer.fields.iter().position(|f| f.name == name).unwrap()
+}
+
+/// Nested columns whose roles, paths, types or lengths do not fit together.
+fn hostile_nested_cases() -> Vec<Hostile> {
+    let s = sample("nested.sift");
+    let base = footer_of(s);
+    let mut cases = Vec::new();
+    let mut add = |name: &str, edit: &dyn Fn(&mut Footer)| {
+        let mut f = base.clone();
+        edit(&mut f);
+        assert!(f != base, "case {name} changes nothing");
+        cases.push(Hostile {
+            name: format!("nested: {name}"),
+            bytes: with_footer(s, &f),
+            expect: Expect::Error,
+        });
+    };
+    let role = |f: &mut Footer, c: usize, v: &str| {
+        let md = &mut f.fields[c].metadata;
+        md.retain(|(k, _)| k != NESTED_KEY);
+        md.push((NESTED_KEY.into(), v.into()));
+    };
+    let id = column(&base, "id");
+    let neg = column(&base, "neg");
+    let items = column(&base, "items");
+    let rec = column(&base, "rec");
+    let a = column(&base, "items.item.a");
+    let l = column(&base, "rec.l");
+    add("struct with more fields than follow", &|f| {
+        role(f, rec, "struct:9")
+    });
+    // The field left over becomes a leaf outside any nested column.
+    let item = column(&base, "items.item");
+    add("struct with fewer fields", &|f| role(f, item, "struct:1"));
+    add("unknown role", &|f| role(f, items, "tree"));
+    add("leaf at the top", &|f| role(f, id, "leaf"));
+    add("list as a leaf", &|f| role(f, items, "leaf"));
+    add("fixed-size list of -1", &|f| {
+        role(f, rec, "fixed_size_list:-1")
+    });
+    add("child not under its parent", &|f| {
+        f.fields[a].name = "elsewhere.a".into()
+    });
+    add("lengths stored as strings", &|f| {
+        f.fields[l].ty = ColumnType::Utf8
+    });
+    add("presence stored as int", &|f| {
+        f.fields[rec].ty = ColumnType::Int32
+    });
+    add("lengths beyond the elements", &|f| {
+        for b in &mut f.blocks {
+            b.columns[items] = b.columns[id].clone();
+        }
+    });
+    add("negative lengths", &|f| {
+        for b in &mut f.blocks {
+            b.columns[items] = b.columns[neg].clone();
+        }
+    });
+    cases
 }
 
 fn hostile_cases() -> Vec<Hostile> {
@@ -1223,6 +1342,8 @@ fn hostile_footers_are_refused() {
         bytes: assemble(data, &huge, FORMAT_VERSION, &MAGIC),
         expect: Expect::Error,
     });
+
+    cases.extend(hostile_nested_cases());
 
     let mut problems = Problems::default();
     for (k, case) in cases.into_iter().enumerate() {

@@ -115,12 +115,13 @@ fn filtered_scans_of_the_corpus_equal_arrow_rs() {
         let table = Table::open(path).unwrap_or_else(|e| {
             panic!("{}: arrow-rs reads it, Sift does not: {e}", path.display())
         });
-        // The flat columns of types the scan reads.
+        // The flat columns of types the scan reads (Sift's Parquet scan reads no nested
+        // column).
         let schema = batch.schema();
         let columns: Vec<usize> = (0..schema.fields().len())
             .filter(|&c| {
                 let one = Schema::new(vec![schema.field(c).clone()]);
-                sift_format::check_schema(&one).is_ok()
+                !schema.field(c).data_type().is_nested() && sift_format::check_schema(&one).is_ok()
             })
             .collect();
         if columns.is_empty() {
