@@ -207,13 +207,29 @@ fn comparison(left: &Expr, op: Operator, right: &Expr, schema: &Schema) -> Optio
     }
 }
 
-/// A plain column of the table: its name and type.
+/// A plain column of the table, or a field of a struct column (`s.a`, `s['a']['b']`): its
+/// name as the scan knows it (a struct's fields are columns of their own in a Sift file,
+/// named by their paths, null wherever an enclosing struct is, as they are in the arrays
+/// the scan returns) and its type.
 fn column<'a>(expr: &Expr, schema: &'a Schema) -> Option<(String, &'a DataType)> {
-    let Expr::Column(c) = expr else {
-        return None;
-    };
-    let field = schema.field_with_name(&c.name).ok()?;
-    Some((c.name.clone(), field.data_type()))
+    match expr {
+        Expr::Column(c) => {
+            let field = schema.field_with_name(&c.name).ok()?;
+            Some((c.name.clone(), field.data_type()))
+        }
+        Expr::ScalarFunction(f) if f.func.name() == "get_field" && f.args.len() == 2 => {
+            let (path, dt) = column(&f.args[0], schema)?;
+            let Expr::Literal(ScalarValue::Utf8(Some(name)), _) = &f.args[1] else {
+                return None;
+            };
+            let DataType::Struct(fields) = dt else {
+                return None;
+            };
+            let (_, field) = fields.find(name)?;
+            Some((format!("{path}.{name}"), field.data_type()))
+        }
+        _ => None,
+    }
 }
 
 fn is_string(dt: &DataType) -> bool {

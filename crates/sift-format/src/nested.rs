@@ -558,19 +558,20 @@ pub(crate) fn assemble(
         }
         return Ok(a);
     };
-    let own = reader.read(c, count, None)?;
+    // A list's lengths are read whole (the elements of a selected row start after those of
+    // all rows before it); a presence column only at the selected rows.
+    let lists = matches!(role, Role::List | Role::LargeList | Role::Map(_));
+    let own = reader.read(c, count, if lists { None } else { sel })?;
     let rows = sel.map_or(count, Bitmap::count_ones);
-    let nulls_at = |a: &ArrayRef| -> Option<NullBuffer> {
-        let n = a.logical_nulls()?;
-        let n = match sel {
-            None => n,
-            Some(s) => NullBuffer::new(BooleanBuffer::from_iter(
+    let nulls = own.logical_nulls().and_then(|n| {
+        let n = match (lists, sel) {
+            (true, Some(s)) => NullBuffer::new(BooleanBuffer::from_iter(
                 s.iter_ones().map(|i| n.is_valid(i)),
             )),
+            _ => n,
         };
         (n.null_count() > 0).then_some(n)
-    };
-    let nulls = nulls_at(&own);
+    });
     let kids: Vec<FieldRef> = match field.data_type() {
         DataType::Struct(f) => f.iter().cloned().collect(),
         DataType::List(f)

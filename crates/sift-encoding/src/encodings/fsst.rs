@@ -196,6 +196,50 @@ impl Encoding for Fsst {
             .map_err(|e| corrupt(format!("node {id}: FSST {e}")))
     }
 
+    /// Only the selected strings, each decompressed on its own from its codes (the
+    /// string offsets come from the child, decoded whole: they are small integers). Used
+    /// when at most a quarter of the strings are selected; above that, the streaming
+    /// decoder over all of them is faster than a loop over strings.
+    fn select_bytes(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        sel: &Bitmap,
+    ) -> Result<Option<ByteValues>> {
+        let n = sel.count_ones();
+        if n.saturating_mul(4) > count {
+            return Ok(None);
+        }
+        let (table, data, offsets) = self.parts(ctx, id, count, depth)?;
+        let err = |e: String| corrupt(format!("node {id}: FSST {e}"));
+        let budget = ctx.budget.min(MAX_CHUNK_BYTES);
+        let mut out = Vec::new();
+        let mut out_offsets = Vec::with_capacity(n + 1);
+        out_offsets.push(0u32);
+        for i in sel.iter_ones() {
+            let (Some(&from), Some(&to)) = (offsets.get(i), offsets.get(i + 1)) else {
+                return Err(err(format!("string {i} of {count} selected")));
+            };
+            let codes = data
+                .get(from as usize..to as usize)
+                .ok_or_else(|| err("string boundaries out of order".into()))?;
+            decode_until(&table, codes, 0, usize::MAX, &mut out).map_err(err)?;
+            if out.len() > budget {
+                return Err(err(format!(
+                    "strings decompress to more than the chunk's decode limit of {budget} bytes"
+                )));
+            }
+            out_offsets.push(out.len() as u32);
+        }
+        Ok(Some(ByteValues {
+            offsets: out_offsets,
+            data: out,
+            utf8_checked: false,
+        }))
+    }
+
     /// The strings that `m` accepts, deciding those outside `shape` from their codes
     /// alone: for [`BytesShape::OneOf`] by the decoded length (a sum of symbol lengths;
     /// nothing is written), for [`BytesShape::Prefix`] by decompressing only the symbols
