@@ -25,8 +25,11 @@ returning `id`, `created_at` and `payload.commits`, materialised as an Arrow tab
 engine, one thread, in process: Sift (`sift.open(f).to_table(filter=..., columns=...)`;
 its scan statistics give the values decoded), pyarrow (`pq.read_table(filters=...,
 columns=...)` on the Parquet zstd file), DuckDB (a prepared statement over `read_parquet`
-of the same file, planned once, untimed; `.to_arrow_table()`). First run and best of N are reported; every result is
-checked equal to pyarrow's.
+of the same file, planned once, untimed; `.to_arrow_table()`). First run and best of N are
+reported; every result is checked equal to the table filtered by pyarrow compute.
+
+Also measured: each list stored as its lengths (as Sift stores it) against Dremel's
+repetition and definition levels, both written through Sift's cascade.
 
 Run through bench/nested.sh (venv, release wheel of the Python package, one core).
 """
@@ -153,6 +156,53 @@ def events(n: int, seed: int = 7) -> pa.Table:
     })
 
 
+def stored_bytes(path: Path) -> list[int]:
+    """Bytes stored per column of a flat Sift file (all blocks)."""
+    import sift
+    meta = sift.open(path).metadata
+    n = len(meta["blocks"][0]["columns"]) if meta["blocks"] else 0
+    return [sum(b["columns"][c]["stored_bytes"] for b in meta["blocks"]) for c in range(n)]
+
+
+def levels_against_lengths(table: pa.Table, work: Path) -> list[dict]:
+    """The two ways to store a list, both through Sift's cascade: the list's lengths (one
+    Int32 column, null where the list is null; what Sift stores), against Dremel's
+    repetition and definition levels (Int8 columns, one pair per leaf under the list, as
+    Parquet stores them: rep 0 at a row's first entry and 1 after it; def 0 for a null
+    list, 1 for an empty one, 2 for an element; the leaves here are never null, so deeper
+    definition levels would add nothing)."""
+    import sift
+    lists = [
+        ("payload.commits", pc.struct_field(table["payload"], "commits"), 3),
+        ("payload.labels", pc.struct_field(table["payload"], "labels"), 1),
+        ("headers", table["headers"], 2),
+    ]
+    out = []
+    for name, col, leaves in lists:
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        # Null for a null list (pyarrow's offsets are those of the array's own rows).
+        lengths = pa.array(np.diff(np.asarray(col.offsets)), pa.int32(),
+                           mask=np.asarray(col.is_null()))
+        lens = np.asarray(lengths.fill_null(0), dtype=np.int64)
+        valid = np.asarray(col.is_valid())
+        entries = np.maximum(lens, 1)
+        first = np.cumsum(entries) - entries
+        rep = np.ones(int(entries.sum()), dtype=np.int8)
+        rep[first] = 0
+        row_def = np.where(~valid, 0, np.where(lens == 0, 1, 2)).astype(np.int8)
+        dfn = np.repeat(row_def, entries)
+        lpath, dpath = work / "lengths.sift", work / "levels.sift"
+        sift.write(pa.table({"lengths": lengths}), lpath, threads=1)
+        sift.write(pa.table({"rep": pa.array(rep), "def": pa.array(dfn)}), dpath, threads=1)
+        (lb,), (rb, db) = stored_bytes(lpath), stored_bytes(dpath)
+        out.append({"list": name, "rows": len(lens), "entries": int(entries.sum()),
+                    "leaves": leaves, "lengths_bytes": lb, "levels_bytes_per_leaf": rb + db,
+                    "levels_bytes": (rb + db) * leaves})
+        lpath.unlink()
+        dpath.unlink()
+    return out
+
+
 def best(f, runs: int):
     times = []
     out = None
@@ -200,6 +250,9 @@ def main() -> None:
     assert back.equals(table), "the Sift round trip differs from the table"
     sizes = {k: p.stat().st_size for k, p in paths.items() if p.exists()}
     print("sizes:", sizes, flush=True)
+
+    layouts = levels_against_lengths(table, work)
+    print("lengths vs levels:", layouts, flush=True)
 
     # A repository with about 0.1 % of the events.
     counts = pc.value_counts(pc.struct_field(table["repo"], "id")).to_pylist()
@@ -253,7 +306,7 @@ def main() -> None:
         "rows": table.num_rows, "arrow_bytes": table.nbytes, "sizes": sizes,
         "vortex_error": vortex_error, "repo": repo, "matches": want,
         "commits_total": all_elements, "commits_selected": selected_elements,
-        "scan": results, "sift_stats": stats, "runs": args.runs,
+        "scan": results, "sift_stats": stats, "runs": args.runs, "layouts": layouts,
         "versions": {p: metadata.version(p) for p in ("pyarrow", "duckdb", "vortex-data")},
         "machine": platform.processor() or platform.machine(),
         "date": datetime.date.today().isoformat(),
@@ -281,12 +334,30 @@ def main() -> None:
         lines.append(f"\nVortex could not write the table: {vortex_error}")
     lines += [
         "",
+        "## Lengths against repetition and definition levels",
+        "",
+        "How each list would be stored, both through Sift's cascade (`sift.write` of the "
+        "columns alone): its lengths (what Sift stores, one Int32 per row, null for a null "
+        "list) against Dremel's repetition and definition levels (two Int8 per entry, one pair "
+        "per leaf under the list, as Parquet stores them).",
+        "",
+        "| list | rows | entries | leaves | lengths (bytes) | levels (bytes, all leaves) | levels / lengths |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in layouts:
+        lines.append(f"| {r['list']} | {r['rows']:,} | {r['entries']:,} | {r['leaves']} | "
+                     f"{r['lengths_bytes']:,} | {r['levels_bytes']:,} | "
+                     f"{r['levels_bytes'] / max(r['lengths_bytes'], 1):.2f}× |")
+    lines += [
+        "",
         "## Selective filter, list column projected",
         "",
         f"`repo.id = {repo} and type = 'PushEvent'` ({want} of {table.num_rows:,} rows), "
         f"returning `id`, `created_at`, `payload.commits` ({selected_elements:,} of "
         f"{all_elements:,} commits) as an Arrow table; in process, one thread, first run and "
-        f"best of {args.runs}; results checked equal to the table filtered by pyarrow compute.",
+        f"best of {args.runs}; results checked equal to the table filtered by pyarrow compute. "
+        f"Sift decoded {stats['values_decoded']:,} values (the filter's columns, the commits' "
+        f"lengths in every row, and the selected rows' commits only).",
         "",
         "| engine | file | first (ms) | best (ms) | best vs Sift | equal |",
         "|---|---|---:|---:|---:|---|",

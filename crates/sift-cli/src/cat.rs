@@ -255,7 +255,7 @@ fn print_rows(
         indicatif::ProgressBar::hidden()
     };
     let mut out = Stdout::new();
-    let mut printer = Printer::new(args.output, schema, &mut out);
+    let mut printer = Printer::new(args.output, schema, &mut out)?;
     let mut remaining = args.limit.unwrap_or(u64::MAX);
     let mut rows = 0u64;
     let mut bytes = 0u64;
@@ -330,8 +330,11 @@ pub(crate) enum Printer<'a> {
 }
 
 impl<'a> Printer<'a> {
-    pub(crate) fn new(kind: CatOutput, schema: SchemaRef, out: &'a mut Stdout) -> Self {
-        match kind {
+    pub(crate) fn new(kind: CatOutput, schema: SchemaRef, out: &'a mut Stdout) -> Result<Self> {
+        if kind == CatOutput::Csv {
+            crate::display::check_csv(&schema)?;
+        }
+        Ok(match kind {
             CatOutput::Table => Printer::Table {
                 schema,
                 pending: Vec::new(),
@@ -350,7 +353,7 @@ impl<'a> Printer<'a> {
             },
             CatOutput::Json => Printer::Json(arrow::json::LineDelimitedWriter::new(out)),
             CatOutput::None => Printer::None,
-        }
+        })
     }
 
     pub(crate) fn print(&mut self, batch: RecordBatch) -> Result<()> {

@@ -23,6 +23,22 @@ pub fn printable_type(dt: &DataType) -> DataType {
     }
 }
 
+/// Refuses, before anything is written, a CSV output of a schema with nested columns
+/// (CSV has no notation for them), naming the column and what to use instead.
+pub fn check_csv(schema: &arrow::datatypes::Schema) -> Result<()> {
+    match schema.fields().iter().find(|f| f.data_type().is_nested()) {
+        None => Ok(()),
+        Some(f) => anyhow::bail!(
+            "column '{}' is nested ({}), which CSV cannot hold: print it with -o json or \
+             -o table, write it with --out FILE.parquet, .arrow or .sift, or select its \
+             fields (--columns {}.<field>)",
+            f.name(),
+            f.data_type(),
+            f.name()
+        ),
+    }
+}
+
 /// `batch` with every column's type made printable (a metadata-only change).
 pub fn printable_batch(batch: RecordBatch) -> Result<RecordBatch> {
     let schema = batch.schema();

@@ -208,7 +208,7 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
             args.output,
             printable_batch(RecordBatch::new_empty(schema))?.schema(),
             &mut stdout,
-        )),
+        )?),
     };
     // The number of matching rows is unknown up front: a spinner counts them.
     let quiet_terminal =
@@ -335,6 +335,7 @@ impl FileSink {
                 &OutputOptions::default(),
             )?));
         }
+        crate::display::check_csv(schema)?;
         let (tmp, file) =
             TempFile::create(path).with_context(|| format!("cannot write {}", path.display()))?;
         let mut writer = arrow::csv::WriterBuilder::new()

@@ -220,7 +220,7 @@ async fn run_statement(ctx: &SessionContext, sql: &str, args: &SqlArgs, ui: &Ui)
             args.output,
             printable_batch(RecordBatch::new_empty(schema))?.schema(),
             &mut stdout,
-        )),
+        )?),
     };
     let mut rows = 0u64;
     while let Some(batch) = stream.next().await {

@@ -1642,3 +1642,79 @@ fn datasets_of_directories_globs_and_hive_partitions() {
         "{err}"
     );
 }
+
+/// Nested columns convert from Parquet; a struct's field is filtered and projected by its
+/// path; CSV refuses a nested column before printing anything, JSON prints it.
+#[test]
+fn nested_columns_convert_filter_and_print() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = Int64Array::from(vec![Some(1), Some(5), None, Some(2)]);
+    let name = StringArray::from(vec!["x", "y", "z", "w"]);
+    let s = arrow::array::StructArray::try_new(
+        vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("name", DataType::Utf8, true),
+        ]
+        .into(),
+        vec![Arc::new(a), Arc::new(name)],
+        Some(vec![true, true, true, false].into()),
+    )
+    .unwrap();
+    let tags = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+        Some(vec![Some(1), Some(2)]),
+        None,
+        Some(vec![]),
+        Some(vec![Some(7)]),
+    ]);
+    let batch = RecordBatch::try_from_iter([
+        (
+            "id",
+            Arc::new(Int64Array::from(vec![10, 11, 12, 13])) as arrow::array::ArrayRef,
+        ),
+        ("s", Arc::new(s)),
+        ("tags", Arc::new(tags)),
+    ])
+    .unwrap();
+    let pq = d.join("nested.parquet");
+    write_parquet(&pq, &batch);
+    let out = d.join("nested.sift");
+    ok(sift([
+        OsStr::new("convert"),
+        pq.as_os_str(),
+        out.as_os_str(),
+    ]));
+    let o = ok(sift([
+        OsStr::new("scan"),
+        out.as_os_str(),
+        OsStr::new("--columns"),
+        OsStr::new("id,s.name"),
+        OsStr::new("--filter"),
+        OsStr::new("s.a < 3"),
+        OsStr::new("-o"),
+        OsStr::new("csv"),
+    ]));
+    // Row 13's struct is null, so its `s.a` is too: only row 10 matches.
+    assert_eq!(stdout(&o), "id,s.name\n10,x\n");
+    let o = sift([
+        OsStr::new("cat"),
+        out.as_os_str(),
+        OsStr::new("-o"),
+        OsStr::new("csv"),
+    ]);
+    let err = clean_failure(&o);
+    assert!(err.contains("column 's' is nested"), "{err}");
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    let o = ok(sift([
+        OsStr::new("cat"),
+        out.as_os_str(),
+        OsStr::new("--columns"),
+        OsStr::new("id,tags"),
+        OsStr::new("-o"),
+        OsStr::new("json"),
+    ]));
+    assert_eq!(
+        stdout(&o),
+        "{\"id\":10,\"tags\":[1,2]}\n{\"id\":11}\n{\"id\":12,\"tags\":[]}\n{\"id\":13,\"tags\":[7]}\n"
+    );
+}

@@ -531,13 +531,13 @@ pub(crate) trait ColumnReader {
     /// Column `c`'s `count` values at the rows of `sel` (all if `None`), as its stored
     /// type.
     fn read(&self, c: usize, count: usize, sel: Option<&Bitmap>) -> Result<ArrayRef>;
+    /// The most values column `c` may hold in this block when they are list elements (its
+    /// count then comes from the lengths above it): checked before any allocation sized by
+    /// that count.
+    fn max_elements(&self, c: usize) -> Result<usize>;
     /// An error about column `c`.
     fn error(&self, c: usize, msg: String) -> Error;
 }
-
-/// The most elements one block's column may hold (Arrow's `i32` offsets address this many
-/// in a list; larger counts come only from hostile lengths).
-const MAX_ELEMENTS: usize = i32::MAX as usize;
 
 /// Assembles the subtree at footer column `c` from its `count` values, at the rows of
 /// `sel` (all if `None`); `written`: dictionary leaves as dictionaries.
@@ -596,9 +596,10 @@ pub(crate) fn assemble(
         }
         Role::FixedSizeList(n) => {
             let n = n as usize;
+            let limit = reader.max_elements(node.children[0])?;
             let elements = count
                 .checked_mul(n)
-                .filter(|&e| e <= MAX_ELEMENTS)
+                .filter(|&e| e <= limit)
                 .ok_or_else(|| {
                     reader.error(c, format!("{count} lists of {n} elements are too many"))
                 })?;
@@ -632,15 +633,14 @@ pub(crate) fn assemble(
                     .collect::<Option<_>>(),
             }
             .ok_or_else(|| reader.error(c, "a list length is negative".into()))?;
+            let limit = reader.max_elements(node.children[0])?;
             let elements = lengths
                 .iter()
-                .try_fold(0usize, |t, &l| {
-                    t.checked_add(l).filter(|&t| t <= MAX_ELEMENTS)
-                })
+                .try_fold(0usize, |t, &l| t.checked_add(l).filter(|&t| t <= limit))
                 .ok_or_else(|| {
                     reader.error(
                         c,
-                        "list lengths add up to more elements than a block can hold".into(),
+                        format!("list lengths add up to more elements than the {limit} its element column's stored bytes allow"),
                     )
                 })?;
             let (esel, kept): (Option<Bitmap>, Vec<usize>) = match sel {

@@ -969,16 +969,12 @@ impl ColumnReader for NestedReader<'_> {
         let mut chunk = file.chunk(self.block, c)?;
         if count != chunk.rows {
             // A column under a list: its count comes from the lengths above it, so it is
-            // bounded like a decode (see `decode_budget`), and it cannot be a lookup into
-            // another column's rows.
-            let budget = sift_encoding::decode_budget(chunk.meta.stored_bytes() as usize) / 8;
-            if count > budget {
+            // bounded like a decode, and it cannot be a lookup into another column's rows.
+            let limit = self.max_elements(c)?;
+            if count > limit {
                 return Err(self.error(
                     c,
-                    format!(
-                        "{count} elements are more than its {} stored bytes allow",
-                        chunk.meta.stored_bytes()
-                    ),
+                    format!("{count} elements are more than the {limit} its stored bytes allow"),
                 ));
             }
             if lookup_source(&chunk.meta.encoding).is_some() {
@@ -992,6 +988,12 @@ impl ColumnReader for NestedReader<'_> {
         counts.bytes += chunk.stored_bytes();
         self.counts.set(counts);
         Ok(array)
+    }
+
+    /// A decode budget's worth of 8-byte values (see `decode_budget`): at least 8Mi.
+    fn max_elements(&self, c: usize) -> Result<usize> {
+        let stored = self.file.chunk_meta(self.block, c)?.stored_bytes();
+        Ok(sift_encoding::decode_budget(stored as usize) / 8)
     }
 
     fn error(&self, c: usize, msg: String) -> Error {

@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow_schema::{DataType, Schema};
+use arrow_schema::{DataType, Field, Schema};
 use sift_encoding::{BytesMatcher, BytesShape, ValuePredicate, float_key, is_byte_string};
 use sift_format::Scalar;
 
@@ -108,6 +108,30 @@ pub(crate) fn column_index(schema: &Schema, name: &str) -> Result<usize> {
             known.join(", ")
         ))
     })
+}
+
+/// The field called `name` in `schema`: a column, or a field of a struct column named by
+/// its path (`s.a`, `s.b.c`; a top-level name may itself hold dots), named by that path
+/// and nullable (a field of a null struct is null). The error lists the columns.
+pub(crate) fn field_or_path(schema: &Schema, name: &str) -> Result<Field> {
+    if let Ok(i) = schema.index_of(name) {
+        return Ok(schema.field(i).clone());
+    }
+    let found = name.match_indices('.').find_map(|(at, _)| {
+        let top = schema.field_with_name(&name[..at]).ok()?;
+        let mut dt = top.data_type();
+        for part in name[at + 1..].split('.') {
+            let DataType::Struct(fields) = dt else {
+                return None;
+            };
+            dt = fields.find(part)?.1.data_type();
+        }
+        Some(Field::new(name, dt.clone(), true))
+    });
+    match found {
+        Some(f) => Ok(f),
+        None => column_index(schema, name).map(|i| schema.field(i).clone()),
+    }
 }
 
 struct Binder<'a> {

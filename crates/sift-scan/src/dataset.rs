@@ -24,7 +24,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchOptions, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use crate::bind::column_index;
+use crate::bind::field_or_path;
 use crate::error::{Error, Result};
 use crate::expr::{CmpOp, Expr, Literal};
 use crate::scan::{Scan, ScanBuilder, Table};
@@ -301,7 +301,11 @@ impl Dataset {
         let mut read: Vec<String> = Vec::new();
         let mut out = Vec::with_capacity(schema.fields().len());
         for f in schema.fields() {
-            match consts.get(f.name().as_str()) {
+            // A struct's field (`s.a`) is null where the file lacks its struct.
+            let root = (f.name().match_indices('.'))
+                .map(|(at, _)| &f.name()[..at])
+                .find(|r| consts.get(r).is_some_and(|c| matches!(c, Constant::Null)));
+            match root.map_or_else(|| consts.get(f.name().as_str()), |r| consts.get(r)) {
                 Some(c) => out.push(Err((*c).clone())),
                 None => {
                     out.push(Ok(read.len()));
@@ -614,14 +618,15 @@ impl DatasetScanBuilder {
             Some(p) => p.clone(),
             None => all.iter().map(|f| f.name().clone()).collect(),
         };
-        // Unknown columns are reported as a single file's scan reports them.
+        // Unknown columns are reported as a single file's scan reports them; a struct's
+        // field is named by its path.
         let fields = names
             .iter()
-            .map(|n| Ok(all[column_index(&all_schema, n)?].as_ref().clone()))
+            .map(|n| field_or_path(&all_schema, n))
             .collect::<Result<Vec<Field>>>()?;
         if let Some(f) = &self.filter {
             for c in f.columns() {
-                column_index(&all_schema, &c)?;
+                field_or_path(&all_schema, &c)?;
             }
         }
         let schema = SchemaRef::new(Schema::new_with_metadata(
