@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shared by bench/run.sh, bench/queries.sh, bench/sql.sh, bench/corpus.sh and bench/byteslice.sh: venv setup,
+# Shared by bench/run.sh, queries.sh, sql.sh, corpus.sh, byteslice.sh, python.sh and nested.sh: venv setup,
 # release build of sift (or $SIFT_BIN if set, never built here), then a harness script on one core
 # (taskset -c 0) with single-threaded libraries (a harness pins each engine it runs).
 #

@@ -27,11 +27,7 @@ done
 if [[ $build = 1 ]]; then
     echo "ray.sh: cargo build --release -p sift-cli; maturin build --release (crates/sift-python)" >&2
     (cd "$repo" && cargo build --release -p sift-cli >&2)
-    wheels="$(mktemp -d)"
-    trap 'rm -rf "$wheels"' EXIT
-    "$venv/bin/maturin" build --release --quiet --out "$wheels" \
-        --manifest-path "$repo/crates/sift-python/Cargo.toml" >&2
-    "$venv/bin/pip" install --quiet --force-reinstall --no-deps "$wheels"/*.whl >&2
+    "$here/wheel.sh" ray.sh
 fi
 cd "$repo"
 exec "$venv/bin/python" "$here/ray_read.py" --sift "$target/release/sift" ${pass[@]+"${pass[@]}"}

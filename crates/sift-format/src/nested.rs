@@ -31,7 +31,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{
     Array, ArrayRef, BooleanArray, FixedSizeListArray, Int32Array, Int64Array, LargeListArray,
-    ListArray, MapArray, StructArray, make_array,
+    ListArray, MapArray, OffsetSizeTrait, StructArray, make_array,
 };
 use arrow_buffer::{BooleanBuffer, NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType, Field, FieldRef, Fields};
@@ -235,37 +235,45 @@ pub(crate) fn shred(field: &Field, array: &ArrayRef, out: &mut Vec<ArrayRef>) ->
         }
         DataType::List(f) => {
             let a = array.as_list::<i32>();
-            let (lengths, values) = lengths_and_values(a.offsets(), a.nulls(), a.values())?;
-            out.push(Arc::new(Int32Array::new(
-                lengths.iter().map(|&l| l as i32).collect(),
-                a.logical_nulls().filter(|n| n.null_count() > 0),
-            )));
-            shred(f, &values, out)?;
+            shred_list(f, a.offsets(), a.nulls(), a.values(), out)?;
         }
         DataType::LargeList(f) => {
             let a = array.as_list::<i64>();
-            let (lengths, values) = lengths_and_values(a.offsets(), a.nulls(), a.values())?;
-            out.push(Arc::new(Int64Array::new(
-                lengths.iter().map(|&l| l as i64).collect(),
-                a.logical_nulls().filter(|n| n.null_count() > 0),
-            )));
-            shred(f, &values, out)?;
+            shred_list(f, a.offsets(), a.nulls(), a.values(), out)?;
         }
         DataType::Map(f, _) => {
             let a = array.as_map();
             let entries: ArrayRef = Arc::new(a.entries().clone());
-            let (lengths, values) = lengths_and_values(a.offsets(), a.nulls(), &entries)?;
-            out.push(Arc::new(Int32Array::new(
-                lengths.iter().map(|&l| l as i32).collect(),
-                a.logical_nulls().filter(|n| n.null_count() > 0),
-            )));
-            shred(f, &values, out)?;
+            shred_list(f, a.offsets(), a.nulls(), &entries, out)?;
         }
         // A leaf: dictionaries are stored as their values.
         DataType::Dictionary(_, values) => out.push(arrow_cast::cast(array, values)?),
         _ => out.push(array.clone()),
     }
     Ok(())
+}
+
+/// A list's lengths column (`Int64` for large lists, else `Int32`), then its elements'.
+fn shred_list<O: OffsetSizeTrait>(
+    element: &Field,
+    offsets: &OffsetBuffer<O>,
+    nulls: Option<&NullBuffer>,
+    values: &ArrayRef,
+    out: &mut Vec<ArrayRef>,
+) -> Result<()> {
+    let (lengths, values) = lengths_and_values(offsets, nulls, values)?;
+    let nulls = nulls.filter(|n| n.null_count() > 0).cloned();
+    out.push(match O::IS_LARGE {
+        true => Arc::new(Int64Array::new(
+            lengths.iter().map(|&l| l as i64).collect(),
+            nulls,
+        )),
+        false => Arc::new(Int32Array::new(
+            lengths.iter().map(|&l| l as i32).collect(),
+            nulls,
+        )),
+    });
+    shred(element, &values, out)
 }
 
 /// A presence column: `true` where the node is present, null where it is null.
@@ -285,7 +293,7 @@ fn with_parent_nulls(child: &ArrayRef, parent: Option<&NullBuffer>) -> Result<Ar
 
 /// A list's lengths (0 for a null list) and the elements of its non-null lists, in order.
 /// Arrow allows a null list to span elements; they are not stored.
-fn lengths_and_values<O: arrow_array::OffsetSizeTrait>(
+fn lengths_and_values<O: OffsetSizeTrait>(
     offsets: &OffsetBuffer<O>,
     nulls: Option<&NullBuffer>,
     values: &ArrayRef,
