@@ -633,22 +633,25 @@ impl SiftFile {
         Ok((array, reader.counts.into_inner()))
     }
 
-    /// The Arrow schema of the file, as written: the schema of the batches read. Built on
-    /// first use from every column's field; [`SiftFile::project_schema`] builds only the
-    /// columns asked for.
+    /// The Arrow schema of the file, as written: its top-level columns, the schema of the
+    /// batches read. Built on first use from every column's field;
+    /// [`SiftFile::project_schema`] builds only the columns asked for.
     pub fn schema(&self) -> Result<&SchemaRef> {
         Ok(&self.schemas()?.0)
     }
 
-    /// The schema the column chunks decode to ([`ChunkRef::data_type`]): as
-    /// [`SiftFile::schema`], except that a column written as an Arrow dictionary has its
-    /// value type (it is stored and filtered as its values).
+    /// One field per footer column (see [`SiftFile::num_columns`]), as a scan returns it:
+    /// named by its path, a column written as an Arrow dictionary with its value type (it
+    /// is stored and filtered as its values), a nested column's first footer column with
+    /// the whole nested type (dictionary leaves as their values), its other footer columns
+    /// with their subtrees' types. For a file without nested columns, [`SiftFile::schema`]
+    /// with dictionaries as their values.
     pub fn stored_schema(&self) -> Result<&SchemaRef> {
         Ok(&self.schemas()?.1)
     }
 
-    /// The schema of the columns `columns` (indices), as written, decoding only their
-    /// field records.
+    /// The schema of the footer columns `columns` (indices), as written, decoding only
+    /// their field records (and, for nested columns, every field record).
     pub fn project_schema(&self, columns: &[usize]) -> Result<SchemaRef> {
         let fields = columns
             .iter()
@@ -668,7 +671,8 @@ impl SiftFile {
         self.footer.num_blocks()
     }
 
-    /// Number of columns.
+    /// Number of footer columns: one per column, and for a nested column one per node of
+    /// its type ([`SiftFile::top_level`] lists those of the schema's columns).
     pub fn num_columns(&self) -> usize {
         self.footer.num_columns()
     }

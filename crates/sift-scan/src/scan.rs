@@ -32,6 +32,8 @@ const READ_AHEAD_BLOCKS: usize = 16;
 pub struct Table {
     source: Arc<Source>,
     path: PathBuf,
+    /// The top-level columns of the source's schema.
+    schema: SchemaRef,
 }
 
 impl Table {
@@ -44,10 +46,7 @@ impl Table {
     /// Opens a file, choosing whether Sift segment checksums are verified.
     pub fn open_with(path: impl AsRef<Path>, verify_checksums: bool) -> Result<Table> {
         let path = path.as_ref().to_path_buf();
-        Ok(Table {
-            source: Arc::new(Source::open(&path, verify_checksums)?),
-            path,
-        })
+        Ok(Table::new(Source::open(&path, verify_checksums)?, path))
     }
 
     /// Opens a file read by byte range (an object in an object store): a Sift file (see
@@ -60,19 +59,27 @@ impl Table {
         ranges: sift_format::RangeOptions,
     ) -> Result<Table> {
         let path = PathBuf::from(source.location());
-        Ok(Table {
-            source: Arc::new(Source::open_ranges(source, verify_checksums, ranges)?),
+        let source = Source::open_ranges(source, verify_checksums, ranges)?;
+        Ok(Table::new(source, path))
+    }
+
+    fn new(source: Source, path: PathBuf) -> Table {
+        let all = source.schema();
+        let fields: Vec<_> = (source.top_level().iter())
+            .map(|&c| all.field(c).clone())
+            .collect();
+        let schema = SchemaRef::new(Schema::new_with_metadata(fields, all.metadata().clone()));
+        Table {
+            source: Arc::new(source),
             path,
-        })
+            schema,
+        }
     }
 
     /// The file's schema: its top-level columns, as scans return them (a column written
     /// as a dictionary as its values, unless a scan asks for a dictionary).
     pub fn schema(&self) -> SchemaRef {
-        let all = self.source.schema();
-        let top = self.source.top_level();
-        let fields: Vec<_> = top.iter().map(|&c| all.field(c).clone()).collect();
-        SchemaRef::new(Schema::new_with_metadata(fields, all.metadata().clone()))
+        Arc::clone(&self.schema)
     }
 
     /// The file's column for column `c` of [`schema`](Self::schema): a Sift file stores a
