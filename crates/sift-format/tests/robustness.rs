@@ -1631,6 +1631,7 @@ fn write_fuzz_seeds() {
             "byteslice",
             byteslice_sample("b", mixed_batch(40), 16).bytes,
         ),
+        ("nested", make_sample("n", nested_batch(40), 16).bytes),
     ];
     for (name, bytes) in seeds {
         assert!(bytes.len() < 10_000, "{name}: {} bytes", bytes.len());
