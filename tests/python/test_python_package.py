@@ -190,6 +190,14 @@ def test_nested_columns_round_trip_and_filter_like_pyarrow(tmp_path):
     assert got.equals(want.select(["id", "tags", "counters"]))
     assert f.to_table(filter="tags is null").num_rows == table.filter(
         pc.field("tags").is_null()).num_rows
+    # The same filter as a pyarrow expression on a nested field, pushed into the scan.
+    expr = (pc.field("user", "id") < 40) & (pc.field("id") < 3000)
+    got = f.to_table(filter=expr, columns=["id", "tags", "counters"])
+    assert got.equals(want.select(["id", "tags", "counters"]))
+    assert f.last_scan_stats["rows_matched"] == want.num_rows
+    # Not all of it evaluated by Sift: pyarrow applies it again to the rows read.
+    expr = pc.field("user", "id").is_null() | (pc.field("id") * 2 < 10)
+    assert f.to_table(filter=expr).equals(table.filter(expr))
     # Through Parquet and back, the same table.
     pq.write_table(table, tmp_path / "nested.parquet")
     sift.convert(tmp_path / "nested.parquet", tmp_path / "again.sift")

@@ -78,6 +78,8 @@ pub fn translate(pickled: &[u8], schema: &Schema) -> PyResult<Translation> {
 #[derive(Debug)]
 enum Node {
     Field(String),
+    /// A field of a struct column: its path of names from the column (`pc.field("s", "a")`).
+    Nested(Vec<String>),
     Literal(ArrayRef),
     Call {
         name: String,
@@ -91,6 +93,10 @@ impl Node {
         match self {
             Node::Field(name) => {
                 out.insert(name.clone());
+            }
+            // The struct column holds it.
+            Node::Nested(path) => {
+                out.extend(path.first().cloned());
             }
             Node::Literal(_) => {}
             Node::Call { args, .. } => args.iter().for_each(|a| a.columns(out)),
@@ -145,6 +151,22 @@ fn parse(
     };
     match key.as_str() {
         "field_ref" => Ok(Node::Field(value.clone())),
+        "nested_field_ref" => {
+            let n: usize = value
+                .parse()
+                .map_err(|_| format!("bad nested field count '{value}'"))?;
+            let names = (0..n)
+                .map(|_| {
+                    let (k, v) = entries.get(*pos).ok_or("a nested field ends early")?;
+                    *pos += 1;
+                    match k.as_str() {
+                        "field_ref" => Ok(v.clone()),
+                        other => Err(format!("'{other}' in a nested field")),
+                    }
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok(Node::Nested(names))
+        }
         "literal" => Ok(Node::Literal(column(value)?)),
         "call" => {
             let mut args = Vec::new();
@@ -210,7 +232,7 @@ fn to_sift(node: &Node, schema: &Schema) -> Option<Expr> {
     else {
         return match node {
             // A boolean column as the whole filter.
-            Node::Field(_) => {
+            Node::Field(_) | Node::Nested(_) => {
                 let (column, dt) = field(node, schema)?;
                 (dt == &DataType::Boolean).then(|| Expr::Cmp {
                     column,
@@ -362,15 +384,28 @@ fn comparison(left: &Node, op: CmpOp, right: &Node, schema: &Schema) -> Option<E
     Some(expr)
 }
 
-/// A column of the schema: its name and type.
+/// A column of the schema, or a field of a struct column (named by its path, `s.a`, as the
+/// scan names it: a Sift file stores it as a column of its own, null where the struct is,
+/// as pyarrow's `struct_field` reads it): its name and type.
 fn field<'a>(node: &Node, schema: &'a Schema) -> Option<(String, &'a DataType)> {
-    let Node::Field(name) = node else {
-        return None;
+    let (name, dt) = match node {
+        Node::Field(name) => (name.clone(), schema.field_with_name(name).ok()?.data_type()),
+        Node::Nested(path) => {
+            let (first, rest) = path.split_first()?;
+            let mut dt = schema.field_with_name(first).ok()?.data_type();
+            for part in rest {
+                let DataType::Struct(fields) = dt else {
+                    return None;
+                };
+                dt = fields.find(part)?.1.data_type();
+            }
+            (path.join("."), dt)
+        }
+        _ => return None,
     };
     // Dictionary columns (Parquet files can declare them) stay with pyarrow: the scan
     // compares their values only where the file stores them as a Sift dictionary.
-    let dt = schema.field_with_name(name).ok()?.data_type();
-    (!matches!(dt, DataType::Dictionary(..))).then(|| (name.clone(), dt))
+    (!matches!(dt, DataType::Dictionary(..))).then_some((name, dt))
 }
 
 fn node_literal(node: &Node, column_type: &DataType) -> Option<Literal> {
