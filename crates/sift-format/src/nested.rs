@@ -602,45 +602,23 @@ pub(crate) fn assemble(
                     .map_err(|e| reader.error(c, e.to_string()))?,
             )
         }
-        Role::FixedSizeList(n) => {
-            let n = n as usize;
-            let limit = reader.max_elements(node.children[0])?;
-            let elements = count
-                .checked_mul(n)
-                .filter(|&e| e <= limit)
-                .ok_or_else(|| {
-                    reader.error(c, format!("{count} lists of {n} elements are too many"))
-                })?;
-            let esel = sel
-                .map(|s| element_selection(s, &vec![n; count]))
-                .transpose()?;
-            let values = assemble(
-                layout,
-                reader,
-                node.children[0],
-                elements,
-                esel.as_ref(),
-                written,
-            )?;
-            Arc::new(
-                FixedSizeListArray::try_new(kids[0].clone(), n as i32, values, nulls)
-                    .map_err(|e| reader.error(c, e.to_string()))?,
-            )
-        }
-        Role::List | Role::LargeList | Role::Map(_) => {
-            let lengths: Vec<usize> = match own.data_type() {
-                DataType::Int32 => own
+        Role::FixedSizeList(_) | Role::List | Role::LargeList | Role::Map(_) => {
+            let lengths: Vec<usize> = match (role, own.data_type()) {
+                (Role::FixedSizeList(n), _) => vec![n as usize; count],
+                (_, DataType::Int32) => own
                     .as_primitive::<arrow_array::types::Int32Type>()
                     .iter()
                     .map(|v| usize::try_from(v.unwrap_or(0)).ok())
-                    .collect::<Option<_>>(),
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| reader.error(c, "a list length is negative".into()))?,
                 _ => own
                     .as_primitive::<arrow_array::types::Int64Type>()
                     .iter()
                     .map(|v| usize::try_from(v.unwrap_or(0)).ok())
-                    .collect::<Option<_>>(),
-            }
-            .ok_or_else(|| reader.error(c, "a list length is negative".into()))?;
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| reader.error(c, "a list length is negative".into()))?,
+            };
+            // Checked before anything is sized by it: the count comes from data.
             let limit = reader.max_elements(node.children[0])?;
             let elements = lengths
                 .iter()
@@ -648,7 +626,7 @@ pub(crate) fn assemble(
                 .ok_or_else(|| {
                     reader.error(
                         c,
-                        format!("list lengths add up to more elements than the {limit} its element column's stored bytes allow"),
+                        format!("the lists hold more elements than the {limit} their element column's stored bytes allow"),
                     )
                 })?;
             let (esel, kept): (Option<Bitmap>, Vec<usize>) = match sel {
@@ -667,24 +645,19 @@ pub(crate) fn assemble(
                 written,
             )?;
             let err = |e: arrow_schema::ArrowError| reader.error(c, e.to_string());
+            let item = kids[0].clone();
             match role {
+                Role::FixedSizeList(n) => {
+                    Arc::new(FixedSizeListArray::try_new(item, n, values, nulls).map_err(err)?)
+                        as ArrayRef
+                }
                 Role::List => Arc::new(
-                    ListArray::try_new(
-                        kids[0].clone(),
-                        OffsetBuffer::from_lengths(kept),
-                        values,
-                        nulls,
-                    )
-                    .map_err(err)?,
-                ) as ArrayRef,
+                    ListArray::try_new(item, OffsetBuffer::from_lengths(kept), values, nulls)
+                        .map_err(err)?,
+                ),
                 Role::LargeList => Arc::new(
-                    LargeListArray::try_new(
-                        kids[0].clone(),
-                        OffsetBuffer::from_lengths(kept),
-                        values,
-                        nulls,
-                    )
-                    .map_err(err)?,
+                    LargeListArray::try_new(item, OffsetBuffer::from_lengths(kept), values, nulls)
+                        .map_err(err)?,
                 ),
                 Role::Map(sorted) => {
                     let entries = values.as_struct_opt().ok_or_else(|| {
@@ -692,7 +665,7 @@ pub(crate) fn assemble(
                     })?;
                     Arc::new(
                         MapArray::try_new(
-                            kids[0].clone(),
+                            item,
                             OffsetBuffer::from_lengths(kept),
                             entries.clone(),
                             nulls,
@@ -701,7 +674,7 @@ pub(crate) fn assemble(
                         .map_err(err)?,
                     )
                 }
-                _ => unreachable!("list roles"),
+                Role::Struct(_) | Role::Leaf => unreachable!("list roles"),
             }
         }
         Role::Leaf => unreachable!("leaves handled above"),
