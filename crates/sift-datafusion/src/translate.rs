@@ -222,11 +222,8 @@ fn column<'a>(expr: &Expr, schema: &'a Schema) -> Option<(String, &'a DataType)>
             let Expr::Literal(ScalarValue::Utf8(Some(name)), _) = &f.args[1] else {
                 return None;
             };
-            let DataType::Struct(fields) = dt else {
-                return None;
-            };
-            let (_, field) = fields.find(name)?;
-            Some((format!("{path}.{name}"), field.data_type()))
+            let dt = sift_scan::field_type_at(dt, [name.as_str()])?;
+            Some((format!("{path}.{name}"), dt))
         }
         _ => None,
     }

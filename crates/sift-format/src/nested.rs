@@ -310,9 +310,8 @@ fn lengths_and_values<O: OffsetSizeTrait>(
     }
     // Keep only the elements of non-null lists.
     let mut keep = vec![false; values.len()];
-    let valid = nulls.map(|n| n.iter().collect::<Vec<_>>());
     for (i, w) in offsets.windows(2).enumerate() {
-        if valid.as_ref().is_none_or(|v| v[i]) {
+        if nulls.is_none_or(|n| n.is_valid(i)) {
             keep[w[0].as_usize()..w[1].as_usize()].fill(true);
         } else {
             lengths[i] = 0;
@@ -532,6 +531,14 @@ pub fn element_selection_reference(sel: &Bitmap, lengths: &[usize]) -> Bitmap {
             .enumerate()
             .flat_map(|(i, &l)| std::iter::repeat_n(sel.get(i), l)),
     )
+}
+
+/// The most values a column of list elements may hold in one block, from its stored bytes:
+/// a decode budget's worth of 8-byte values (see `decode_budget`), at least 8Mi. Its
+/// count comes from the lengths above it, not from the block's rows, so readers check it
+/// before decoding and the writer refuses blocks beyond it.
+pub(crate) fn max_elements(stored_bytes: usize) -> usize {
+    sift_encoding::decode_budget(stored_bytes) / 8
 }
 
 /// Reads the footer columns of one nested column in one block, for [`assemble`].

@@ -15,7 +15,7 @@ use sift_encoding::{Chunk, lookup_source};
 
 use crate::error::{Error, Result, corrupt, io_err};
 use crate::footer::{ChunkMeta, Footer, FooterBytes, FooterView, MAGIC, TRAILER_LEN};
-use crate::nested::{ColumnReader, Layout, Role, assemble};
+use crate::nested::{ColumnReader, Layout, Role, assemble, per_row};
 use crate::ranges::{RangeCounts, RangeOptions, RangeSource, Remote};
 use crate::schema::{ColumnType, StoredField, to_arrow_fields};
 
@@ -495,9 +495,7 @@ impl SiftFile {
         if let Some(meta) = slot.meta.get() {
             return Ok(meta);
         }
-        let meta = self
-            .footer
-            .chunk(block, column, crate::nested::per_row(&col.field))?;
+        let meta = self.footer.chunk(block, column, per_row(&col.field))?;
         self.decoded_chunks.fetch_add(1, Ordering::Relaxed);
         Ok(slot.meta.get_or_init(|| meta))
     }
@@ -572,7 +570,7 @@ impl SiftFile {
     /// values).
     fn column_field(&self, c: usize, written: bool) -> Result<FieldRef> {
         let col = self.column(c)?;
-        if !is_nested(&col.field) {
+        if per_row(&col.field) {
             return Ok(Arc::clone(if written { &col.written } else { &col.stored }));
         }
         let node = &self.layout()?.nodes[c];
@@ -583,7 +581,7 @@ impl SiftFile {
     /// How column `c` is read: see [`ColumnShape`].
     pub fn column_shape(&self, c: usize) -> Result<ColumnShape> {
         let col = self.column(c)?;
-        if !is_nested(&col.field) {
+        if per_row(&col.field) {
             return Ok(ColumnShape::Flat);
         }
         let node = &self.layout()?.nodes[c];
@@ -955,11 +953,6 @@ pub struct NestedCounts {
     pub bytes: u64,
 }
 
-/// Whether a field record is a node or leaf of a nested column.
-fn is_nested(f: &StoredField) -> bool {
-    !crate::nested::per_row(f)
-}
-
 /// Reads the footer columns of a nested column in one block.
 struct NestedReader<'a> {
     file: &'a SiftFile,
@@ -994,10 +987,9 @@ impl ColumnReader for NestedReader<'_> {
         Ok(array)
     }
 
-    /// A decode budget's worth of 8-byte values (see `decode_budget`): at least 8Mi.
     fn max_elements(&self, c: usize) -> Result<usize> {
         let stored = self.file.chunk_meta(self.block, c)?.stored_bytes();
-        Ok(sift_encoding::decode_budget(stored as usize) / 8)
+        Ok(crate::nested::max_elements(stored as usize))
     }
 
     fn error(&self, c: usize, msg: String) -> Error {

@@ -381,11 +381,7 @@ pub fn check_schema(schema: &Schema) -> Result<Vec<StoredField>> {
             });
         }
     }
-    let names: Vec<Field> = out
-        .iter()
-        .map(|f| Field::new(&f.name, DataType::Null, true))
-        .collect();
-    check_unique_names(&Schema::new(names))?;
+    unique_names(out.iter().map(|f| f.name.as_str()))?;
     Ok(out)
 }
 
@@ -407,13 +403,18 @@ pub(crate) fn leaf_type(dt: &DataType, metadata: &mut Vec<(String, String)>) -> 
 /// Refuses a schema in which two columns have the same name (a filter or projection by
 /// name could only ever reach the first), naming every repeated name.
 pub fn check_unique_names(schema: &Schema) -> Result<()> {
+    unique_names(schema.fields().iter().map(|f| f.name().as_str()))
+}
+
+/// [`check_unique_names`] over names (a schema's, or its footer columns').
+fn unique_names<'a>(names: impl Iterator<Item = &'a str>) -> Result<()> {
     let mut first: HashMap<&str, usize> = HashMap::new();
     let mut repeated: Vec<String> = Vec::new();
-    for (i, f) in schema.fields().iter().enumerate() {
-        match first.get(f.name().as_str()) {
-            Some(&j) => repeated.push(format!("'{}' (columns {j} and {i})", f.name())),
+    for (i, name) in names.enumerate() {
+        match first.get(name) {
+            Some(&j) => repeated.push(format!("'{name}' (columns {j} and {i})")),
             None => {
-                first.insert(f.name(), i);
+                first.insert(name, i);
             }
         }
     }

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use sift_encoding::{EncodeOptions, decode_budget, encode_array_with, encode_lookups};
+use sift_encoding::{EncodeOptions, encode_array_with, encode_lookups};
 
 use crate::error::{Error, Result, io_err};
 use crate::footer::{BlockMeta, ChunkMeta, Footer, MAGIC, Segment};
-use crate::nested::{Layout, shred};
+use crate::nested::{Layout, max_elements, shred};
 use crate::schema::{StoredField, check_schema};
 
 /// The largest (and default) number of rows in a block: 64Ki.
@@ -274,7 +274,7 @@ impl SiftWriter {
             // List elements are bounded by their stored bytes when read (their count comes
             // from data, not from the block's rows): refuse what a reader would.
             let stored: usize = encoded.buffers.iter().map(Vec::len).sum();
-            if !self.row_aligned[c] && arrays[c].len() > decode_budget(stored) / 8 {
+            if !self.row_aligned[c] && arrays[c].len() > max_elements(stored) {
                 return Err(Error::Invalid(format!(
                     "column '{}', block {block_no}: {} list elements in one block are more than a reader accepts from {stored} stored bytes (write smaller blocks)",
                     self.fields[c].name,

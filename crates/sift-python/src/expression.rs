@@ -392,13 +392,8 @@ fn field<'a>(node: &Node, schema: &'a Schema) -> Option<(String, &'a DataType)> 
         Node::Field(name) => (name.clone(), schema.field_with_name(name).ok()?.data_type()),
         Node::Nested(path) => {
             let (first, rest) = path.split_first()?;
-            let mut dt = schema.field_with_name(first).ok()?.data_type();
-            for part in rest {
-                let DataType::Struct(fields) = dt else {
-                    return None;
-                };
-                dt = fields.find(part)?.1.data_type();
-            }
+            let top = schema.field_with_name(first).ok()?.data_type();
+            let dt = sift_scan::field_type_at(top, rest.iter().map(String::as_str))?;
             (path.join("."), dt)
         }
         _ => return None,

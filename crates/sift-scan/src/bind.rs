@@ -110,6 +110,18 @@ pub(crate) fn column_index(schema: &Schema, name: &str) -> Result<usize> {
     })
 }
 
+/// The type of the field reached from a struct type `dt` by the field names of `path`
+/// (`None` where a step is not a struct or has no such field).
+pub fn field_type_at<'a, 'p>(
+    dt: &'a DataType,
+    path: impl IntoIterator<Item = &'p str>,
+) -> Option<&'a DataType> {
+    path.into_iter().try_fold(dt, |dt, part| match dt {
+        DataType::Struct(fields) => Some(fields.find(part)?.1.data_type()),
+        _ => None,
+    })
+}
+
 /// The field called `name` in `schema`: a column, or a field of a struct column named by
 /// its path (`s.a`, `s.b.c`; a top-level name may itself hold dots), named by that path
 /// and nullable (a field of a null struct is null). The error lists the columns.
@@ -119,13 +131,7 @@ pub(crate) fn field_or_path(schema: &Schema, name: &str) -> Result<Field> {
     }
     let found = name.match_indices('.').find_map(|(at, _)| {
         let top = schema.field_with_name(&name[..at]).ok()?;
-        let mut dt = top.data_type();
-        for part in name[at + 1..].split('.') {
-            let DataType::Struct(fields) = dt else {
-                return None;
-            };
-            dt = fields.find(part)?.1.data_type();
-        }
+        let dt = field_type_at(top.data_type(), name[at + 1..].split('.'))?;
         Some(Field::new(name, dt.clone(), true))
     });
     match found {

@@ -42,6 +42,7 @@ mod scan;
 mod source;
 mod stats;
 
+pub use bind::field_type_at;
 pub use dataset::{
     Dataset, DatasetFile, DatasetScan, DatasetScanBuilder, FileCounts, FileScan, Opener,
 };

@@ -368,9 +368,7 @@ fn check_types(table: &Table, schema: &Schema, needed: &[usize]) -> Result<()> {
                 }
             )));
         }
-    }
-    // One at a time: a nested column and its fields (`s`, `s.a`) share storage.
-    for &c in &columns {
+        // One at a time: a nested column and its fields (`s`, `s.a`) share storage.
         sift_format::check_schema(&schema.project(&[c])?)
             .map_err(|e| Error::Type(format!("{path}: {e}")))?;
     }
