@@ -238,3 +238,25 @@ fn dictionary_leaves_keep_their_key_type() {
     );
     let _ = d.values().as_dictionary::<Int16Type>();
 }
+
+/// A type nested deeper than the format allows is refused when the writer starts, naming
+/// the column.
+#[test]
+fn nesting_deeper_than_the_limit_is_refused() {
+    let mut dt = DataType::Int32;
+    for _ in 0..=sift_format::MAX_NESTING {
+        dt = DataType::Struct(Fields::from(vec![Field::new("x", dt, true)]));
+    }
+    let schema = Arc::new(Schema::new(vec![Field::new("deep", dt, true)]));
+    let dir = tempfile::tempdir().unwrap();
+    let err =
+        sift_format::SiftWriter::create(dir.path().join("d.sift"), schema, Default::default())
+            .err()
+            .expect("writer accepted the schema")
+            .to_string();
+    assert!(
+        err.contains("column 'deep") && err.contains("nests deeper than 64"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
