@@ -20,6 +20,10 @@ use crate::tree::{BufferSink, NodeId};
 /// An encoder: encodes values into the sink, children cascading `depth - 1` more levels.
 pub(crate) type Encoder<V> = fn(&[V], &mut BufferSink, u8) -> NodeId;
 
+/// The bytes a scheme would store for an input, counted without encoding (`None`: it
+/// cannot encode the input).
+pub(crate) type SizeCounter<V> = fn(&[V]) -> Option<usize>;
+
 /// When a scheme is worth trying on an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum When {
@@ -35,9 +39,15 @@ pub(crate) enum When {
     Dominant,
     /// The input is (nearly) sorted.
     Sorted,
+    /// Every value is larger than the one before (a dictionary's values).
+    Increasing,
     /// The whole input repeats with a period (`cycle::period`); never seen in a sample,
     /// so settled on the full input.
     Periodic,
+    /// Sized on the whole input by the scheme's own count ([`Scheme::full_size`]), never on
+    /// the sample (an entropy code's table costs as much for a sample as for the chunk);
+    /// settled on the full data when that count beats the sample's choice.
+    Skewed,
 }
 
 /// One scheme of a domain, as the chooser sees it.
@@ -49,11 +59,62 @@ pub(crate) struct Scheme<V: 'static> {
     pub when: When,
     /// Its encoder.
     pub encode: Encoder<V>,
+    /// What it is charged for its sizes when compared (more than its bytes for schemes
+    /// whose decode is not lightweight).
+    pub premium: Premium,
+    /// For [`When::Skewed`]: its size on the full input.
+    pub full_size: Option<SizeCounter<V>>,
 }
 
 impl<V> Scheme<V> {
     pub(crate) const fn new(name: &'static str, when: When, encode: Encoder<V>) -> Self {
-        Self { name, when, encode }
+        Self {
+            name,
+            when,
+            encode,
+            premium: Premium::NONE,
+            full_size: None,
+        }
+    }
+
+    /// A [`When::Skewed`] scheme, sized on the full input by `full_size`, charged
+    /// `premium`.
+    pub(crate) const fn skewed(
+        name: &'static str,
+        encode: Encoder<V>,
+        full_size: SizeCounter<V>,
+        premium: Premium,
+    ) -> Self {
+        Self {
+            name,
+            when: When::Skewed,
+            encode,
+            premium,
+            full_size: Some(full_size),
+        }
+    }
+}
+
+/// What the chooser charges for a scheme's size, in bytes: the larger of `factor` × its
+/// bytes and its bytes plus `bits_per_value` per value. A scheme whose decode is not
+/// lightweight must save both a share of the bytes and some bits on every value (codes
+/// already a bit or two wide have little left to save, and filters on them are cheapest).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Premium {
+    pub factor: f64,
+    pub bits_per_value: f64,
+}
+
+impl Premium {
+    /// Charged its bytes.
+    pub(crate) const NONE: Premium = Premium {
+        factor: 1.0,
+        bits_per_value: 0.0,
+    };
+
+    fn charge(self, bytes: usize, values: usize) -> f64 {
+        let bytes = bytes as f64;
+        (bytes * self.factor).max(bytes + values as f64 * self.bits_per_value / 8.0)
     }
 }
 
@@ -76,15 +137,18 @@ struct Stats<V> {
     top: Option<(V, usize)>,
     /// Adjacent pairs in order (for delta).
     ascending: usize,
+    /// Adjacent pairs strictly in order.
+    increasing: usize,
 }
 
 impl<V: Sampled> Stats<V> {
     fn of(values: &[V], sample: &[V], full_distinct_ratio: usize) -> Self {
         let mut runs = usize::from(!values.is_empty());
-        let mut ascending = 0;
+        let (mut ascending, mut increasing) = (0, 0);
         for w in values.windows(2) {
             runs += usize::from(w[0] != w[1]);
             ascending += usize::from(w[0] <= w[1]);
+            increasing += usize::from(w[0] < w[1]);
         }
         let mut counts: HashMap<V, usize> =
             HashMap::with_capacity_and_hasher(sample.len(), Default::default());
@@ -110,6 +174,7 @@ impl<V: Sampled> Stats<V> {
             few_distinct,
             top,
             ascending,
+            increasing,
         }
     }
 
@@ -125,6 +190,9 @@ impl<V: Sampled> Stats<V> {
     }
     fn sorted(&self) -> bool {
         self.n > 2 && self.ascending * 10 >= (self.n - 1) * 9
+    }
+    fn increasing(&self) -> bool {
+        self.n > 2 && self.increasing == self.n - 1
     }
 }
 
@@ -165,23 +233,24 @@ pub(crate) fn choose<S: Copy, T>(
     sample: &[T],
     values: &[T],
     encode: impl Fn(S, &[T], &mut BufferSink),
+    premium: impl Fn(S) -> Premium,
 ) -> Option<S> {
     let size_on = |s: S, data: &[T]| {
         let mut scratch = BufferSink::default();
         encode(s, data, &mut scratch);
-        scratch.stored_size()
+        premium(s).charge(scratch.stored_size(), data.len())
     };
-    let mut sized: Vec<(usize, S)> = candidates
+    let mut sized: Vec<(f64, S)> = candidates
         .iter()
         .map(|&s| (size_on(s, sample), s))
         .collect();
     // Stable sort: ties keep candidate order, so the choice is deterministic.
-    sized.sort_by_key(|(size, _)| *size);
+    sized.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (best, first) = *sized.first()?;
     let finalists: Vec<S> = sized
         .iter()
         .take(MAX_FINALISTS)
-        .filter(|(size, _)| *size as f64 <= best as f64 * CLOSE_CALL)
+        .filter(|(size, _)| *size <= best * CLOSE_CALL)
         .map(|(_, s)| *s)
         .collect();
     if finalists.len() <= 1 || sample.len() == values.len() {
@@ -190,7 +259,7 @@ pub(crate) fn choose<S: Copy, T>(
     finalists
         .into_iter()
         .map(|s| (size_on(s, values), s))
-        .min_by_key(|(size, _)| *size)
+        .min_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, s)| s)
 }
 
@@ -223,7 +292,8 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
         When::Repetition => stats.sample_dict_viable(),
         When::Dominant => stats.frequency_viable(),
         When::Sorted => stats.sorted(),
-        When::Periodic => false,
+        When::Increasing => stats.increasing(),
+        When::Periodic | When::Skewed => false,
     };
     let candidates: Vec<usize> = (0..schemes.len())
         .filter(|&i| worth(schemes[i].when))
@@ -231,19 +301,35 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
     let encode = |i: usize, data: &[V], scratch: &mut BufferSink| {
         run(i, data, scratch);
     };
-    let mut best = choose(&candidates, &s, values, encode).unwrap_or(terminal);
+    let premium = |i: usize| schemes[i].premium;
+    let mut best = choose(&candidates, &s, values, encode, premium).unwrap_or(terminal);
     if stats.few_distinct
         && let Some(dict) = schemes.iter().position(|s| s.when == When::Repetition)
     {
         // The sample holds most of the dictionary but few repeats of each entry, so its
         // estimate is biased against the dictionary: settle it on the full data.
-        best = choose(&[best, dict], values, values, encode).unwrap_or(best);
+        best = choose(&[best, dict], values, values, encode, premium).unwrap_or(best);
     }
     // Searched only here, where a cascade level is left to use it.
     if let Some(cycle) = schemes.iter().position(|s| s.when == When::Periodic)
         && crate::encodings::cycle::period(values).is_some()
     {
-        best = choose(&[best, cycle], values, values, encode).unwrap_or(best);
+        best = choose(&[best, cycle], values, values, encode, premium).unwrap_or(best);
+    }
+    // Counted on the full input, and encoded on it only when the count (with its premium)
+    // beats the choice so far, whose full size is estimated from its sample size.
+    for (i, scheme) in schemes.iter().enumerate() {
+        if let (When::Skewed, Some(full_size)) = (scheme.when, scheme.full_size)
+            && let Some(bytes) = full_size(values)
+        {
+            let mut scratch = BufferSink::default();
+            run(best, &s, &mut scratch);
+            let estimate = scratch.stored_size() * values.len() / s.len().max(1);
+            let n = values.len();
+            if scheme.premium.charge(bytes, n) < premium(best).charge(estimate, n) {
+                best = choose(&[best, i], values, values, encode, premium).unwrap_or(best);
+            }
+        }
     }
     run(best, values, sink)
 }
@@ -344,9 +430,15 @@ pub(crate) fn encode_strings(
         S::Fsst => (schemes.fsst)(values, sink, depth),
         S::Prefix => (schemes.prefix)(values, sink, depth),
     };
-    let mut best = choose(&candidates, &s, values, |c, data, scratch| {
-        encode(c, data, scratch);
-    })
+    let mut best = choose(
+        &candidates,
+        &s,
+        values,
+        |c, data, scratch| {
+            encode(c, data, scratch);
+        },
+        |_| Premium::NONE,
+    )
     .unwrap_or(S::Plain);
     // For the same reason the sample underrates the dictionary: settle it on the full input.
     if dict_viable && best != S::Dict && s.len() < values.len() {

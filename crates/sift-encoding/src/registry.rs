@@ -21,7 +21,7 @@ use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
 use crate::encodings::{
     alp, alp_rd, bitmap, bitset, byte_stream_split, bytes, byteslice, constant, cycle, delta, dict,
-    frame, fsst, hybrid, lookup, patch, plain, prefix, rle,
+    frame, fsst, huffman, hybrid, lookup, patch, plain, prefix, rle,
 };
 use crate::error::{Result, corrupt};
 use crate::predicate::{BytesMatcher, BytesShape, DomainPred};
@@ -144,6 +144,7 @@ registry! {
     BitSet(bitset::BitSet),
     Cycle(cycle::Cycle),
     Prefix(prefix::Prefix),
+    Huffman(huffman::Huffman),
 }
 
 impl Node {
@@ -284,6 +285,12 @@ const INT_SCHEMES: &[Scheme<i64>] = &[
     Scheme::new("frequency", When::Dominant, patch::encode_frequency::<i64>),
     Scheme::new("delta", When::Sorted, delta::encode),
     Scheme::new("cycle", When::Periodic, cycle::encode::<i64>),
+    Scheme::skewed(
+        "huffman",
+        huffman::encode,
+        huffman::stored_bytes,
+        huffman::PREMIUM,
+    ),
 ];
 
 /// Double schemes, in the order the chooser tries them.
@@ -299,6 +306,7 @@ const FLOAT_SCHEMES: &[Scheme<FloatBits>] = &[
         When::Dominant,
         patch::encode_frequency::<FloatBits>,
     ),
+    Scheme::new("delta", When::Increasing, delta::encode_floats),
     Scheme::new("cycle", When::Periodic, cycle::encode::<FloatBits>),
 ];
 

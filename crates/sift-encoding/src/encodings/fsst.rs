@@ -4,11 +4,19 @@
 //! (see [`decompress`] for why).
 //!
 //! An `Fsst { symbols, lengths, data }` node stores:
-//! - `symbols`: the symbol table, one buffer laid out as
-//!   `n: u8`, then `n` symbols as `u64` little-endian (symbol byte `j` is byte `j` of the
-//!   word; bytes past the symbol's length are zero), then `n` lengths as `u8`, each `1..=8`.
-//!   Its size is exactly `1 + 9n` bytes; code `c < n` stands for symbol `c`, and `n ≤ 255`
-//!   because code 255 is the escape.
+//! - `symbols`: the symbol table, one buffer starting with `n: u8` (`n ≤ 255` because code
+//!   255 is the escape; code `c < n` stands for symbol `c`), in one of two layouts told
+//!   apart by the buffer's size:
+//!   - *wide*, exactly `1 + 9n` bytes: `n` symbols as `u64` little-endian (symbol byte `j`
+//!     is byte `j` of the word; bytes past the symbol's length are zero), then `n` lengths
+//!     as `u8`, each `1..=8`;
+//!   - *packed*, any other size: `n` lengths as `u8`, each `1..=8`, then the symbols' bytes
+//!     one after another, `1 + n + Σ lengths` bytes in all.
+//!
+//!   The writer packs the table unless every symbol is 8 bytes long (then both layouts
+//!   take `1 + 9n` bytes, and it writes the wide one). Packing saves most of the table on
+//!   small inputs, where short symbols are common and the table is a large part of the
+//!   column (a few dozen sentences: a third of what the column stores).
 //! - `lengths`: an integer node with the compressed length of each string, in bytes.
 //! - `data`: one buffer with the compressed strings concatenated. In a compressed string,
 //!   byte 255 (escape) means "the next byte, literally"; any other byte is a symbol code.
@@ -83,15 +91,26 @@ pub(crate) fn encode(values: &[&[u8]], sink: &mut BufferSink, depth: u8) -> Node
     id
 }
 
-/// Serializes a symbol table in the layout described in the module documentation.
+/// Serializes a symbol table in the layouts described in the module documentation: packed,
+/// unless every symbol is 8 bytes long.
 fn write_table(symbols: &[::fsst::Symbol], lengths: &[u8]) -> Vec<u8> {
     let n = symbols.len().min(lengths.len()).min(MAX_SYMBOLS);
+    let lengths = &lengths[..n];
+    let words = symbols
+        .iter()
+        .zip(lengths)
+        .map(|(s, &len)| mask(s.to_u64(), len));
     let mut out = Vec::with_capacity(1 + 9 * n);
     out.push(n as u8);
-    for (s, &len) in symbols.iter().zip(lengths).take(n) {
-        out.extend_from_slice(&mask(s.to_u64(), len).to_le_bytes());
+    if lengths.iter().all(|&len| len >= 8) {
+        words.for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+        out.extend_from_slice(lengths);
+    } else {
+        out.extend_from_slice(lengths);
+        for (w, &len) in words.zip(lengths) {
+            out.extend_from_slice(&w.to_le_bytes()[..usize::from(len.min(8))]);
+        }
     }
-    out.extend_from_slice(&lengths[..n]);
     out
 }
 
@@ -118,26 +137,52 @@ impl SymbolTable {
         if n > MAX_SYMBOLS {
             return Err(format!("{n} symbols (at most {MAX_SYMBOLS})"));
         }
-        if rest.len() != 9 * n {
-            return Err(format!(
-                "symbol table of {n} symbols holds {} bytes, {} expected",
-                bytes.len(),
-                1 + 9 * n
-            ));
-        }
-        let (words, lens) = rest.split_at(8 * n);
         let mut table = SymbolTable {
             symbols: [0; 256],
             lengths: [0; 256],
         };
-        for (code, (word, &len)) in words.chunks_exact(8).zip(lens).enumerate() {
-            if !(1..=8).contains(&len) {
-                return Err(format!("symbol {code} has length {len}"));
-            }
+        let mut set = |code: usize, symbol: &[u8], len: u8| {
             let mut w = [0u8; 8];
-            w.copy_from_slice(word);
+            w[..symbol.len()].copy_from_slice(symbol);
             table.symbols[code] = mask(u64::from_le_bytes(w), len);
             table.lengths[code] = len;
+        };
+        let wide = rest.len() == 9 * n;
+        let lens = if wide {
+            &rest[8 * n..]
+        } else {
+            rest.get(..n).unwrap_or(rest)
+        };
+        if lens.len() < n {
+            return Err(format!(
+                "symbol table of {n} symbols holds {} bytes, too few for their lengths",
+                bytes.len()
+            ));
+        }
+        if let Some(code) = lens.iter().position(|len| !(1..=8).contains(len)) {
+            return Err(format!("symbol {code} has length {}", lens[code]));
+        }
+        if wide {
+            for (code, (word, &len)) in rest.chunks_exact(8).zip(lens).enumerate() {
+                set(code, word, len);
+            }
+        } else {
+            let packed = &rest[n..];
+            let total: usize = lens.iter().map(|&l| usize::from(l)).sum();
+            if packed.len() != total {
+                return Err(format!(
+                    "symbol table of {n} symbols holds {} bytes, {} (packed) or {} (wide) expected",
+                    bytes.len(),
+                    1 + n + total,
+                    1 + 9 * n
+                ));
+            }
+            let mut at = 0;
+            for (code, &len) in lens.iter().enumerate() {
+                let end = at + usize::from(len);
+                set(code, &packed[at..end], len);
+                at = end;
+            }
         }
         Ok(table)
     }
@@ -739,6 +784,38 @@ mod tests {
         t.extend_from_slice(&u64::from(b'c').to_le_bytes());
         t.extend_from_slice(&[2, 1]);
         t
+    }
+
+    /// The same table packed: lengths first, then the symbols' bytes.
+    fn packed_table() -> Vec<u8> {
+        vec![2, 2, 1, b'a', b'b', b'c']
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn both_table_layouts_decode_alike() {
+        let wide = hostile(good_table(), &[3, 0, 1], vec![0, 255, b'z', 1]).unwrap();
+        let packed = hostile(packed_table(), &[3, 0, 1], vec![0, 255, b'z', 1]).unwrap();
+        assert_eq!(wide, packed);
+        // The writer packs short symbols, and keeps 8-byte ones wide (the same size).
+        let symbols = [
+            ::fsst::Symbol::from_slice(b"ab\0\0\0\0\0\0"),
+            ::fsst::Symbol::from_u8(b'c'),
+        ];
+        assert_eq!(write_table(&symbols, &[2, 1]), packed_table());
+        let eight = [::fsst::Symbol::from_slice(b"abcdefgh")];
+        let wide = write_table(&eight, &[8]);
+        assert_eq!(wide.len(), 10);
+        assert_eq!(&wide[1..9], b"abcdefgh");
+        // A packed table whose bytes do not add up to its lengths.
+        for bad in [
+            vec![2, 2, 1, b'a', b'b'],
+            vec![2, 2, 1, b'a', b'b', b'c', b'd'],
+            vec![2, 2],
+        ] {
+            let e = hostile(bad, &[1], vec![0]).unwrap_err().to_string();
+            assert!(e.contains("symbol table of 2 symbols"), "{e}");
+        }
     }
 
     #[test]
