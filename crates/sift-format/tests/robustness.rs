@@ -63,6 +63,23 @@ fn mixed_batch(n: usize) -> RecordBatch {
         Field::new("sparse", DataType::Int64, true),
         Arc::new(sparse),
     ));
+    // Strings no symbol table shortens (4 to 10 characters drawn from 64 by a hash), with
+    // nulls: stored as plain bytes, which the hostile cases tamper with.
+    const CHARS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let random: StringArray = (0..n)
+        .map(|i| {
+            let h = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            (i % 7 != 3).then(|| {
+                (0..4 + (h >> 60) % 7)
+                    .map(|k| char::from(CHARS[((h >> (6 * k)) % 64) as usize]))
+                    .collect::<String>()
+            })
+        })
+        .collect();
+    cols.push((
+        Field::new("utf8_random", DataType::Utf8, true),
+        Arc::new(random),
+    ));
     common::batch_of(cols)
 }
 
@@ -141,6 +158,25 @@ fn plain_batch(n: usize) -> RecordBatch {
     )
 }
 
+/// Skewed small integers (half the values one, a quarter another, …), stored as Huffman
+/// codes, and sorted doubles that are not decimals, stored as delta-coded bit patterns.
+fn skewed_batch(n: usize) -> RecordBatch {
+    let skewed: Int64Array = (0..n as u64)
+        .map(|i| Some(((i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) + 1).ilog2() as i64))
+        .collect();
+    let sorted: Float64Array = (0..n).map(|i| Some((i as f64 + 1.0).ln() / 7.0)).collect();
+    common::batch_of(vec![
+        (
+            Field::new("skewed", DataType::Int64, false),
+            Arc::new(skewed),
+        ),
+        (
+            Field::new("sorted", DataType::Float64, false),
+            Arc::new(sorted),
+        ),
+    ])
+}
+
 fn make_sample(name: &'static str, batch: RecordBatch, block_rows: usize) -> Sample {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(name);
@@ -184,6 +220,7 @@ fn samples() -> &'static [Sample] {
             make_sample("empty.sift", mixed_batch(0), 100),
             byteslice_sample("byteslice.sift", mixed_batch(350), 100),
             make_sample("nested.sift", nested_batch(300), 100),
+            make_sample("skewed.sift", skewed_batch(2000), 2000),
         ]
     })
 }
@@ -320,6 +357,15 @@ fn samples_are_valid_and_small() {
             for k in ["dict", "for", "plain64", "bitmap", "all-null", "bytes"] {
                 assert!(kinds.iter().any(|d| d.contains(k)), "no {k} in {kinds:?}");
             }
+        }
+        if s.name == "skewed.sift" {
+            let kinds: Vec<String> = f.decode_footer().unwrap().blocks[0]
+                .columns
+                .iter()
+                .map(|c| c.encoding.describe())
+                .collect();
+            assert!(kinds[0].contains("huffman"), "{kinds:?}");
+            assert!(kinds[1].starts_with("delta"), "{kinds:?}");
         }
     }
 }
@@ -633,7 +679,7 @@ fn hostile_cases() -> Vec<Hostile> {
     };
     use Expect::*;
     let low = column(&base, "utf8_low");
-    let high = column(&base, "utf8_high");
+    let high = column(&base, "utf8_random");
     let narrow = column(&base, "i64_narrow");
     let fsb = column(&base, "fsb_16_3");
     let float = column(&base, "f64");
@@ -1632,6 +1678,7 @@ fn write_fuzz_seeds() {
             byteslice_sample("b", mixed_batch(40), 16).bytes,
         ),
         ("nested", make_sample("n", nested_batch(40), 16).bytes),
+        ("skewed", make_sample("sk", skewed_batch(1000), 1000).bytes),
     ];
     for (name, bytes) in seeds {
         assert!(bytes.len() < 10_000, "{name}: {} bytes", bytes.len());
@@ -1801,6 +1848,7 @@ fn fuzz_seeds_reach_every_scheme() {
         "fsst",
         "lookup",
         "byteslice",
+        "huffman",
     ];
     let missing: Vec<&str> = all.iter().copied().filter(|s| !seen.contains(s)).collect();
     assert!(
