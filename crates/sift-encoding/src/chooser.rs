@@ -20,8 +20,8 @@ use crate::tree::{BufferSink, NodeId};
 /// An encoder: encodes values into the sink, children cascading `depth - 1` more levels.
 pub(crate) type Encoder<V> = fn(&[V], &mut BufferSink, u8) -> NodeId;
 
-/// The bytes a scheme would store for an input, counted without encoding (`None`: it
-/// cannot encode the input).
+/// A lower bound on the bytes a scheme would store for an input, counted without encoding
+/// (`None`: it cannot encode the input).
 pub(crate) type SizeCounter<V> = fn(&[V]) -> Option<usize>;
 
 /// When a scheme is worth trying on an input.
@@ -44,9 +44,10 @@ pub(crate) enum When {
     /// The whole input repeats with a period (`cycle::period`); never seen in a sample,
     /// so settled on the full input.
     Periodic,
-    /// Sized on the whole input by the scheme's own count ([`Scheme::full_size`]), never on
-    /// the sample (an entropy code's table costs as much for a sample as for the chunk);
-    /// settled on the full data when that count beats the sample's choice.
+    /// An entropy code (at least a bit per value), sized on the whole input by its own
+    /// bound ([`Scheme::full_size`]), never on the sample (its table costs as much for a
+    /// sample as for the chunk); settled on the full data when that bound beats the
+    /// sample's choice.
     Skewed,
 }
 
@@ -219,6 +220,9 @@ fn few_distinct<V: Sampled>(values: &[V], limit: usize) -> bool {
     true
 }
 
+/// Inputs shorter than this are not sized for [`When::Skewed`] schemes.
+const SKEWED_MIN_VALUES: usize = 1024;
+
 /// Sample sizes within this factor of the best are close calls, settled on the full data.
 const CLOSE_CALL: f64 = 1.2;
 /// At most this many finalists are encoded on the full data.
@@ -316,19 +320,29 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
     {
         best = choose(&[best, cycle], values, values, encode, premium).unwrap_or(best);
     }
-    // Counted on the full input, and encoded on it only when the count (with its premium)
-    // beats the choice so far, whose full size is estimated from its sample size.
+    // Bounded on the full input, and encoded on it only when the bound (with its premium)
+    // beats the choice so far, whose full size is estimated from its sample size. Not on
+    // short inputs: a code table pays only over thousands of values, and the chooser's own
+    // samples (and their cascades) would count it at every level.
+    let n = values.len();
     for (i, scheme) in schemes.iter().enumerate() {
-        if let (When::Skewed, Some(full_size)) = (scheme.when, scheme.full_size)
+        let (When::Skewed, Some(full_size)) = (scheme.when, scheme.full_size) else {
+            continue;
+        };
+        if n < SKEWED_MIN_VALUES {
+            continue;
+        }
+        let mut scratch = BufferSink::default();
+        run(best, &s, &mut scratch);
+        let estimate = scratch.stored_size() * n / s.len().max(1);
+        let to_beat = premium(best).charge(estimate, n);
+        // A prefix code spends at least a bit per value: inputs already that narrow are
+        // not counted at all.
+        if scheme.premium.charge(n / 8, n) < to_beat
             && let Some(bytes) = full_size(values)
+            && scheme.premium.charge(bytes, n) < to_beat
         {
-            let mut scratch = BufferSink::default();
-            run(best, &s, &mut scratch);
-            let estimate = scratch.stored_size() * values.len() / s.len().max(1);
-            let n = values.len();
-            if scheme.premium.charge(bytes, n) < premium(best).charge(estimate, n) {
-                best = choose(&[best, i], values, values, encode, premium).unwrap_or(best);
-            }
+            best = choose(&[best, i], values, values, encode, premium).unwrap_or(best);
         }
     }
     run(best, values, sink)

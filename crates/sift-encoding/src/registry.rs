@@ -288,7 +288,7 @@ const INT_SCHEMES: &[Scheme<i64>] = &[
     Scheme::skewed(
         "huffman",
         huffman::encode,
-        huffman::stored_bytes,
+        huffman::size_bound,
         huffman::PREMIUM,
     ),
 ];

@@ -72,9 +72,9 @@ pub const STREAMS: usize = 4;
 /// Bytes of the stream lengths before the streams.
 const HEADER: usize = 4 * (STREAMS - 1);
 
-/// The code for `values`: the smallest value (symbol 0), the code length of every symbol
-/// and the stream's size in bits; `None` when their range exceeds [`MAX_SYMBOLS`].
-fn plan(values: &[i64]) -> Option<(i64, Vec<u8>, u64)> {
+/// The smallest value (symbol 0) and every symbol's count; `None` when the range exceeds
+/// [`MAX_SYMBOLS`].
+fn counts(values: &[i64]) -> Option<(i64, Vec<u64>)> {
     let (&min, &max) = (values.iter().min()?, values.iter().max()?);
     let symbols = max.checked_sub(min).and_then(|r| u32::try_from(r).ok())?;
     if symbols >= MAX_SYMBOLS {
@@ -84,6 +84,13 @@ fn plan(values: &[i64]) -> Option<(i64, Vec<u8>, u64)> {
     for &v in values {
         counts[(v - min) as usize] += 1;
     }
+    Some((min, counts))
+}
+
+/// The code for `values`: the smallest value (symbol 0), the code length of every symbol
+/// and the stream's size in bits; `None` when their range exceeds [`MAX_SYMBOLS`].
+fn plan(values: &[i64]) -> Option<(i64, Vec<u8>, u64)> {
+    let (min, counts) = counts(values)?;
     let lengths = code_lengths(&counts, MAX_LEN);
     let bits = counts
         .iter()
@@ -93,14 +100,21 @@ fn plan(values: &[i64]) -> Option<(i64, Vec<u8>, u64)> {
     Some((min, lengths, bits))
 }
 
-/// Bytes the encoding of `values` stores (its two buffers and the node's fields), without
-/// encoding them; `None` when their range exceeds [`MAX_SYMBOLS`]. The chooser sizes this
-/// scheme on the full input: the code lengths cost as much for a sample of a few hundred
-/// values as for the whole chunk, so a sample misjudges it.
-pub(crate) fn stored_bytes(values: &[i64]) -> Option<usize> {
-    let (_, lengths, bits) = plan(values)?;
-    // Each stream rounds up to a byte.
-    Some(bits.div_ceil(8) as usize + STREAMS + HEADER + lengths.len().div_ceil(2) + NODE_BYTES)
+/// A lower bound on the bytes the encoding of `values` stores, from their counts alone (no
+/// code is built): the entropy, but at least a bit per value, plus the table and the node; `None`
+/// when their range exceeds [`MAX_SYMBOLS`]. The chooser sizes this scheme on the full
+/// input (the code lengths cost as much for a sample of a few hundred values as for the
+/// whole chunk, so a sample misjudges it), and encodes it only when this bound wins.
+pub(crate) fn size_bound(values: &[i64]) -> Option<usize> {
+    let (_, counts) = counts(values)?;
+    let n = values.len() as f64;
+    let entropy: f64 = counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| c as f64 * (n / c as f64).log2())
+        .sum();
+    let bits = entropy.max(n) as usize;
+    Some(bits / 8 + HEADER + counts.len().div_ceil(2) + NODE_BYTES)
 }
 
 /// About what the node's fields take in the footer.
