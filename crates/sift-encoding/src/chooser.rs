@@ -63,7 +63,7 @@ pub(crate) struct Scheme<V: 'static> {
     /// What it is charged for its sizes when compared (more than its bytes for schemes
     /// whose decode is not lightweight).
     pub premium: Premium,
-    /// For [`When::Skewed`]: its size on the full input.
+    /// For [`When::Skewed`]: a lower bound on its size on the full input.
     pub full_size: Option<SizeCounter<V>>,
 }
 

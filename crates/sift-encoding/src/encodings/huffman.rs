@@ -6,8 +6,8 @@
 //! to twice the entropy, which is where general-purpose compressors (Parquet + zstd) stored
 //! less than Sift. Written here rather than taken from a crate: it is one small, table-driven
 //! decoder over our own buffer layout, bounded for hostile input, and the entropy coders
-//! on the registry (zstd, ANS crates) bring stream framing and adaptive models that a
-//! chunk of at most a few hundred thousand values does not need.
+//! on crates.io (zstd, ANS crates) bring stream framing and adaptive models that one
+//! chunk's integers do not need.
 //!
 //! Decoding costs a table lookup per value (about a nanosecond), several times bit-unpacking
 //! and without predicates on the packed codes, so the chooser takes it only where it stores
@@ -137,7 +137,8 @@ pub(crate) fn encode(values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId
     let streams = streams.map(StreamWriter::finish);
     let mut stream = Vec::with_capacity(HEADER + streams.iter().map(Vec::len).sum::<usize>());
     for s in &streams[..STREAMS - 1] {
-        // A chunk holds at most 65,536 values of at most 12 bits: lengths fit in u32.
+        // A stream holds a quarter of a chunk's codes of at most 12 bits, and a chunk's
+        // values are bounded by its decode budget: far below 2^32 bytes.
         stream.extend_from_slice(&(s.len() as u32).to_le_bytes());
     }
     streams.iter().for_each(|s| stream.extend_from_slice(s));
