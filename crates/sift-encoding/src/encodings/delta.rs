@@ -1,13 +1,13 @@
 //! Delta encoding of integers: differences to the previous value, cascaded (for sorted
 //! data such as keys and dates the differences are small).
 //!
-//! Doubles take it on their bit patterns, when those strictly increase: a dictionary's
-//! values (sorted, distinct) of one sign. Neighbours share their sign, exponent and leading
-//! mantissa bits: computed values (wages after deflation, ratios) keep 50-odd significant
-//! bits that ALP cannot shorten, but a dictionary of a few thousand of them in a narrow
-//! range differs by about 2^42 from one to the next. (Columns are left to ALP, which
-//! filters on its integers: a delta must be decoded first. Dictionary values are decoded
-//! once per chunk anyway.)
+//! Doubles take it on their bit patterns, tried only where those strictly increase: a
+//! dictionary's values (sorted, distinct, of one sign), or a column that only grows.
+//! Neighbours then share their sign, exponent and leading mantissa bits: computed values
+//! (wages after deflation, ratios) keep 50-odd significant bits that ALP cannot shorten,
+//! but a dictionary of a few thousand of them in a narrow range differs by about 2^42 from
+//! one to the next. Not tried on other inputs: a filter must decode a delta first, where
+//! ALP filters on its integers (dictionary values are decoded once per chunk anyway).
 
 use serde::{Deserialize, Serialize};
 
