@@ -232,13 +232,14 @@ const MAX_FINALISTS: usize = 3;
 /// the best few are close, they encode the full input and the smallest wins. (Sampling is
 /// biased for some schemes, e.g. patched bit-packing takes its base from the minimum, which
 /// the sample often misses; the full-data check keeps such close calls from costing much.)
+/// Returns the winner with what it was charged per value, on the data it was measured on.
 pub(crate) fn choose<S: Copy, T>(
     candidates: &[S],
     sample: &[T],
     values: &[T],
     encode: impl Fn(S, &[T], &mut BufferSink),
     premium: impl Fn(S) -> Premium,
-) -> Option<S> {
+) -> Option<(S, f64)> {
     let size_on = |s: S, data: &[T]| {
         let mut scratch = BufferSink::default();
         encode(s, data, &mut scratch);
@@ -258,13 +259,13 @@ pub(crate) fn choose<S: Copy, T>(
         .map(|(_, s)| *s)
         .collect();
     if finalists.len() <= 1 || sample.len() == values.len() {
-        return Some(first);
+        return Some((first, best / sample.len().max(1) as f64));
     }
     finalists
         .into_iter()
         .map(|s| (size_on(s, values), s))
         .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, s)| s)
+        .map(|(size, s)| (s, size / values.len().max(1) as f64))
 }
 
 /// Encodes `values` with the scheme among `schemes` that the statistics and the sample
@@ -306,24 +307,29 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
         run(i, data, scratch);
     };
     let premium = |i: usize| schemes[i].premium;
-    let mut best = choose(&candidates, &s, values, encode, premium).unwrap_or(terminal);
+    // The terminal is always a candidate, so there is a choice; its charge per value is
+    // kept for the entropy codes below.
+    let (mut best, mut per_value) =
+        choose(&candidates, &s, values, encode, premium).unwrap_or((terminal, f64::INFINITY));
     if stats.few_distinct
         && let Some(dict) = schemes.iter().position(|s| s.when == When::Repetition)
     {
         // The sample holds most of the dictionary but few repeats of each entry, so its
         // estimate is biased against the dictionary: settle it on the full data.
-        best = choose(&[best, dict], values, values, encode, premium).unwrap_or(best);
+        (best, per_value) =
+            choose(&[best, dict], values, values, encode, premium).unwrap_or((best, per_value));
     }
     // Searched only here, where a cascade level is left to use it.
     if let Some(cycle) = schemes.iter().position(|s| s.when == When::Periodic)
         && crate::encodings::cycle::period(values).is_some()
     {
-        best = choose(&[best, cycle], values, values, encode, premium).unwrap_or(best);
+        (best, per_value) =
+            choose(&[best, cycle], values, values, encode, premium).unwrap_or((best, per_value));
     }
     // Bounded on the full input, and encoded on it only when the bound (with its premium)
-    // beats the choice so far, whose full size is estimated from its sample size. Not on
-    // short inputs: a code table pays only over thousands of values, and the chooser's own
-    // samples (and their cascades) would count it at every level.
+    // beats the choice so far, charged per value as it was measured (on the sample or the
+    // full input). Not on short inputs: a code table pays only over thousands of values,
+    // and the chooser's own samples (and their cascades) would count it at every level.
     let n = values.len();
     for (i, scheme) in schemes.iter().enumerate() {
         let (When::Skewed, Some(full_size)) = (scheme.when, scheme.full_size) else {
@@ -332,17 +338,15 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
         if n < SKEWED_MIN_VALUES {
             continue;
         }
-        let mut scratch = BufferSink::default();
-        run(best, &s, &mut scratch);
-        let estimate = scratch.stored_size() * n / s.len().max(1);
-        let to_beat = premium(best).charge(estimate, n);
+        let to_beat = per_value * n as f64;
         // A prefix code spends at least a bit per value: inputs already that narrow are
         // not counted at all.
         if scheme.premium.charge(n / 8, n) < to_beat
             && let Some(bytes) = full_size(values)
             && scheme.premium.charge(bytes, n) < to_beat
         {
-            best = choose(&[best, i], values, values, encode, premium).unwrap_or(best);
+            (best, per_value) =
+                choose(&[best, i], values, values, encode, premium).unwrap_or((best, per_value));
         }
     }
     run(best, values, sink)
@@ -444,7 +448,7 @@ pub(crate) fn encode_strings(
         S::Fsst => (schemes.fsst)(values, sink, depth),
         S::Prefix => (schemes.prefix)(values, sink, depth),
     };
-    let mut best = choose(
+    let (mut best, _) = choose(
         &candidates,
         &s,
         values,
@@ -453,7 +457,7 @@ pub(crate) fn encode_strings(
         },
         |_| Premium::NONE,
     )
-    .unwrap_or(S::Plain);
+    .unwrap_or((S::Plain, 0.0));
     // For the same reason the sample underrates the dictionary: settle it on the full input.
     if dict_viable && best != S::Dict && s.len() < values.len() {
         let size = |c| {
