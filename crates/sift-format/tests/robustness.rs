@@ -68,7 +68,7 @@ fn mixed_batch(n: usize) -> RecordBatch {
     const CHARS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let random: StringArray = (0..n)
         .map(|i| {
-            let h = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let h = common::hash(i as u64);
             (i % 7 != 3).then(|| {
                 (0..4 + (h >> 60) % 7)
                     .map(|k| char::from(CHARS[((h >> (6 * k)) % 64) as usize]))
@@ -161,15 +161,9 @@ fn plain_batch(n: usize) -> RecordBatch {
 /// Skewed small integers (half the values one, a quarter another, …), stored as Huffman
 /// codes, and sorted doubles that are not decimals, stored as delta-coded bit patterns.
 fn skewed_batch(n: usize) -> RecordBatch {
-    // SplitMix64's finaliser: no period for a cycle to find.
-    let mix = |i: u64| {
-        let z = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        let z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    // Hashed, so that no period is there for a cycle to find.
     let skewed: Int64Array = (0..n as u64)
-        .map(|i| Some(((mix(i) >> 54) + 1).ilog2() as i64))
+        .map(|i| Some(((common::hash(i) >> 54) + 1).ilog2() as i64))
         .collect();
     let sorted: Float64Array = (0..n).map(|i| Some((i as f64 + 1.0).ln() / 7.0)).collect();
     common::batch_of(vec![

@@ -151,14 +151,13 @@ impl SymbolTable {
         let lens = if wide {
             &rest[8 * n..]
         } else {
-            rest.get(..n).unwrap_or(rest)
+            rest.get(..n).ok_or_else(|| {
+                format!(
+                    "symbol table of {n} symbols holds {} bytes, too few for their lengths",
+                    bytes.len()
+                )
+            })?
         };
-        if lens.len() < n {
-            return Err(format!(
-                "symbol table of {n} symbols holds {} bytes, too few for their lengths",
-                bytes.len()
-            ));
-        }
         if let Some(code) = lens.iter().position(|len| !(1..=8).contains(len)) {
             return Err(format!("symbol {code} has length {}", lens[code]));
         }
