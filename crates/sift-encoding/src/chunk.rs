@@ -109,6 +109,26 @@ impl<'a> Chunk<'a> {
         self.decode_rows(Some(sel))
     }
 
+    /// A decimal chunk's rows (all, or those set in `sel`) as an `Int64` array of their
+    /// unscaled values, decoded straight from the 64-bit cascade they are stored in, with
+    /// no 128-bit copy. `None` when the chunk is not a decimal one or its values lie
+    /// beyond 64 bits (decode it as it is, then).
+    pub fn decode_unscaled(&self, sel: Option<&Bitmap>) -> Result<Option<ArrayRef>> {
+        let decimal = matches!(self.data_type, DataType::Decimal128(..));
+        let root = self.encoding.nodes.first();
+        if !decimal || self.needs_source().is_some() || root.is_none_or(|n| n.beyond_i64(16)) {
+            return Ok(None);
+        }
+        column::decode_rows(
+            self.encoding,
+            &DataType::Int64,
+            self.rows,
+            &self.buffers,
+            sel,
+        )
+        .map(Some)
+    }
+
     /// A string or binary chunk dictionary-encoded at its root, decoded as an Arrow
     /// dictionary array over its own stored dictionary (type
     /// [`dictionary_type`](crate::dictionary_type)): only the codes are decoded. `None`

@@ -6,6 +6,9 @@
 //! evaluate only them, depositing the verdicts back (`sift_bits::levels::deposit`). An OR
 //! evaluates each branch only on the rows the branches before it left unmatched.
 
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray};
 use arrow_buffer::{BooleanBuffer, Buffer};
 use arrow_schema::DataType;
@@ -17,6 +20,17 @@ use crate::expr::CmpOp;
 use crate::order::Order;
 use crate::source::{BlockData, ColumnData};
 use crate::stats::ScanStats;
+
+/// What a column is read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    /// Its values, in its own type.
+    Values,
+    /// Codes over a stored dictionary where the chunk has one.
+    Dictionary,
+    /// A decimal's unscaled 64-bit values where the chunk stores them so.
+    Unscaled,
+}
 
 /// Below this fraction of selected rows, a later predicate selects its codes first and
 /// evaluates only those; above it, it scans the encoded chunk and intersects. The packed
@@ -191,7 +205,7 @@ impl BlockEval<'_, '_> {
 
     /// The values of column `col` at the rows of `sel` (all rows if `None`).
     pub(crate) fn project(&mut self, col: usize, sel: Option<&Bitmap>) -> Result<ArrayRef> {
-        self.read(col, sel, false)
+        self.read(col, sel, Output::Values)
     }
 
     /// Column `col` (a string or binary column) as an Arrow dictionary array: codes over
@@ -202,7 +216,7 @@ impl BlockEval<'_, '_> {
         col: usize,
         sel: Option<&Bitmap>,
     ) -> Result<ArrayRef> {
-        let out = self.read(col, sel, true)?;
+        let out = self.read(col, sel, Output::Dictionary)?;
         if matches!(out.data_type(), DataType::Dictionary(..)) {
             return Ok(out);
         }
@@ -210,9 +224,46 @@ impl BlockEval<'_, '_> {
         Ok(arrow_cast::cast(&out, &dt)?)
     }
 
-    /// Column `col` at the rows of `sel`; with `dictionary`, a chunk dictionary-encoded at
-    /// its root comes out as its codes over its stored dictionary.
-    fn read(&mut self, col: usize, sel: Option<&Bitmap>, dictionary: bool) -> Result<ArrayRef> {
+    /// Column `col` (a decimal column of precision 18 or less) as `Int64` unscaled values:
+    /// straight from the stored 64-bit integers where the chunk holds them, otherwise
+    /// decoded and narrowed (a value beyond 64 bits is an error).
+    pub(crate) fn project_unscaled(
+        &mut self,
+        col: usize,
+        sel: Option<&Bitmap>,
+    ) -> Result<ArrayRef> {
+        let out = self.read(col, sel, Output::Unscaled)?;
+        if out.data_type() == &DataType::Int64 {
+            return Ok(out);
+        }
+        let d = out
+            .as_primitive_opt::<arrow_array::types::Decimal128Type>()
+            .ok_or_else(|| {
+                self.decode_error(
+                    col,
+                    format!("{} read for a decimal column", out.data_type()),
+                )
+            })?;
+        let narrow: Option<Vec<i64>> = (d.values().iter().enumerate())
+            .map(|(i, &v)| i64::try_from(v).ok().or(d.is_null(i).then_some(0)))
+            .collect();
+        let values = narrow.ok_or_else(|| {
+            self.decode_error(
+                col,
+                "a decimal value beyond 64 bits in a column of precision ≤ 18",
+            )
+        })?;
+        Ok(Arc::new(arrow_array::Int64Array::new(
+            values.into(),
+            d.nulls().cloned(),
+        )))
+    }
+
+    /// Column `col` at the rows of `sel`, as `output` asks where the chunk allows: with
+    /// [`Output::Dictionary`], a chunk dictionary-encoded at its root comes out as its
+    /// codes over its stored dictionary.
+    fn read(&mut self, col: usize, sel: Option<&Bitmap>, output: Output) -> Result<ArrayRef> {
+        let dictionary = output == Output::Dictionary;
         // Selecting every row is reading them all.
         let sel = sel.filter(|s| s.count_ones() != self.rows);
         // A nested column: assembled from its nodes, a selection reaching only the
@@ -242,11 +293,13 @@ impl BlockEval<'_, '_> {
                     Some(s) => payload_bytes(&c, s),
                     None => c.stored_bytes(),
                 };
-                let stored_dictionary = match dictionary {
-                    true => view.decode_dictionary(sel),
-                    false => Ok(None),
+                // The output asked for, where the chunk can give it directly.
+                let direct = match output {
+                    Output::Dictionary => view.decode_dictionary(sel),
+                    Output::Unscaled => view.decode_unscaled(sel),
+                    Output::Values => Ok(None),
                 };
-                stored_dictionary
+                direct
                     .and_then(|d| match d {
                         Some(d) => Ok(d),
                         None => view.decode_rows(sel),

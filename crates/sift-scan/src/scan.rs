@@ -148,6 +148,7 @@ pub struct ScanBuilder {
     batch_size: Option<usize>,
     rows: Option<Range<u64>>,
     dictionary: Vec<String>,
+    unscaled: Vec<String>,
     threads: usize,
 }
 
@@ -162,6 +163,7 @@ impl ScanBuilder {
             batch_size: None,
             rows: None,
             dictionary: Vec::new(),
+            unscaled: Vec::new(),
             threads: 1,
         }
     }
@@ -215,6 +217,15 @@ impl ScanBuilder {
         self
     }
 
+    /// Returns these decimal columns (of precision at most 18) as `Int64` arrays of their
+    /// unscaled values (`12.34` in a column of scale 2 is `1234`), decoded straight from
+    /// the 64-bit integers they are stored as, with no 128-bit copy; for exact arithmetic
+    /// on them, such as an aggregate's.
+    pub fn read_unscaled<S: Into<String>>(mut self, columns: impl IntoIterator<Item = S>) -> Self {
+        self.unscaled.extend(columns.into_iter().map(Into::into));
+        self
+    }
+
     /// Reads blocks on `n` threads at once (default 1: on the caller's thread). Batches
     /// still come in the file's order: block `i` is read by thread `i mod n`, and each
     /// thread runs at most two blocks ahead of the consumer, so memory stays bounded.
@@ -256,10 +267,13 @@ impl ScanBuilder {
         }
         check_types(&table, &schema, &needed)?;
         let order = Order::new(leaves.len());
-        let mut dictionary = vec![false; schema.fields().len()];
+        let mut reads = vec![Read::Values; schema.fields().len()];
+        let column = |name: &str| {
+            column_index(&schema, name)
+                .map_err(|e| Error::Type(format!("{}: {e}", table.path.display())))
+        };
         for name in &self.dictionary {
-            let c = column_index(&schema, name)
-                .map_err(|e| Error::Type(format!("{}: {e}", table.path.display())))?;
+            let c = column(name)?;
             let dt = schema.field(c).data_type();
             if sift_encoding::physical_kind(dt).ok() != Some(PhysicalKind::Bytes) {
                 return Err(Error::Type(format!(
@@ -267,19 +281,31 @@ impl ScanBuilder {
                     table.path.display()
                 )));
             }
-            dictionary[c] = true;
+            reads[c] = Read::Dictionary;
         }
-        let dictionary: Vec<bool> = projection.iter().map(|&c| dictionary[c]).collect();
+        for name in &self.unscaled {
+            let c = column(name)?;
+            let dt = schema.field(c).data_type();
+            if !matches!(dt, DataType::Decimal128(p, _) if *p <= 18) {
+                return Err(Error::Type(format!(
+                    "{}: column {name:?} is {dt}; read_unscaled applies to decimal columns of precision 18 or less",
+                    table.path.display()
+                )));
+            }
+            reads[c] = Read::Unscaled;
+        }
+        let reads: Vec<Read> = projection.iter().map(|&c| reads[c]).collect();
         let fields: Vec<Field> = projection
             .iter()
-            .zip(&dictionary)
-            .map(|(&c, &dict)| {
+            .zip(&reads)
+            .map(|(&c, read)| {
                 let f = schema.field(c);
-                match dict {
-                    true => f
+                match read {
+                    Read::Values => f.clone(),
+                    Read::Dictionary => f
                         .clone()
                         .with_data_type(sift_encoding::dictionary_type(f.data_type())),
-                    false => f.clone(),
+                    Read::Unscaled => f.clone().with_data_type(DataType::Int64),
                 }
             })
             .collect();
@@ -306,7 +332,7 @@ impl ScanBuilder {
         let mut scan = Scan {
             table: Some(table),
             projection,
-            dictionary,
+            reads,
             needed,
             filter,
             order,
@@ -396,12 +422,23 @@ impl IntoIterator for ScanBuilder {
     }
 }
 
+/// How a projected column is returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// As the schema says.
+    Values,
+    /// As a dictionary array ([`ScanBuilder::read_dictionary`]).
+    Dictionary,
+    /// A decimal's unscaled values as `Int64` ([`ScanBuilder::read_unscaled`]).
+    Unscaled,
+}
+
 /// A running scan: an iterator of record batches.
 pub struct Scan {
     table: Option<Table>,
     projection: Vec<usize>,
-    /// Per projected column: returned as a dictionary array.
-    dictionary: Vec<bool>,
+    /// Per projected column: how it is returned.
+    reads: Vec<Read>,
     needed: Vec<usize>,
     filter: Bound,
     order: Order,
@@ -437,7 +474,7 @@ impl Scan {
         Scan {
             table: None,
             projection: vec![],
-            dictionary: vec![],
+            reads: vec![],
             needed: vec![],
             filter: Bound::Const(false),
             order: Order::default(),
@@ -465,7 +502,7 @@ impl Scan {
         let mut worker = Scan {
             table: self.table.clone(),
             projection: self.projection.clone(),
-            dictionary: self.dictionary.clone(),
+            reads: self.reads.clone(),
             needed: self.needed.clone(),
             filter: self.filter.clone(),
             order: self.order.clone(),
@@ -633,8 +670,8 @@ impl Scan {
             .end
             .saturating_sub(first_row)
             .min(block_rows as u64) as usize;
-        let dictionary: Vec<usize> = (self.projection.iter().zip(&self.dictionary))
-            .filter_map(|(&c, &dict)| dict.then_some(c))
+        let dictionary: Vec<usize> = (self.projection.iter().zip(&self.reads))
+            .filter_map(|(&c, &read)| (read == Read::Dictionary).then_some(c))
             .collect();
         // A source that reads row ranges is read only at the range's rows that the finer
         // zone maps (a page index) leave; the block's rows are then those rows alone.
@@ -699,10 +736,11 @@ impl Scan {
         let columns = self
             .projection
             .iter()
-            .zip(&self.dictionary)
-            .map(|(&c, &dict)| match dict {
-                true => ev.project_dictionary(c, selected.as_ref()),
-                false => ev.project(c, selected.as_ref()),
+            .zip(&self.reads)
+            .map(|(&c, read)| match read {
+                Read::Values => ev.project(c, selected.as_ref()),
+                Read::Dictionary => ev.project_dictionary(c, selected.as_ref()),
+                Read::Unscaled => ev.project_unscaled(c, selected.as_ref()),
             })
             .collect::<Result<Vec<_>>>()?;
         data.account(ev.stats);

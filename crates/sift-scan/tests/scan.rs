@@ -1533,6 +1533,52 @@ fn zone_maps_prune_a_sorted_column() {
     assert_eq!(scan.stats().blocks_total, 3, "{}", scan.stats());
 }
 
+/// `read_unscaled` returns a decimal column's unscaled values as `Int64`: the same
+/// values and nulls as the decimals, whole or under a filter, over blocks of nulls, runs,
+/// few distinct values and wide ones.
+#[test]
+fn unscaled_decimals_equal_the_decimal_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 3000i64;
+    let p = Decimal128Array::from_iter((0..n).map(|i| match i {
+        0..=299 => None,
+        300..=599 => Some(12_345),
+        600..=899 => Some([-5i128, 7, 11][(i % 3) as usize]),
+        _ if i % 29 == 0 => None,
+        _ => Some((i as i128 * 7_919_113) % 999_999_999_999_999 - 400_000_000_000_000),
+    }))
+    .with_precision_and_scale(15, 2)
+    .unwrap();
+    let t = small_table(dir.path(), vec![("p", Arc::new(p) as ArrayRef)], 300);
+    for filter in [
+        None,
+        Some(parse_filter("(id < 700 or id > 1400) and id > 250 and id != 1000").unwrap()),
+    ] {
+        let read = |unscaled: bool| -> Vec<RecordBatch> {
+            let mut b = t.scan().project(["p"]);
+            if unscaled {
+                b = b.read_unscaled(["p"]);
+            }
+            if let Some(f) = &filter {
+                b = b.filter(f.clone());
+            }
+            b.build().unwrap().collect::<Result<_, _>>().unwrap()
+        };
+        let (decimals, unscaled) = (read(false), read(true));
+        assert_eq!(decimals.len(), unscaled.len());
+        for (d, u) in decimals.iter().zip(&unscaled) {
+            let u = u.column(0).as_primitive::<Int64Type>();
+            let d = d.column(0).as_primitive::<Decimal128Type>();
+            assert_eq!(u.nulls(), d.nulls());
+            for i in 0..d.len() {
+                if d.is_valid(i) {
+                    assert_eq!(i128::from(u.value(i)), d.value(i), "row {i}");
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Errors.
 
@@ -1635,6 +1681,29 @@ fn errors_name_the_column_and_type() {
     });
     let r: Result<Vec<_>, _> = t.scan().filter(short).build().unwrap().collect();
     assert!(r.is_err(), "{r:?}");
+}
+
+#[test]
+fn unscaled_reads_only_narrow_decimals() {
+    let dir = tempfile::tempdir().unwrap();
+    let wide = Decimal128Array::from(vec![Some(1i128), None])
+        .with_precision_and_scale(20, 2)
+        .unwrap();
+    let t = small_table(
+        dir.path(),
+        vec![
+            ("w", Arc::new(wide) as ArrayRef),
+            ("s", Arc::new(StringArray::from(vec!["a", "b"])) as ArrayRef),
+        ],
+        10,
+    );
+    for c in ["w", "s", "id"] {
+        let e = build_error(t.scan().read_unscaled([c]));
+        assert!(
+            e.contains(&format!("column \"{c}\"")) && e.contains("precision 18 or less"),
+            "{e}"
+        );
+    }
 }
 
 #[test]
