@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result, Statistics};
@@ -54,6 +54,10 @@ pub struct SiftScanExec {
     /// ([`JoinFilters`](crate::JoinFilters)).
     join_filters: Vec<JoinFilter>,
     limit: Option<usize>,
+    /// Columns read as dictionary arrays (for grouping on their codes).
+    dictionary: Vec<String>,
+    /// Decimal columns read as their unscaled `Int64` values (for arithmetic on them).
+    unscaled: Vec<String>,
     /// Per partition, the blocks it reads, consecutive in each file.
     partitions: Vec<Vec<PartBlock>>,
     properties: Arc<PlanProperties>,
@@ -90,6 +94,8 @@ impl SiftScanExec {
             dynamic: Vec::new(),
             join_filters: Vec::new(),
             limit,
+            dictionary: Vec::new(),
+            unscaled: Vec::new(),
             partitions,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
@@ -107,6 +113,52 @@ impl SiftScanExec {
         node.join_filters.extend(filters);
         node.metrics = ExecutionPlanMetricsSet::new();
         node
+    }
+
+    /// The scan with the `dictionary` columns (string or binary ones) returned as
+    /// dictionary arrays with `Int32` keys, their codes as the engine read them, and the
+    /// `unscaled` ones (decimals of precision 18 or less) as `Int64` unscaled values.
+    pub(crate) fn with_reads(
+        &self,
+        dictionary: Vec<String>,
+        unscaled: Vec<String>,
+    ) -> SiftScanExec {
+        let mut node = self.clone();
+        let schema = self.schema();
+        let fields = schema.fields().iter().map(|f| {
+            let dt = if dictionary.contains(f.name()) {
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(f.data_type().clone()))
+            } else if unscaled.contains(f.name()) {
+                DataType::Int64
+            } else {
+                return Arc::clone(f);
+            };
+            Arc::new(f.as_ref().clone().with_data_type(dt))
+        });
+        let schema = SchemaRef::new(Schema::new(fields.collect::<Vec<_>>()));
+        node.properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema),
+            self.properties.partitioning.clone(),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        node.dictionary = dictionary;
+        node.unscaled = unscaled;
+        node.metrics = ExecutionPlanMetricsSet::new();
+        node
+    }
+
+    /// Statistics of the scanned columns over every block, before any filter: bounds that
+    /// hold for every row the scan can return.
+    pub(crate) fn bounds(&self) -> Statistics {
+        let blocks: Vec<(usize, usize)> = (self.partitions.iter().flatten())
+            .map(|b| (b.file, b.block))
+            .collect();
+        let stats = blocks_statistics(&self.files.files, &self.table_schema, &blocks);
+        match &self.projection {
+            Some(p) => stats.project(Some(p)),
+            None => stats,
+        }
     }
 
     /// The `LIMIT` pushed into the scan.
@@ -307,6 +359,8 @@ impl ExecutionPlan for SiftScanExec {
             filter: self.filter.clone(),
             dynamic: self.dynamic.clone(),
             join_filters: self.join_filters.clone(),
+            dictionary: self.dictionary.clone(),
+            unscaled: self.unscaled.clone(),
             table_schema: self.table_schema.clone(),
             remaining: self.limit.map(|l| l as u64),
             current: None,
@@ -465,6 +519,8 @@ struct PartitionScan {
     filter: Option<Filter>,
     dynamic: Vec<Arc<dyn PhysicalExpr>>,
     join_filters: Vec<JoinFilter>,
+    dictionary: Vec<String>,
+    unscaled: Vec<String>,
     table_schema: SchemaRef,
     remaining: Option<u64>,
     current: Option<(FileScan, std::path::PathBuf)>,
@@ -501,10 +557,20 @@ impl PartitionScan {
         }
         let filter = Filter::all(filters);
         let remaining = self.remaining;
+        // Columns the file lacks come as constants, read as nothing.
+        let in_file = |names: &[String]| -> Vec<String> {
+            (names.iter())
+                .filter(|c| file_schema.field_with_name(c).is_ok())
+                .cloned()
+                .collect()
+        };
+        let (dictionary, unscaled) = (in_file(&self.dictionary), in_file(&self.unscaled));
         let scan = self
             .files
             .scan(file, self.schema.clone(), filter.as_ref(), |b| {
-                let b = b.rows(rows);
+                let b = (b.rows(rows))
+                    .read_dictionary(dictionary)
+                    .read_unscaled(unscaled);
                 match remaining {
                     Some(n) => b.limit(n),
                     None => b,

@@ -34,9 +34,9 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::config::{ConfigExtension, ConfigOptions};
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{DataFusionError, JoinType, NullEquality, Result, extensions_options};
+use datafusion::common::{DataFusionError, JoinType, NullEquality, Result};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::ExecutionPlan;
@@ -46,20 +46,8 @@ use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 use sift_scan::{Expr as Filter, KeyCollector};
 
+use crate::SiftOptions;
 use crate::exec::SiftScanExec;
-
-extensions_options! {
-    /// Sift's options in a DataFusion session, under the prefix `sift`.
-    pub struct SiftOptions {
-        /// Push the keys of hash joins' selective sides into the Sift scans of the other
-        /// side, as Bloom filters or exact IN lists.
-        pub join_filters: bool, default = true
-    }
-}
-
-impl ConfigExtension for SiftOptions {
-    const PREFIX: &'static str = "sift";
-}
 
 /// The physical optimizer rule; see the module documentation.
 #[derive(Debug, Default)]

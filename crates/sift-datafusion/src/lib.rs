@@ -24,6 +24,7 @@
 
 #![forbid(unsafe_code)]
 
+mod aggregate;
 mod exec;
 mod factory;
 mod join_filter;
@@ -34,17 +35,36 @@ mod translate;
 use std::sync::Arc;
 
 use datafusion::catalog::UrlTableFactory;
+use datafusion::common::config::ConfigExtension;
+use datafusion::common::extensions_options;
 use datafusion::error::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
+pub use aggregate::{ScanAggregates, SiftAggregateExec};
 pub use exec::{SiftScanExec, scan_counters, summed_scan_counters};
 pub use factory::{SiftTableFactory, SiftUrlTables};
-pub use join_filter::{JoinFilters, SiftOptions};
+pub use join_filter::JoinFilters;
 pub use sift_store::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, has_extension};
 pub use stats::zone_bound;
 pub use table::SiftTable;
 pub use translate::to_sift;
+
+extensions_options! {
+    /// Sift's options in a DataFusion session, under the prefix `sift`.
+    pub struct SiftOptions {
+        /// Push the keys of hash joins' selective sides into the Sift scans of the other
+        /// side, as Bloom filters or exact IN lists.
+        pub join_filters: bool, default = true
+        /// Compute the first phase of aggregates over a Sift scan next to it, on the
+        /// dictionary codes and 64-bit integers (see `SiftAggregateExec`).
+        pub scan_aggregates: bool, default = true
+    }
+}
+
+impl ConfigExtension for SiftOptions {
+    const PREFIX: &'static str = "sift";
+}
 
 /// A DataFusion session that runs `threads` partitions at once and knows Sift: `CREATE
 /// EXTERNAL TABLE … STORED AS SIFT` (also `STORED AS SIFT_PARQUET`, for Parquet files
@@ -61,6 +81,7 @@ pub fn session(threads: usize) -> SessionContext {
         .with_default_features()
         .with_config(config)
         .with_physical_optimizer_rule(Arc::new(JoinFilters))
+        .with_physical_optimizer_rule(Arc::new(ScanAggregates))
         .with_table_factory("SIFT".into(), Arc::new(SiftTableFactory))
         .with_table_factory("SIFT_PARQUET".into(), Arc::new(SiftTableFactory))
         .build();

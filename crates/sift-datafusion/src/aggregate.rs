@@ -1,0 +1,1453 @@
+//! Aggregates computed next to the scan: the first phase of `SUM`, `AVG`, `COUNT`, `MIN`
+//! and `MAX` over a Sift scan, grouped by its string columns or small-range integers.
+//!
+//! DataFusion's hash aggregation hashes every row's group key, and evaluates decimal
+//! arithmetic on 128-bit integers checking each operation for overflow. Over a Sift scan
+//! both are avoidable, which is why this is written here rather than taken from
+//! DataFusion:
+//! - **Groups from codes.** String group columns are read as the dictionary codes the
+//!   engine decoded ([`SiftScanExec::with_reads`]); a batch's few distinct code
+//!   combinations are looked up once, and each row indexes a small table by its codes.
+//!   Integer group columns whose zone maps span at most [`MAX_RANGE`] values are codes
+//!   themselves (value − minimum).
+//! - **Arithmetic on 64-bit integers.** The zone maps bound every scanned column; the rule
+//!   carries those bounds through each `+`, `-`, `*` and cast of an argument and through
+//!   each sum over all the scan's rows. Only when every value and every sum provably fits
+//!   is the aggregate taken over: the values are then exactly those of DataFusion's
+//!   checked arithmetic, without the checks. Decimal columns are read as their unscaled
+//!   64-bit integers, as they are stored, never widened to 128 bits.
+//!
+//! [`ScanAggregates`] replaces a `Partial` aggregate over a Sift scan (through projections)
+//! with [`SiftAggregateExec`], which emits the same partial states, so DataFusion's final
+//! phase is unchanged; a `Single` aggregate becomes `Final` over [`SiftAggregateExec`].
+//! Anything else (other functions, `DISTINCT`, `FILTER`, grouping sets, division, floats
+//! compared as `MIN`/`MAX`, bounds that are unknown or too wide) leaves the plan as it was.
+//! The rule is on unless `sift.scan_aggregates` is false.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Decimal128Array, Float64Array, Int64Array, RecordBatch, UInt64Array,
+};
+use datafusion::arrow::buffer::{NullBuffer, ScalarBuffer};
+use datafusion::arrow::datatypes::{
+    DataType, Date32Type, Decimal128Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
+    SchemaRef, UInt8Type, UInt16Type, UInt32Type,
+};
+use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{DataFusionError, Result, ScalarValue, Statistics};
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
+use datafusion::physical_expr::expressions as phys;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion::physical_plan::coop::CooperativeExec;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
+    SendableRecordBatchStream,
+};
+use futures::StreamExt;
+
+use crate::SiftOptions;
+use crate::exec::SiftScanExec;
+
+/// The widest zone-map range of an integer group column read as its own code.
+const MAX_RANGE: i64 = 1 << 16;
+
+/// Groups up to this many are summed through partials in a fixed array.
+const SMALL_GROUPS: usize = 16;
+
+/// Code combinations of a batch up to this many are looked up through a table; more go
+/// through a hash map.
+const MAX_TABLE: usize = 1 << 16;
+
+/// The physical optimizer rule; see the module documentation.
+#[derive(Debug, Default)]
+pub struct ScanAggregates;
+
+impl PhysicalOptimizerRule for ScanAggregates {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let on = config
+            .extensions
+            .get::<SiftOptions>()
+            .is_none_or(|o| o.scan_aggregates);
+        if !on {
+            return Ok(plan);
+        }
+        plan.transform_up(|node| {
+            let Some(agg) = node.downcast_ref::<AggregateExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            match push_down(agg)? {
+                Some(new) => Ok(Transformed::yes(new)),
+                None => Ok(Transformed::no(node)),
+            }
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "SiftScanAggregates"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// `agg` computed by a [`SiftAggregateExec`], or `None` when it cannot be.
+fn push_down(agg: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    let single = match agg.mode() {
+        AggregateMode::Partial => false,
+        AggregateMode::Single => true,
+        _ => return Ok(None),
+    };
+    let group_by = agg.group_expr();
+    if !group_by.is_single()
+        || agg.limit_options().is_some()
+        || agg.filter_expr().iter().any(Option::is_some)
+    {
+        return Ok(None);
+    }
+    // Down through projections (and the cooperative wrapper) to the scan.
+    let mut projections: Vec<&ProjectionExec> = Vec::new();
+    let mut node = agg.input();
+    let scan = loop {
+        if let Some(p) = node.downcast_ref::<ProjectionExec>() {
+            projections.push(p);
+            node = p.input();
+        } else if let Some(c) = node.downcast_ref::<CooperativeExec>() {
+            node = c.input();
+        } else if let Some(s) = node.downcast_ref::<SiftScanExec>() {
+            break s;
+        } else {
+            return Ok(None);
+        }
+    };
+    if scan.limit().is_some() {
+        return Ok(None);
+    }
+    let bounds = scan.bounds();
+    let mut b = SpecBuilder {
+        projections: &projections,
+        agg_schema: agg.input_schema(),
+        scan_schema: scan.schema(),
+        bounds: &bounds,
+        rows: i128::from(scan.total_rows()),
+        nodes: Vec::new(),
+        lanes: Vec::new(),
+        index: HashMap::new(),
+    };
+    let Some(groups) = (group_by.expr().iter())
+        .map(|(e, _)| b.group(e))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return Ok(None);
+    };
+    let Some(aggregates) = (agg.aggr_expr().iter())
+        .map(|a| b.aggregate(a))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return Ok(None);
+    };
+    let partial_schema = match single {
+        false => agg.schema(),
+        true => AggregateExec::try_new(
+            AggregateMode::Partial,
+            group_by.clone(),
+            agg.aggr_expr().to_vec(),
+            agg.filter_expr().to_vec(),
+            Arc::clone(agg.input()),
+            agg.input_schema(),
+        )?
+        .schema(),
+    };
+    let dictionary: Vec<String> = (groups.iter())
+        .filter_map(|g| match g {
+            GroupColumn::Dictionary(c) => Some(b.scan_schema.field(*c).name().clone()),
+            GroupColumn::Range { .. } => None,
+        })
+        .collect();
+    // Decimal arguments are read as their unscaled 64-bit values.
+    let unscaled: Vec<String> = (b.nodes.iter())
+        .filter_map(|n| match n {
+            Node::IntColumn(c) => Some(b.scan_schema.field(*c)),
+            _ => None,
+        })
+        .filter(|f| matches!(f.data_type(), DataType::Decimal128(p, _) if *p <= 18))
+        .map(|f| f.name().clone())
+        .collect();
+    let spec = Spec {
+        nodes: b.nodes,
+        lanes: b.lanes,
+        groups,
+        aggregates,
+        names: (agg.aggr_expr().iter())
+            .map(|a| a.name().to_string())
+            .collect(),
+        group_names: (group_by.expr().iter()).map(|(_, n)| n.clone()).collect(),
+    };
+    let scan: Arc<dyn ExecutionPlan> = Arc::new(scan.with_reads(dictionary, unscaled));
+    let exec: Arc<dyn ExecutionPlan> = Arc::new(SiftAggregateExec::new(
+        Arc::new(CooperativeExec::new(scan)),
+        Arc::new(spec),
+        partial_schema,
+    ));
+    if !single {
+        return Ok(Some(exec));
+    }
+    let last = AggregateExec::try_new(
+        AggregateMode::Final,
+        group_by.as_final(),
+        agg.aggr_expr().to_vec(),
+        agg.filter_expr().to_vec(),
+        exec,
+        agg.input_schema(),
+    )?;
+    Ok(Some(Arc::new(last)))
+}
+
+/// How a group column's rows become codes.
+#[derive(Debug, Clone)]
+enum GroupColumn {
+    /// A string or binary column (scan column index), read as a dictionary.
+    Dictionary(usize),
+    /// An integer column whose values lie in `min..=max` (`max - min <= MAX_RANGE`): the
+    /// code is `value - min + 1`, and 0 for null.
+    Range { column: usize, min: i64, max: i64 },
+}
+
+/// An argument's value: what it is computed from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Node {
+    /// A scan column holding integers, dates or decimals (unscaled).
+    IntColumn(usize),
+    /// A scan column of doubles.
+    FloatColumn(usize),
+    /// Only the validity of a scan column of any type (for `COUNT`).
+    Valid(usize),
+    /// An integer literal (unscaled).
+    Int(i64),
+    /// A double literal, by its bits.
+    Float(u64),
+    /// `+`, `-` or `*` of two nodes (their indices) of one lane.
+    Op(Op, usize, usize),
+    /// A node's integer times a power of ten (a decimal's scale raised).
+    Scale(usize, i64),
+    /// An integer node as a double.
+    ToFloat(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Op {
+    Add,
+    Sub,
+    Mul,
+}
+
+/// What a node's values are: integers (a decimal's unscaled values with their scale) with
+/// bounds, or doubles.
+#[derive(Debug, Clone, Copy)]
+enum Lane {
+    Int { scale: i8, lo: i128, hi: i128 },
+    Float,
+}
+
+impl Lane {
+    fn max_abs(self) -> Option<i128> {
+        match self {
+            Lane::Int { lo, hi, .. } => Some(lo.abs().max(hi.abs())),
+            Lane::Float => None,
+        }
+    }
+}
+
+/// One aggregate and the node it reads (`None` for `count(*)`).
+#[derive(Debug, Clone)]
+enum Aggregate {
+    /// `COUNT`: non-null values of the node, or rows.
+    Count(Option<usize>),
+    /// `SUM` of integers, emitted as `out` (a decimal of the node's scale, or Int64).
+    SumInt {
+        node: usize,
+        out: DataType,
+    },
+    SumFloat(usize),
+    /// `AVG`: the state is (count, sum).
+    AvgInt {
+        node: usize,
+        out: DataType,
+    },
+    AvgFloat(usize),
+    /// `MIN` (`max` false) or `MAX` of integers, emitted as `out`.
+    MinMax {
+        node: usize,
+        max: bool,
+        out: DataType,
+    },
+}
+
+/// Everything a [`SiftAggregateExec`] computes.
+#[derive(Debug)]
+struct Spec {
+    /// Argument nodes, each after those it reads, and what their values are.
+    nodes: Vec<Node>,
+    lanes: Vec<Lane>,
+    groups: Vec<GroupColumn>,
+    aggregates: Vec<Aggregate>,
+    names: Vec<String>,
+    group_names: Vec<String>,
+}
+
+/// Translates an aggregate's group keys and arguments into [`Spec`] parts, proving bounds.
+struct SpecBuilder<'a> {
+    /// The projections between the aggregate and the scan, outermost first.
+    projections: &'a [&'a ProjectionExec],
+    agg_schema: SchemaRef,
+    scan_schema: SchemaRef,
+    bounds: &'a Statistics,
+    /// Rows the scan can return at most.
+    rows: i128,
+    nodes: Vec<Node>,
+    lanes: Vec<Lane>,
+    index: HashMap<Node, usize>,
+}
+
+impl SpecBuilder<'_> {
+    /// The schema expressions at `depth` (0: the aggregate's input) are evaluated on.
+    fn schema_at(&self, depth: usize) -> SchemaRef {
+        match depth {
+            0 => Arc::clone(&self.agg_schema),
+            d => self.projections[d - 1].input().schema(),
+        }
+    }
+
+    /// The scan column `e` (at `depth`) is, through the projections.
+    fn scan_column(&self, e: &Arc<dyn PhysicalExpr>, depth: usize) -> Option<usize> {
+        let c = e.downcast_ref::<phys::Column>()?;
+        match self.projections.get(depth) {
+            Some(p) => self.scan_column(&p.expr().get(c.index())?.expr, depth + 1),
+            None => Some(c.index()),
+        }
+    }
+
+    fn group(&self, e: &Arc<dyn PhysicalExpr>) -> Option<GroupColumn> {
+        let c = self.scan_column(e, 0)?;
+        match self.scan_schema.field(c).data_type() {
+            DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView => Some(GroupColumn::Dictionary(c)),
+            dt if int_like(dt) => {
+                let (lo, hi) = self.column_bounds(c)?;
+                let (min, max) = (i64::try_from(lo).ok()?, i64::try_from(hi).ok()?);
+                (max.checked_sub(min)? <= MAX_RANGE).then_some(GroupColumn::Range {
+                    column: c,
+                    min,
+                    max,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The unscaled bounds of scan column `c` from the zone maps.
+    fn column_bounds(&self, c: usize) -> Option<(i128, i128)> {
+        let stats = self.bounds.column_statistics.get(c)?;
+        let value = |p: &Precision<ScalarValue>| -> Option<i128> {
+            match p.get_value()? {
+                ScalarValue::Int8(Some(v)) => Some(i128::from(*v)),
+                ScalarValue::Int16(Some(v)) => Some(i128::from(*v)),
+                ScalarValue::Int32(Some(v)) => Some(i128::from(*v)),
+                ScalarValue::Int64(Some(v)) => Some(i128::from(*v)),
+                ScalarValue::UInt8(Some(v)) => Some(i128::from(*v)),
+                ScalarValue::UInt16(Some(v)) => Some(i128::from(*v)),
+                ScalarValue::UInt32(Some(v)) => Some(i128::from(*v)),
+                ScalarValue::Date32(Some(v)) => Some(i128::from(*v)),
+                ScalarValue::Decimal128(Some(v), _, _) => Some(*v),
+                _ => None,
+            }
+        };
+        Some((value(&stats.min_value)?, value(&stats.max_value)?))
+    }
+
+    fn aggregate(&mut self, a: &AggregateFunctionExpr) -> Option<Aggregate> {
+        if a.is_distinct() || !a.order_bys().is_empty() {
+            return None;
+        }
+        let args = a.expressions();
+        let [arg] = args.as_slice() else { return None };
+        let states = a.state_fields().ok()?;
+        let state = |i: usize| states.get(i).map(|f| f.data_type().clone());
+        match (a.fun().name(), states.len()) {
+            ("count", 1) => {
+                if state(0)? != DataType::Int64 {
+                    return None;
+                }
+                if let Some(l) = arg.downcast_ref::<phys::Literal>() {
+                    return (!l.value().is_null()).then_some(Aggregate::Count(None));
+                }
+                if let Some(c) = self.scan_column(arg, 0) {
+                    let lane = Lane::Int {
+                        scale: 0,
+                        lo: 0,
+                        hi: 0,
+                    };
+                    return Some(Aggregate::Count(Some(self.intern(Node::Valid(c), lane))));
+                }
+                Some(Aggregate::Count(Some(self.node(arg, 0)?)))
+            }
+            ("sum", 1) => self.sum(arg, state(0)?, false),
+            ("avg", 2) => {
+                if state(0)? != DataType::UInt64 {
+                    return None;
+                }
+                self.sum(arg, state(1)?, true)
+            }
+            (name @ ("min" | "max"), 1) => {
+                let node = self.node(arg, 0)?;
+                let out = state(0)?;
+                let fits = match (self.lanes[node], &out) {
+                    (Lane::Int { scale, .. }, DataType::Decimal128(_, s)) => scale == *s,
+                    (Lane::Int { scale: 0, .. }, dt) => int_like(dt),
+                    _ => false,
+                };
+                fits.then_some(Aggregate::MinMax {
+                    node,
+                    max: name == "max",
+                    out,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// `SUM` (or `AVG`'s sum) of `arg` into a state of type `out`, when no sum over all
+    /// the scan's rows can leave that type.
+    fn sum(&mut self, arg: &Arc<dyn PhysicalExpr>, out: DataType, avg: bool) -> Option<Aggregate> {
+        let node = self.node(arg, 0)?;
+        match (self.lanes[node], &out) {
+            (Lane::Float, DataType::Float64) => Some(match avg {
+                true => Aggregate::AvgFloat(node),
+                false => Aggregate::SumFloat(node),
+            }),
+            (lane @ Lane::Int { scale, .. }, _) => {
+                let limit = match &out {
+                    DataType::Decimal128(p, s) if *s == scale => {
+                        10i128.checked_pow(u32::from(*p))?
+                    }
+                    DataType::Int64 if scale == 0 && !avg => i128::from(i64::MAX),
+                    _ => return None,
+                };
+                let total = lane.max_abs()?.checked_mul(self.rows.max(1))?;
+                (total < limit).then_some(match avg {
+                    true => Aggregate::AvgInt { node, out },
+                    false => Aggregate::SumInt { node, out },
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The node computing `e` (at `depth`), with its lane checked against the type
+    /// DataFusion gives `e`.
+    fn node(&mut self, e: &Arc<dyn PhysicalExpr>, depth: usize) -> Option<usize> {
+        let schema = self.schema_at(depth);
+        let dt = e.data_type(&schema).ok()?;
+        let (node, lane) = self.translate(e, depth, &dt)?;
+        let agrees = match (lane, &dt) {
+            (Lane::Float, DataType::Float64) => true,
+            (Lane::Int { scale, .. }, DataType::Decimal128(_, s)) => scale == *s,
+            (Lane::Int { scale: 0, lo, hi }, dt) if int_like(dt) => {
+                let (min, max) = int_range(dt)?;
+                lo >= min && hi <= max
+            }
+            _ => false,
+        };
+        // Every value must also fit the 64 bits it is computed in.
+        let fits = match lane {
+            Lane::Int { lo, hi, .. } => lo >= i128::from(i64::MIN) && hi <= i128::from(i64::MAX),
+            Lane::Float => true,
+        };
+        (agrees && fits).then(|| self.intern(node, lane))
+    }
+
+    fn intern(&mut self, node: Node, lane: Lane) -> usize {
+        if let Some(&i) = self.index.get(&node) {
+            return i;
+        }
+        self.nodes.push(node.clone());
+        self.lanes.push(lane);
+        self.index.insert(node, self.nodes.len() - 1);
+        self.nodes.len() - 1
+    }
+
+    fn translate(
+        &mut self,
+        e: &Arc<dyn PhysicalExpr>,
+        depth: usize,
+        dt: &DataType,
+    ) -> Option<(Node, Lane)> {
+        if let Some(c) = e.downcast_ref::<phys::Column>() {
+            if let Some(p) = self.projections.get(depth) {
+                let inner = &p.expr().get(c.index())?.expr;
+                let i = self.node(inner, depth + 1)?;
+                return Some((self.nodes[i].clone(), self.lanes[i]));
+            }
+            let column = c.index();
+            return match self.scan_schema.field(column).data_type() {
+                DataType::Float64 => Some((Node::FloatColumn(column), Lane::Float)),
+                DataType::Decimal128(_, s) => {
+                    let (lo, hi) = self.column_bounds(column)?;
+                    Some((Node::IntColumn(column), Lane::Int { scale: *s, lo, hi }))
+                }
+                t if int_like(t) => {
+                    let (lo, hi) = self.column_bounds(column)?;
+                    Some((Node::IntColumn(column), Lane::Int { scale: 0, lo, hi }))
+                }
+                _ => None,
+            };
+        }
+        if let Some(l) = e.downcast_ref::<phys::Literal>() {
+            let (v, scale) = match l.value() {
+                ScalarValue::Float64(Some(f)) => {
+                    return Some((Node::Float(f.to_bits()), Lane::Float));
+                }
+                ScalarValue::Int8(Some(v)) => (i64::from(*v), 0),
+                ScalarValue::Int16(Some(v)) => (i64::from(*v), 0),
+                ScalarValue::Int32(Some(v)) => (i64::from(*v), 0),
+                ScalarValue::Int64(Some(v)) => (*v, 0),
+                ScalarValue::Decimal128(Some(v), _, s) => (i64::try_from(*v).ok()?, *s),
+                _ => return None,
+            };
+            let b = i128::from(v);
+            return Some((
+                Node::Int(v),
+                Lane::Int {
+                    scale,
+                    lo: b,
+                    hi: b,
+                },
+            ));
+        }
+        if let Some(bin) = e.downcast_ref::<phys::BinaryExpr>() {
+            let op = match bin.op() {
+                Operator::Plus => Op::Add,
+                Operator::Minus => Op::Sub,
+                Operator::Multiply => Op::Mul,
+                _ => return None,
+            };
+            // Dates are compared, never computed with here.
+            let schema = self.schema_at(depth);
+            let is_date = |e: &Arc<dyn PhysicalExpr>| {
+                e.data_type(&schema).map_or(true, |t| t == DataType::Date32)
+            };
+            if is_date(bin.left()) || is_date(bin.right()) {
+                return None;
+            }
+            let l = self.node(bin.left(), depth)?;
+            let r = self.node(bin.right(), depth)?;
+            return match (self.lanes[l], self.lanes[r]) {
+                (Lane::Float, Lane::Float) => Some((Node::Op(op, l, r), Lane::Float)),
+                (Lane::Int { scale: s1, .. }, Lane::Int { scale: s2, .. }) => {
+                    // Sums and differences first bring both sides to the larger scale.
+                    let (l, r) = match op {
+                        Op::Mul => (l, r),
+                        _ => {
+                            let s = s1.max(s2);
+                            (self.rescale(l, s)?, self.rescale(r, s)?)
+                        }
+                    };
+                    let (
+                        Lane::Int {
+                            scale: s1,
+                            lo: a,
+                            hi: b,
+                        },
+                        Lane::Int {
+                            scale: s2,
+                            lo: c,
+                            hi: d,
+                        },
+                    ) = (self.lanes[l], self.lanes[r])
+                    else {
+                        return None;
+                    };
+                    let (lo, hi, scale) = match op {
+                        Op::Add => (a.checked_add(c)?, b.checked_add(d)?, s1),
+                        Op::Sub => (a.checked_sub(d)?, b.checked_sub(c)?, s1),
+                        Op::Mul => {
+                            let p = [
+                                a.checked_mul(c)?,
+                                a.checked_mul(d)?,
+                                b.checked_mul(c)?,
+                                b.checked_mul(d)?,
+                            ];
+                            let lo = p.iter().copied().min()?;
+                            let hi = p.iter().copied().max()?;
+                            (lo, hi, s1.checked_add(s2)?)
+                        }
+                    };
+                    Some((Node::Op(op, l, r), Lane::Int { scale, lo, hi }))
+                }
+                _ => None,
+            };
+        }
+        let (inner, to) = if let Some(c) = e.downcast_ref::<phys::CastExpr>() {
+            (c.expr(), c.cast_type())
+        } else if let Some(c) = e.downcast_ref::<phys::TryCastExpr>() {
+            (c.expr(), c.cast_type())
+        } else {
+            return None;
+        };
+        if to != dt {
+            return None;
+        }
+        let from = inner.data_type(&self.schema_at(depth)).ok()?;
+        let i = self.node(inner, depth)?;
+        match (self.lanes[i], to) {
+            (Lane::Float, DataType::Float64) => Some((self.nodes[i].clone(), Lane::Float)),
+            (Lane::Int { scale, .. }, DataType::Decimal128(p, s)) if *s >= scale => {
+                // The cast checks the target precision; the bounds show it never fails.
+                let i = self.rescale(i, *s)?;
+                let limit = 10i128.checked_pow(u32::from(*p))?;
+                let lane = self.lanes[i];
+                let Lane::Int { lo, hi, .. } = lane else {
+                    return None;
+                };
+                (lo > -limit && hi < limit).then(|| (self.nodes[i].clone(), lane))
+            }
+            (Lane::Int { scale: 0, .. }, DataType::Float64) if int_like(&from) => {
+                Some((Node::ToFloat(i), Lane::Float))
+            }
+            (lane @ Lane::Int { scale: 0, lo, hi }, t) if int_like(t) && int_like(&from) => {
+                let (min, max) = int_range(t)?;
+                (lo >= min && hi <= max).then(|| (self.nodes[i].clone(), lane))
+            }
+            _ => None,
+        }
+    }
+
+    /// Node `i` (an integer lane) brought to `scale`.
+    fn rescale(&mut self, i: usize, scale: i8) -> Option<usize> {
+        let Lane::Int { scale: s, lo, hi } = self.lanes[i] else {
+            return None;
+        };
+        if s == scale {
+            return Some(i);
+        }
+        let k = i64::checked_pow(10, u32::try_from(scale.checked_sub(s)?).ok()?)?;
+        let (lo, hi) = (
+            lo.checked_mul(i128::from(k))?,
+            hi.checked_mul(i128::from(k))?,
+        );
+        if lo < i128::from(i64::MIN) || hi > i128::from(i64::MAX) {
+            return None;
+        }
+        Some(self.intern(Node::Scale(i, k), Lane::Int { scale, lo, hi }))
+    }
+}
+
+/// Integer types whose values an `i64` holds, and dates (days).
+fn int_like(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::Date32
+    )
+}
+
+/// The values of an integer type.
+fn int_range(dt: &DataType) -> Option<(i128, i128)> {
+    Some(match dt {
+        DataType::Int8 => (i8::MIN.into(), i8::MAX.into()),
+        DataType::Int16 => (i16::MIN.into(), i16::MAX.into()),
+        DataType::Int32 | DataType::Date32 => (i32::MIN.into(), i32::MAX.into()),
+        DataType::Int64 => (i64::MIN.into(), i64::MAX.into()),
+        DataType::UInt8 => (0, u8::MAX.into()),
+        DataType::UInt16 => (0, u16::MAX.into()),
+        DataType::UInt32 => (0, u32::MAX.into()),
+        _ => return None,
+    })
+}
+
+/// The first phase of an aggregation, computed from a Sift scan's batches: one batch of
+/// partial states per partition (see the module documentation).
+#[derive(Debug)]
+pub struct SiftAggregateExec {
+    input: Arc<dyn ExecutionPlan>,
+    spec: Arc<Spec>,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+}
+
+impl SiftAggregateExec {
+    fn new(input: Arc<dyn ExecutionPlan>, spec: Arc<Spec>, schema: SchemaRef) -> Self {
+        let partitions = input.properties().partitioning.partition_count();
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(Arc::clone(&schema)),
+            Partitioning::UnknownPartitioning(partitions),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        SiftAggregateExec {
+            input,
+            spec,
+            schema,
+            properties: Arc::new(properties),
+        }
+    }
+}
+
+impl DisplayAs for SiftAggregateExec {
+    fn fmt_as(&self, _: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "SiftAggregate: gby=[{}], aggr=[{}]",
+            self.spec.group_names.join(", "),
+            self.spec.names.join(", ")
+        )
+    }
+}
+
+impl ExecutionPlan for SiftAggregateExec {
+    fn name(&self) -> &str {
+        "SiftAggregateExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let [input] = <[_; 1]>::try_from(children).map_err(|_| {
+            DataFusionError::Internal("SiftAggregateExec has one child".to_string())
+        })?;
+        Ok(Arc::new(SiftAggregateExec::new(
+            input,
+            Arc::clone(&self.spec),
+            Arc::clone(&self.schema),
+        )))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let mut input = self.input.execute(partition, context)?;
+        let spec = Arc::clone(&self.spec);
+        let schema = Arc::clone(&self.schema);
+        let out = futures::stream::once(async move {
+            let mut state = State::new(&spec, input.schema())?;
+            while let Some(batch) = input.next().await {
+                state.add(&spec, &batch?)?;
+            }
+            state.finish(&spec, schema)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            out,
+        )))
+    }
+}
+
+/// A node's values in one batch.
+enum Values {
+    Ints(ScalarBuffer<i64>),
+    Int(i64),
+    Floats(ScalarBuffer<f64>),
+    Float(f64),
+}
+
+/// Values and their validity (`None`: all valid).
+struct Column {
+    values: Values,
+    nulls: Option<NullBuffer>,
+}
+
+/// One aggregate's running state, per group: how many valid values it took, and their
+/// sum (integers exactly, or doubles in row order) or extreme.
+#[derive(Default)]
+struct Acc {
+    counts: Vec<u64>,
+    ints: Vec<i128>,
+    floats: Vec<f64>,
+    /// Whether `ints` holds an extreme yet (`MIN`, `MAX`).
+    set: Vec<bool>,
+}
+
+/// One group column's distinct values so far (a dictionary column's, as rows), by code.
+struct GroupValues {
+    converter: Option<RowConverter>,
+    ids: HashMap<OwnedRow, u32>,
+    rows: Vec<OwnedRow>,
+}
+
+/// The running aggregation of one partition.
+struct State {
+    columns: Vec<GroupValues>,
+    /// Each group's code per group column.
+    keys: Vec<Vec<u32>>,
+    index: HashMap<Vec<u32>, u32>,
+    accs: Vec<Acc>,
+}
+
+impl State {
+    fn new(spec: &Spec, input: SchemaRef) -> Result<State> {
+        let columns = (spec.groups.iter())
+            .map(|g| {
+                let converter = match g {
+                    GroupColumn::Dictionary(c) => match input.field(*c).data_type() {
+                        DataType::Dictionary(_, v) => {
+                            Some(RowConverter::new(vec![SortField::new(v.as_ref().clone())])?)
+                        }
+                        other => {
+                            return Err(DataFusionError::Internal(format!(
+                                "group column read as {other}, not a dictionary"
+                            )));
+                        }
+                    },
+                    GroupColumn::Range { .. } => None,
+                };
+                Ok(GroupValues {
+                    converter,
+                    ids: HashMap::new(),
+                    rows: Vec::new(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let accs = spec.aggregates.iter().map(|_| Acc::default()).collect();
+        let mut state = State {
+            columns,
+            keys: Vec::new(),
+            index: HashMap::new(),
+            accs,
+        };
+        // Without GROUP BY there is one group, rows or not.
+        if spec.groups.is_empty() {
+            state.group(Vec::new());
+        }
+        Ok(state)
+    }
+
+    /// The group of `key` (codes per group column), added if new.
+    fn group(&mut self, key: Vec<u32>) -> u32 {
+        if let Some(&g) = self.index.get(&key) {
+            return g;
+        }
+        let g = self.keys.len() as u32;
+        self.keys.push(key.clone());
+        self.index.insert(key, g);
+        for acc in &mut self.accs {
+            acc.counts.push(0);
+            acc.ints.push(0);
+            acc.floats.push(0.0);
+            acc.set.push(false);
+        }
+        g
+    }
+
+    /// Each row's group in `batch`.
+    fn group_ids(&mut self, spec: &Spec, batch: &RecordBatch) -> Result<Vec<u32>> {
+        let rows = batch.num_rows();
+        if spec.groups.is_empty() {
+            return Ok(vec![0; rows]);
+        }
+        // Per group column: each row's local code, how many codes there are, and the
+        // column-wide code of each local one.
+        let mut local: Vec<(Vec<u32>, usize, Vec<u32>)> = Vec::with_capacity(spec.groups.len());
+        for (g, values) in spec.groups.iter().zip(&mut self.columns) {
+            local.push(match g {
+                GroupColumn::Dictionary(c) => dictionary_codes(batch.column(*c), values)?,
+                GroupColumn::Range { column, min, max } => {
+                    range_codes(batch.column(*column), *min, *max)?
+                }
+            });
+        }
+        // Mixed-radix strides over the columns' code counts, when the table is small.
+        let strides = || -> Option<Vec<usize>> {
+            let mut s = Vec::with_capacity(local.len());
+            let mut total = 1usize;
+            for (_, n, _) in local.iter().rev() {
+                s.push(total);
+                total = total.checked_mul(*n).filter(|&t| t <= MAX_TABLE)?;
+            }
+            s.reverse();
+            Some(s)
+        };
+        let strides = strides();
+        let key_of = |combo: &dyn Fn(usize) -> u32| -> Vec<u32> {
+            (0..local.len())
+                .map(|j| local[j].2[combo(j) as usize])
+                .collect()
+        };
+        let mut ids = Vec::with_capacity(rows);
+        match strides {
+            Some(strides) => {
+                let size = strides.first().map_or(1, |s| s * local[0].1);
+                let mut table = vec![u32::MAX; size];
+                // A row's slot: its codes in mixed radix (one or two columns unrolled).
+                let slot = |r: usize| -> usize {
+                    match local.as_slice() {
+                        [a] => a.0[r] as usize,
+                        [a, b] => a.0[r] as usize * strides[0] + b.0[r] as usize,
+                        _ => (local.iter().zip(&strides))
+                            .map(|(c, s)| c.0[r] as usize * s)
+                            .sum(),
+                    }
+                };
+                for r in 0..rows {
+                    let slot = slot(r);
+                    let mut id = table[slot];
+                    if id == u32::MAX {
+                        id = self.group(key_of(&|j| local[j].0[r]));
+                        table[slot] = id;
+                    }
+                    ids.push(id);
+                }
+            }
+            None => {
+                let mut seen: HashMap<Vec<u32>, u32> = HashMap::new();
+                for r in 0..rows {
+                    let codes: Vec<u32> = (0..local.len()).map(|j| local[j].0[r]).collect();
+                    let id = match seen.get(&codes) {
+                        Some(&id) => id,
+                        None => {
+                            let id = self.group(key_of(&|j| codes[j]));
+                            seen.insert(codes, id);
+                            id
+                        }
+                    };
+                    ids.push(id);
+                }
+            }
+        }
+        Ok(ids)
+    }
+
+    fn add(&mut self, spec: &Spec, batch: &RecordBatch) -> Result<()> {
+        let ids = self.group_ids(spec, batch)?;
+        let mut nodes: Vec<Column> = Vec::with_capacity(spec.nodes.len());
+        for node in &spec.nodes {
+            let column = evaluate(node, &nodes, batch)?;
+            nodes.push(column);
+        }
+        // Rows per group, for every aggregate whose values are all valid.
+        let mut rows = vec![0u64; self.keys.len()];
+        for &g in &ids {
+            rows[g as usize] += 1;
+        }
+        for (a, acc) in spec.aggregates.iter().zip(&mut self.accs) {
+            accumulate(a, acc, &ids, &rows, &nodes, &spec.lanes);
+        }
+        Ok(())
+    }
+
+    /// The partial states, one row per group, in `schema`.
+    fn finish(mut self, spec: &Spec, schema: SchemaRef) -> Result<RecordBatch> {
+        let groups = self.keys.len();
+        let mut out: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+        for (j, g) in spec.groups.iter().enumerate() {
+            let field = schema.field(out.len());
+            let codes = self.keys.iter().map(|k| k[j]);
+            let array: ArrayRef = match g {
+                GroupColumn::Dictionary(_) => {
+                    let values = &mut self.columns[j];
+                    let converter = values
+                        .converter
+                        .as_ref()
+                        .ok_or_else(|| DataFusionError::Internal("no row converter".to_string()))?;
+                    let rows: Vec<_> = codes.map(|c| values.rows[c as usize].row()).collect();
+                    let mut arrays = converter.convert_rows(rows)?;
+                    arrays.pop().ok_or_else(|| {
+                        DataFusionError::Internal("no group column converted".to_string())
+                    })?
+                }
+                GroupColumn::Range { min, .. } => Arc::new(Int64Array::from_iter(
+                    codes.map(|c| (c > 0).then(|| min + i64::from(c) - 1)),
+                )),
+            };
+            out.push(cast_to(array, field.data_type())?);
+        }
+        for (a, acc) in spec.aggregates.iter().zip(self.accs) {
+            // A group that took no value has a null sum or extreme.
+            let seen = || acc.counts.iter().map(|&n| n > 0);
+            let ints = || acc.ints.iter().zip(seen()).map(|(&v, k)| k.then_some(v));
+            let floats = || acc.floats.iter().zip(seen()).map(|(&v, k)| k.then_some(v));
+            match a {
+                Aggregate::Count(_) => {
+                    let c: Vec<i64> = acc.counts.iter().map(|&n| n as i64).collect();
+                    out.push(Arc::new(Int64Array::from(c)));
+                }
+                Aggregate::SumInt { out: dt, .. } | Aggregate::MinMax { out: dt, .. } => {
+                    out.push(int_state(ints(), dt)?);
+                }
+                Aggregate::SumFloat(_) => out.push(Arc::new(Float64Array::from_iter(floats()))),
+                Aggregate::AvgInt { out: dt, .. } => {
+                    out.push(Arc::new(UInt64Array::from(acc.counts.clone())));
+                    out.push(int_state(ints(), dt)?);
+                }
+                Aggregate::AvgFloat(_) => {
+                    out.push(Arc::new(UInt64Array::from(acc.counts.clone())));
+                    out.push(Arc::new(Float64Array::from_iter(floats())));
+                }
+            }
+        }
+        debug_assert!(out.iter().all(|a| a.len() == groups));
+        Ok(RecordBatch::try_new(schema, out)?)
+    }
+}
+
+/// A dictionary column's codes: per row the key (the dictionary's length for a null), the
+/// number of codes, and the column-wide code of each key (new values added to `values`).
+fn dictionary_codes(
+    array: &ArrayRef,
+    values: &mut GroupValues,
+) -> Result<(Vec<u32>, usize, Vec<u32>)> {
+    let dict = array.as_dictionary_opt::<Int32Type>().ok_or_else(|| {
+        DataFusionError::Internal(format!(
+            "group column is {}, not a dictionary",
+            array.data_type()
+        ))
+    })?;
+    let converter = values
+        .converter
+        .as_ref()
+        .ok_or_else(|| DataFusionError::Internal("no row converter".to_string()))?;
+    let n = dict.values().len();
+    // The dictionary's values, then a null for null keys.
+    let null = datafusion::arrow::array::new_null_array(dict.values().data_type(), 1);
+    let converted = [
+        converter.convert_columns(&[Arc::clone(dict.values())])?,
+        converter.convert_columns(&[null])?,
+    ];
+    let mut global = Vec::with_capacity(n + 1);
+    for row in converted.iter().flat_map(|rows| rows.iter()) {
+        let id = match values.ids.get(&row.owned()) {
+            Some(&id) => id,
+            None => {
+                let id = values.rows.len() as u32;
+                values.rows.push(row.owned());
+                values.ids.insert(row.owned(), id);
+                id
+            }
+        };
+        global.push(id);
+    }
+    let keys = dict.keys();
+    // A key beyond the dictionary cannot come from a valid array; it is read as null.
+    let code = |k: i32| usize::try_from(k).ok().filter(|&k| k < n).unwrap_or(n) as u32;
+    let codes: Vec<u32> = match keys.nulls().filter(|b| b.null_count() > 0) {
+        None => keys.values().iter().map(|&k| code(k)).collect(),
+        Some(b) => (keys.values().iter().zip(b.iter()))
+            .map(|(&k, valid)| if valid { code(k) } else { n as u32 })
+            .collect(),
+    };
+    Ok((codes, n + 1, global))
+}
+
+/// A small-range integer column's codes: `value - min + 1`, 0 for null; the codes are
+/// column-wide already.
+fn range_codes(array: &ArrayRef, min: i64, max: i64) -> Result<(Vec<u32>, usize, Vec<u32>)> {
+    let values = int_values(array)?;
+    let n = usize::try_from(max - min).unwrap_or(0) + 2;
+    let mut codes = Vec::with_capacity(values.len());
+    for (i, &v) in values.iter().enumerate() {
+        if array.is_null(i) {
+            codes.push(0);
+        } else if v < min || v > max {
+            return Err(DataFusionError::Execution(format!(
+                "group value {v} outside the zone maps' bounds {min}..={max}: damaged statistics"
+            )));
+        } else {
+            codes.push((v - min + 1) as u32);
+        }
+    }
+    Ok((codes, n, (0..n as u32).collect()))
+}
+
+/// An integer-like column's values as `i64` (decimals unscaled).
+fn int_values(array: &ArrayRef) -> Result<ScalarBuffer<i64>> {
+    fn widen<T: Copy>(v: &[T], f: impl Fn(T) -> i64) -> ScalarBuffer<i64> {
+        v.iter().map(|&x| f(x)).collect()
+    }
+    Ok(match array.data_type() {
+        DataType::Int8 => widen(array.as_primitive::<Int8Type>().values(), i64::from),
+        DataType::Int16 => widen(array.as_primitive::<Int16Type>().values(), i64::from),
+        DataType::Int32 => widen(array.as_primitive::<Int32Type>().values(), i64::from),
+        DataType::Int64 => array.as_primitive::<Int64Type>().values().clone(),
+        DataType::UInt8 => widen(array.as_primitive::<UInt8Type>().values(), i64::from),
+        DataType::UInt16 => widen(array.as_primitive::<UInt16Type>().values(), i64::from),
+        DataType::UInt32 => widen(array.as_primitive::<UInt32Type>().values(), i64::from),
+        DataType::Date32 => widen(array.as_primitive::<Date32Type>().values(), i64::from),
+        DataType::Decimal128(..) => {
+            let v = array.as_primitive::<Decimal128Type>();
+            // One pass: truncate, and note whether any value did not fit.
+            let mut lost = 0i128;
+            let narrow: Vec<i64> = (v.values().iter())
+                .map(|&x| {
+                    lost |= x ^ i128::from(x as i64);
+                    x as i64
+                })
+                .collect();
+            if lost == 0 {
+                return Ok(narrow.into());
+            }
+            // Null slots may hold anything; only valid values must fit.
+            let mut out = Vec::with_capacity(v.len());
+            for (i, &x) in v.values().iter().enumerate() {
+                match i64::try_from(x) {
+                    Ok(x) => out.push(x),
+                    Err(_) if v.is_null(i) => out.push(0),
+                    Err(_) => {
+                        return Err(DataFusionError::Execution(format!(
+                            "decimal value {x} outside the zone maps' bounds: damaged statistics"
+                        )));
+                    }
+                }
+            }
+            out.into()
+        }
+        other => {
+            return Err(DataFusionError::Internal(format!(
+                "{other} is not an integer column"
+            )));
+        }
+    })
+}
+
+/// Computes `node` on `batch`, from the nodes before it.
+fn evaluate(node: &Node, nodes: &[Column], batch: &RecordBatch) -> Result<Column> {
+    Ok(match node {
+        Node::IntColumn(c) => {
+            let a = batch.column(*c);
+            Column {
+                values: Values::Ints(int_values(a)?),
+                nulls: a.logical_nulls(),
+            }
+        }
+        Node::FloatColumn(c) => {
+            let a = batch.column(*c);
+            let f = a.as_primitive_opt::<Float64Type>().ok_or_else(|| {
+                DataFusionError::Internal(format!("{} is not Float64", a.data_type()))
+            })?;
+            Column {
+                values: Values::Floats(f.values().clone()),
+                nulls: a.logical_nulls(),
+            }
+        }
+        Node::Valid(c) => Column {
+            values: Values::Int(0),
+            nulls: batch.column(*c).logical_nulls(),
+        },
+        Node::Int(v) => Column {
+            values: Values::Int(*v),
+            nulls: None,
+        },
+        Node::Float(bits) => Column {
+            values: Values::Float(f64::from_bits(*bits)),
+            nulls: None,
+        },
+        Node::Scale(i, k) => {
+            let c = &nodes[*i];
+            let k = *k;
+            Column {
+                values: match &c.values {
+                    Values::Ints(v) => Values::Ints(v.iter().map(|&x| x.wrapping_mul(k)).collect()),
+                    Values::Int(x) => Values::Int(x.wrapping_mul(k)),
+                    _ => return Err(lane_error()),
+                },
+                nulls: c.nulls.clone(),
+            }
+        }
+        Node::ToFloat(i) => {
+            let c = &nodes[*i];
+            Column {
+                values: match &c.values {
+                    Values::Ints(v) => Values::Floats(v.iter().map(|&x| x as f64).collect()),
+                    Values::Int(x) => Values::Float(*x as f64),
+                    _ => return Err(lane_error()),
+                },
+                nulls: c.nulls.clone(),
+            }
+        }
+        Node::Op(op, l, r) => {
+            let (l, r) = (&nodes[*l], &nodes[*r]);
+            let nulls = NullBuffer::union(l.nulls.as_ref(), r.nulls.as_ref());
+            // Bounds were proven when the plan was made: no operation can overflow. One
+            // loop per operation, so that each vectorizes.
+            let values = match op {
+                Op::Add => combine(&l.values, &r.values, i64::wrapping_add, |a, b| a + b),
+                Op::Sub => combine(&l.values, &r.values, i64::wrapping_sub, |a, b| a - b),
+                Op::Mul => combine(&l.values, &r.values, i64::wrapping_mul, |a, b| a * b),
+            }?;
+            Column { values, nulls }
+        }
+    })
+}
+
+/// `int` or `float` applied to two nodes' values, row by row (a literal to every row).
+fn combine(
+    l: &Values,
+    r: &Values,
+    int: impl Fn(i64, i64) -> i64,
+    float: impl Fn(f64, f64) -> f64,
+) -> Result<Values> {
+    Ok(match (l, r) {
+        (Values::Ints(a), Values::Ints(b)) => {
+            Values::Ints(a.iter().zip(b.iter()).map(|(&a, &b)| int(a, b)).collect())
+        }
+        (Values::Ints(a), Values::Int(b)) => Values::Ints(a.iter().map(|&a| int(a, *b)).collect()),
+        (Values::Int(a), Values::Ints(b)) => Values::Ints(b.iter().map(|&b| int(*a, b)).collect()),
+        (Values::Int(a), Values::Int(b)) => Values::Int(int(*a, *b)),
+        (Values::Floats(a), Values::Floats(b)) => {
+            Values::Floats(a.iter().zip(b.iter()).map(|(&a, &b)| float(a, b)).collect())
+        }
+        (Values::Floats(a), Values::Float(b)) => {
+            Values::Floats(a.iter().map(|&a| float(a, *b)).collect())
+        }
+        (Values::Float(a), Values::Floats(b)) => {
+            Values::Floats(b.iter().map(|&b| float(*a, b)).collect())
+        }
+        (Values::Float(a), Values::Float(b)) => Values::Float(float(*a, *b)),
+        _ => return Err(lane_error()),
+    })
+}
+
+fn lane_error() -> DataFusionError {
+    DataFusionError::Internal("aggregate argument lanes out of step".to_string())
+}
+
+/// Adds one batch's rows to `acc`: `ids` are the rows' groups, `rows` each group's rows.
+fn accumulate(
+    a: &Aggregate,
+    acc: &mut Acc,
+    ids: &[u32],
+    rows: &[u64],
+    nodes: &[Column],
+    lanes: &[Lane],
+) {
+    let node = match a {
+        Aggregate::Count(n) => *n,
+        Aggregate::SumInt { node, .. }
+        | Aggregate::AvgInt { node, .. }
+        | Aggregate::MinMax { node, .. }
+        | Aggregate::SumFloat(node)
+        | Aggregate::AvgFloat(node) => Some(*node),
+    };
+    let column = node.map(|n| &nodes[n]);
+    let nulls = column
+        .and_then(|c| c.nulls.as_ref())
+        .filter(|n| n.null_count() > 0);
+    let values = column.map(|c| &c.values);
+    let Some(nulls) = nulls else {
+        // All valid: counts by group, sums in tight loops.
+        for (c, &n) in acc.counts.iter_mut().zip(rows) {
+            *c += n;
+        }
+        match (a, values) {
+            (Aggregate::SumInt { .. } | Aggregate::AvgInt { .. }, Some(Values::Ints(v))) => {
+                let max_abs = node.and_then(|n| lanes[n].max_abs()).unwrap_or(i128::MAX);
+                add_ints(ids, v, max_abs, &mut acc.ints);
+            }
+            (Aggregate::SumFloat(_) | Aggregate::AvgFloat(_), Some(Values::Floats(v))) => {
+                for (&g, &x) in ids.iter().zip(v) {
+                    acc.floats[g as usize] += x;
+                }
+            }
+            (Aggregate::Count(_), _) => {}
+            _ => each_valid(a, acc, ids, values, |_| true),
+        }
+        return;
+    };
+    for (r, &g) in ids.iter().enumerate() {
+        if nulls.is_valid(r) {
+            acc.counts[g as usize] += 1;
+        }
+    }
+    if !matches!(a, Aggregate::Count(_)) {
+        each_valid(a, acc, ids, values, |r| nulls.is_valid(r));
+    }
+}
+
+/// Adds the valid rows' values to `acc`'s sums or extremes, one row at a time (counts
+/// are done by the caller).
+fn each_valid(
+    a: &Aggregate,
+    acc: &mut Acc,
+    ids: &[u32],
+    values: Option<&Values>,
+    valid: impl Fn(usize) -> bool,
+) {
+    let int = |r: usize| match values {
+        Some(Values::Ints(v)) => v[r],
+        Some(Values::Int(x)) => *x,
+        _ => 0,
+    };
+    let float = |r: usize| match values {
+        Some(Values::Floats(v)) => v[r],
+        Some(Values::Float(x)) => *x,
+        _ => 0.0,
+    };
+    for (r, &g) in ids.iter().enumerate() {
+        if !valid(r) {
+            continue;
+        }
+        let g = g as usize;
+        match a {
+            Aggregate::Count(_) => {}
+            Aggregate::SumInt { .. } | Aggregate::AvgInt { .. } => {
+                acc.ints[g] += i128::from(int(r))
+            }
+            Aggregate::SumFloat(_) | Aggregate::AvgFloat(_) => acc.floats[g] += float(r),
+            Aggregate::MinMax { max, .. } => {
+                let x = i128::from(int(r));
+                if !acc.set[g] || (*max && x > acc.ints[g]) || (!*max && x < acc.ints[g]) {
+                    acc.ints[g] = x;
+                    acc.set[g] = true;
+                }
+            }
+        }
+    }
+}
+
+/// Adds each value to its group's sum. Four interleaved partial sums per group, so that
+/// rows of one group in a row do not wait for each other's additions; the partials are
+/// `i64`, exact while a batch's sum fits: `max_abs` bounds every value (proven when the
+/// plan was made).
+fn add_ints(ids: &[u32], values: &[i64], max_abs: i128, sums: &mut [i128]) {
+    let fits = max_abs
+        .checked_mul(values.len() as i128)
+        .is_some_and(|t| t < i128::from(i64::MAX));
+    if !fits {
+        for (&g, &x) in ids.iter().zip(values) {
+            sums[g as usize] += i128::from(x);
+        }
+        return;
+    }
+    // Few groups: partials in a fixed array, indexed without bounds checks.
+    if sums.len() <= SMALL_GROUPS {
+        let mut part = [[0i64; 4]; SMALL_GROUPS];
+        let (ids4, values4) = (ids.chunks_exact(4), values.chunks_exact(4));
+        let (id_tail, value_tail) = (ids4.remainder(), values4.remainder());
+        for (g, x) in ids4.zip(values4) {
+            for lane in 0..4 {
+                part[g[lane] as usize % SMALL_GROUPS][lane] += x[lane];
+            }
+        }
+        for (&g, &x) in id_tail.iter().zip(value_tail) {
+            part[g as usize % SMALL_GROUPS][0] += x;
+        }
+        for (sum, p) in sums.iter_mut().zip(part) {
+            *sum += p.iter().map(|&x| i128::from(x)).sum::<i128>();
+        }
+        return;
+    }
+    let mut part = vec![0i64; 4 * sums.len()];
+    let (ids4, values4) = (ids.chunks_exact(4), values.chunks_exact(4));
+    let (id_tail, value_tail) = (ids4.remainder(), values4.remainder());
+    for (g, x) in ids4.zip(values4) {
+        for lane in 0..4 {
+            part[g[lane] as usize * 4 + lane] += x[lane];
+        }
+    }
+    for (&g, &x) in id_tail.iter().zip(value_tail) {
+        part[g as usize * 4] += x;
+    }
+    for (sum, p) in sums.iter_mut().zip(part.chunks_exact(4)) {
+        *sum += p.iter().map(|&x| i128::from(x)).sum::<i128>();
+    }
+}
+
+/// Integer states as an array of `dt` (a decimal holds them unscaled).
+fn int_state(values: impl Iterator<Item = Option<i128>>, dt: &DataType) -> Result<ArrayRef> {
+    match dt {
+        DataType::Decimal128(p, s) => Ok(Arc::new(
+            Decimal128Array::from_iter(values).with_precision_and_scale(*p, *s)?,
+        )),
+        dt => {
+            let v: Vec<Option<i64>> = values
+                .map(|v| v.map(i64::try_from).transpose())
+                .collect::<Result<_, _>>()
+                .map_err(|e| DataFusionError::Internal(format!("state out of range: {e}")))?;
+            cast_to(Arc::new(Int64Array::from(v)), dt)
+        }
+    }
+}
+
+fn cast_to(array: ArrayRef, dt: &DataType) -> Result<ArrayRef> {
+    use datafusion::arrow::compute::cast;
+    Ok(match (array.data_type(), dt) {
+        (a, b) if a == b => array,
+        // Days are cast through Int32 (there is no direct cast from Int64).
+        (DataType::Int64, DataType::Date32) => cast(&cast(&array, &DataType::Int32)?, dt)?,
+        _ => cast(&array, dt)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// The interleaved partial sums equal plain 128-bit sums, with few groups or many,
+        /// and with values near the bound that sends them to the 128-bit loop.
+        #[test]
+        fn partial_sums_equal_plain_sums(
+            groups in 1usize..40,
+            rows in proptest::collection::vec((0u32..1000, any::<i64>()), 0..300),
+            shift in 0u32..63,
+        ) {
+            let ids: Vec<u32> = rows.iter().map(|(g, _)| g % groups as u32).collect();
+            let values: Vec<i64> = rows.iter().map(|(_, v)| v >> shift).collect();
+            let max_abs = values.iter().map(|v| i128::from(*v).abs()).max().unwrap_or(0);
+            let mut expected = vec![0i128; groups];
+            for (&g, &v) in ids.iter().zip(&values) {
+                expected[g as usize] += i128::from(v);
+            }
+            let mut got = vec![7i128; groups];
+            add_ints(&ids, &values, max_abs, &mut got);
+            let got: Vec<i128> = got.iter().map(|s| s - 7).collect();
+            prop_assert_eq!(got, expected);
+        }
+    }
+}
