@@ -15,6 +15,10 @@ Engines (each at every --threads count T; one thread = `taskset -c 0`, two = `ta
   duckdb-parquet               DuckDB on views `select * from read_parquet(...)` of the same
                                Parquet files
 
+Asked for with --engines only: sift-sift-nojf and sift-parquet-nojf (`--join-filters off`),
+and sift-sift-noagg (`--scan-aggregates off`: every aggregate by DataFusion's own hash
+aggregation).
+
 Every engine is timed the same way: one fresh process per (engine, query, T) opens the
 tables and plans the SQL once, untimed (`sift sql`: tables registered and the SQL planned;
 DuckDB: connection, `SET threads = T`, `PREPARE`), then runs the query --runs times (default
@@ -479,6 +483,13 @@ class SiftOnParquetNoJoinFilters(SiftSql):
     note = "sift-parquet with `--join-filters off`."
 
 
+class SiftOnSiftNoScanAggregates(SiftSql):
+    key, title, fmt = "sift-sift-noagg", "sift-sift-noagg", "sift"
+    extra = ("--scan-aggregates", "off")
+    note = ("sift-sift with `--scan-aggregates off` (every aggregate by DataFusion's hash "
+            "aggregation).")
+
+
 class DataFusionParquet(SiftSql):
     key, title, fmt = "datafusion-parquet", "datafusion-parquet", "parquet"
     extra = ("--parquet-reader", "datafusion")
@@ -530,11 +541,13 @@ class DuckDBParquet(DuckDBEngine):
             "from read_parquet('X.parquet')` per table.")
 
 
-ENGINE_KEYS = ("sift-sift", "sift-sift-nojf", "sift-parquet", "sift-parquet-nojf",
+ENGINE_KEYS = ("sift-sift", "sift-sift-nojf", "sift-sift-noagg", "sift-parquet",
+               "sift-parquet-nojf",
                "datafusion-parquet", "datafusion-parquet-pushdown", "duckdb-native",
                "duckdb-parquet")
-# Run when --engines is not given; the -nojf engines (join filters off) only when asked.
-DEFAULT_ENGINES = tuple(k for k in ENGINE_KEYS if not k.endswith("-nojf"))
+# Run when --engines is not given; the -nojf and -noagg engines (join filters or scan
+# aggregates off) only when asked.
+DEFAULT_ENGINES = tuple(k for k in ENGINE_KEYS if not k.endswith(("-nojf", "-noagg")))
 
 
 # --------------------------------------------------------------------------- driver
@@ -1091,8 +1104,8 @@ def main() -> int:
                          "(default 6)")
     ap.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
     ap.add_argument("--queries", default="", help="e.g. 1,6,12 (default: all 22)")
-    ap.add_argument("--engines", default="", help="comma list (default all): "
-                    + ",".join(ENGINE_KEYS))
+    ap.add_argument("--engines", default="", help="comma list (default: all but the -nojf "
+                    "and -noagg ones): " + ",".join(ENGINE_KEYS))
     ap.add_argument("--no-handwritten", action="store_true",
                     help="skip the `sift query` comparison")
     ap.add_argument("--no-scaling", action="store_true", help="skip the full-read scaling")
@@ -1142,6 +1155,7 @@ def main() -> int:
         by_key = {"sift-sift": SiftOnSift, "sift-parquet": SiftOnParquet,
                   "sift-sift-nojf": SiftOnSiftNoJoinFilters,
                   "sift-parquet-nojf": SiftOnParquetNoJoinFilters,
+                  "sift-sift-noagg": SiftOnSiftNoScanAggregates,
                   "datafusion-parquet": DataFusionParquet,
                   "datafusion-parquet-pushdown": DataFusionPushdown}
         engines: list[Engine] = []

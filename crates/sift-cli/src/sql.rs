@@ -87,6 +87,13 @@ pub struct SqlArgs {
     #[arg(long, value_name = "ON|OFF", default_value = "on", value_parser = on_off,
         action = clap::ArgAction::Set)]
     pub join_filters: bool,
+    /// Aggregates next to the scan: SUM, AVG, COUNT, MIN and MAX over a Sift scan grouped
+    /// by its dictionary codes and computed on 64-bit integers when the zone maps prove
+    /// nothing overflows (--explain shows them as SiftAggregate). Also `SET
+    /// sift.scan_aggregates = false` in SQL.
+    #[arg(long, value_name = "ON|OFF", default_value = "on", value_parser = on_off,
+        action = clap::ArgAction::Set)]
+    pub scan_aggregates: bool,
 }
 
 fn on_off(s: &str) -> Result<bool, String> {
@@ -138,6 +145,7 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<()> {
             .get_mut::<SiftOptions>()
         {
             o.join_filters = args.join_filters;
+            o.scan_aggregates = args.scan_aggregates;
         }
         if args.parquet_reader == ParquetReader::Datafusion {
             ctx.state_ref()
