@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use sift_format::{MAX_BLOCK_ROWS, ReadOptions, SiftFile};
+use sift_format::MAX_BLOCK_ROWS;
 
 use crate::display::printable_batch;
 use sift_io::{Format, InputOptions, open_input};
@@ -116,6 +116,10 @@ pub struct CatArgs {
     /// Skip verifying segment checksums (to measure decoding alone; Sift files only).
     #[arg(long)]
     pub no_checksums: bool,
+    /// Threads decoding blocks at once (Sift files and datasets); default: every core.
+    /// Rows still come in the file's order.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..1025))]
+    pub threads: Option<u64>,
 }
 
 /// A range of block indices, either end open.
@@ -166,30 +170,26 @@ pub fn run(args: &CatArgs, ui: &Ui) -> Result<()> {
     if Format::of(&args.file).is_ok_and(|f| f != Format::Sift) {
         return cat_other(args, ui, start_time);
     }
-    let options = ReadOptions {
-        verify_checksums: !args.no_checksums,
-        ..ReadOptions::default()
-    };
-    let file = SiftFile::open_with(&args.file, options).context("cannot open the Sift file")?;
-    let projection = if args.columns.is_empty() {
-        None
-    } else {
-        Some(file.projection(&args.columns)?)
-    };
-    let schema = match &projection {
-        Some(p) => file.project_schema(p)?,
-        None => file.schema()?.clone(),
-    };
-    let blocks = block_range(&file, args.blocks)?;
-    let block_rows: u64 = blocks
-        .clone()
-        .filter_map(|b| file.block_rows(b))
-        .map(u64::from)
-        .sum();
-    let batches = file
-        .batches(projection, blocks)?
-        .map(|b| b.with_context(|| format!("cannot read {}", args.file.display())));
-    print_rows(args, ui, start_time, schema, Some(block_rows), batches)
+    // Through the scan engine, which decodes blocks on several threads in order.
+    let table = sift_scan::Table::open_with(&args.file, !args.no_checksums)
+        .context("cannot open the Sift file")?;
+    let blocks = block_range(&table, args.blocks)?;
+    let first: u64 = (0..blocks.start).map(|b| table.block_rows(b)).sum();
+    let rows: u64 = blocks.map(|b| table.block_rows(b)).sum();
+    let mut builder = (table.scan())
+        .rows(first..first + rows)
+        .threads(crate::threads(args.threads));
+    if !args.columns.is_empty() {
+        builder = builder.project(args.columns.iter().cloned());
+    }
+    if let Some(n) = args.limit {
+        builder = builder.limit(n);
+    }
+    let scan = builder.build()?;
+    let schema = scan.schema();
+    let path = args.file.display().to_string();
+    let batches = scan.map(move |b| b.with_context(|| format!("cannot read {path}")));
+    print_rows(args, ui, start_time, schema, Some(rows), batches)
 }
 
 /// `cat` of a dataset (a directory, a glob, an object-store URL) through the scan engine.
@@ -201,7 +201,7 @@ fn cat_dataset(args: &CatArgs, ui: &Ui, start_time: Instant) -> Result<()> {
     let options = sift_store::StoreOptions::default();
     let dataset = sift_store::open_dataset(&[location.as_str()], &options, !args.no_checksums)
         .context("cannot open the input")?;
-    let mut builder = dataset.scan().threads(crate::threads(None));
+    let mut builder = dataset.scan().threads(crate::threads(args.threads));
     if !args.columns.is_empty() {
         builder = builder.project(args.columns.iter().cloned());
     }
@@ -292,7 +292,7 @@ fn print_rows(
 }
 
 /// The blocks `range` selects, checked against the file.
-fn block_range(file: &SiftFile, range: Option<BlockRange>) -> Result<Range<usize>> {
+fn block_range(file: &sift_scan::Table, range: Option<BlockRange>) -> Result<Range<usize>> {
     let n = file.num_blocks();
     let Some(r) = range else {
         return Ok(0..n);

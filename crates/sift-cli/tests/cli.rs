@@ -611,6 +611,30 @@ fn truncated_file_is_a_clean_error() {
     }
 }
 
+/// `cat` decodes blocks on several threads and prints them in the file's order: the same
+/// bytes for every thread count, whole and for a range of blocks with a limit.
+#[test]
+fn cat_threads_keep_the_file_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let sift_path = sample_sift(dir.path(), 9_000, 700);
+    let cat = |extra: &[&str], threads: &str| {
+        let mut args = vec![OsStr::new("cat"), sift_path.as_os_str()];
+        args.extend(["-o", "csv", "--threads", threads].map(OsStr::new));
+        args.extend(extra.iter().map(OsStr::new));
+        stdout(&ok(sift(args)))
+    };
+    for extra in [&[][..], &["--blocks", "3..11", "--limit", "4000"][..]] {
+        let one = cat(extra, "1");
+        assert!(one.lines().count() > 1000, "{extra:?}");
+        for threads in ["2", "5"] {
+            assert!(
+                one == cat(extra, threads),
+                "{extra:?} with {threads} threads"
+            );
+        }
+    }
+}
+
 #[test]
 fn corrupt_segment_is_a_clean_error() {
     let dir = tempfile::tempdir().unwrap();
