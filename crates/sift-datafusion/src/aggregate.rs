@@ -240,8 +240,9 @@ enum Node {
     FloatColumn(usize),
     /// Only the validity of a scan column of any type (for `COUNT`).
     Valid(usize),
-    /// An integer literal (unscaled).
-    Int(i64),
+    /// An integer literal: unscaled, and its scale (literals of one value and two scales
+    /// are two nodes).
+    Int(i64, i8),
     /// A double literal, by its bits.
     Float(u64),
     /// `+`, `-` or `*` of two nodes (their indices) of one lane.
@@ -538,7 +539,7 @@ impl SpecBuilder<'_> {
             };
             let b = i128::from(v);
             return Some((
-                Node::Int(v),
+                Node::Int(v, scale),
                 Lane::Int {
                     scale,
                     lo: b,
@@ -969,13 +970,22 @@ impl State {
             let column = evaluate(node, &nodes, batch)?;
             nodes.push(column);
         }
-        // Rows per group, for every aggregate whose values are all valid.
-        let mut rows = vec![0u64; self.keys.len()];
+        let groups = self.keys.len();
+        // Rows per group, for every aggregate whose values are all valid, and the batch's
+        // sums per argument (`SUM(x)` and `AVG(x)` share theirs).
+        let mut rows = vec![0u64; groups];
         for &g in &ids {
             rows[g as usize] += 1;
         }
+        let mut sums: HashMap<usize, Vec<i128>> = HashMap::new();
         for (a, acc) in spec.aggregates.iter().zip(&mut self.accs) {
-            accumulate(a, acc, &ids, &rows, &nodes, &spec.lanes);
+            let batch = Batch {
+                ids: &ids,
+                rows: &rows,
+                nodes: &nodes,
+                lanes: &spec.lanes,
+            };
+            accumulate(a, acc, &batch, &mut sums);
         }
         Ok(())
     }
@@ -1106,7 +1116,7 @@ fn range_codes(array: &ArrayRef, min: i64, max: i64) -> Result<(Vec<u32>, usize,
 /// An integer-like column's values as `i64` (decimals unscaled).
 fn int_values(array: &ArrayRef) -> Result<ScalarBuffer<i64>> {
     fn widen<T: Copy>(v: &[T], f: impl Fn(T) -> i64) -> ScalarBuffer<i64> {
-        v.iter().map(|&x| f(x)).collect()
+        v.iter().map(|&x| f(x)).collect::<Vec<_>>().into()
     }
     Ok(match array.data_type() {
         DataType::Int8 => widen(array.as_primitive::<Int8Type>().values(), i64::from),
@@ -1177,7 +1187,7 @@ fn evaluate(node: &Node, nodes: &[Column], batch: &RecordBatch) -> Result<Column
             values: Values::Int(0),
             nulls: batch.column(*c).logical_nulls(),
         },
-        Node::Int(v) => Column {
+        Node::Int(v, _) => Column {
             values: Values::Int(*v),
             nulls: None,
         },
@@ -1190,7 +1200,12 @@ fn evaluate(node: &Node, nodes: &[Column], batch: &RecordBatch) -> Result<Column
             let k = *k;
             Column {
                 values: match &c.values {
-                    Values::Ints(v) => Values::Ints(v.iter().map(|&x| x.wrapping_mul(k)).collect()),
+                    Values::Ints(v) => Values::Ints(
+                        v.iter()
+                            .map(|&x| x.wrapping_mul(k))
+                            .collect::<Vec<_>>()
+                            .into(),
+                    ),
                     Values::Int(x) => Values::Int(x.wrapping_mul(k)),
                     _ => return Err(lane_error()),
                 },
@@ -1201,7 +1216,9 @@ fn evaluate(node: &Node, nodes: &[Column], batch: &RecordBatch) -> Result<Column
             let c = &nodes[*i];
             Column {
                 values: match &c.values {
-                    Values::Ints(v) => Values::Floats(v.iter().map(|&x| x as f64).collect()),
+                    Values::Ints(v) => {
+                        Values::Floats(v.iter().map(|&x| x as f64).collect::<Vec<_>>().into())
+                    }
                     Values::Int(x) => Values::Float(*x as f64),
                     _ => return Err(lane_error()),
                 },
@@ -1224,6 +1241,8 @@ fn evaluate(node: &Node, nodes: &[Column], batch: &RecordBatch) -> Result<Column
 }
 
 /// `int` or `float` applied to two nodes' values, row by row (a literal to every row).
+/// Results are collected into a `Vec` (whose exact length lets the loop vectorize), then
+/// handed to Arrow without a copy.
 fn combine(
     l: &Values,
     r: &Values,
@@ -1231,20 +1250,32 @@ fn combine(
     float: impl Fn(f64, f64) -> f64,
 ) -> Result<Values> {
     Ok(match (l, r) {
-        (Values::Ints(a), Values::Ints(b)) => {
-            Values::Ints(a.iter().zip(b.iter()).map(|(&a, &b)| int(a, b)).collect())
+        (Values::Ints(a), Values::Ints(b)) => Values::Ints(
+            a.iter()
+                .zip(b.iter())
+                .map(|(&a, &b)| int(a, b))
+                .collect::<Vec<_>>()
+                .into(),
+        ),
+        (Values::Ints(a), Values::Int(b)) => {
+            Values::Ints(a.iter().map(|&a| int(a, *b)).collect::<Vec<_>>().into())
         }
-        (Values::Ints(a), Values::Int(b)) => Values::Ints(a.iter().map(|&a| int(a, *b)).collect()),
-        (Values::Int(a), Values::Ints(b)) => Values::Ints(b.iter().map(|&b| int(*a, b)).collect()),
+        (Values::Int(a), Values::Ints(b)) => {
+            Values::Ints(b.iter().map(|&b| int(*a, b)).collect::<Vec<_>>().into())
+        }
         (Values::Int(a), Values::Int(b)) => Values::Int(int(*a, *b)),
-        (Values::Floats(a), Values::Floats(b)) => {
-            Values::Floats(a.iter().zip(b.iter()).map(|(&a, &b)| float(a, b)).collect())
-        }
+        (Values::Floats(a), Values::Floats(b)) => Values::Floats(
+            a.iter()
+                .zip(b.iter())
+                .map(|(&a, &b)| float(a, b))
+                .collect::<Vec<_>>()
+                .into(),
+        ),
         (Values::Floats(a), Values::Float(b)) => {
-            Values::Floats(a.iter().map(|&a| float(a, *b)).collect())
+            Values::Floats(a.iter().map(|&a| float(a, *b)).collect::<Vec<_>>().into())
         }
         (Values::Float(a), Values::Floats(b)) => {
-            Values::Floats(b.iter().map(|&b| float(*a, b)).collect())
+            Values::Floats(b.iter().map(|&b| float(*a, b)).collect::<Vec<_>>().into())
         }
         (Values::Float(a), Values::Float(b)) => Values::Float(float(*a, *b)),
         _ => return Err(lane_error()),
@@ -1256,14 +1287,26 @@ fn lane_error() -> DataFusionError {
 }
 
 /// Adds one batch's rows to `acc`: `ids` are the rows' groups, `rows` each group's rows.
-fn accumulate(
-    a: &Aggregate,
-    acc: &mut Acc,
-    ids: &[u32],
-    rows: &[u64],
-    nodes: &[Column],
-    lanes: &[Lane],
-) {
+/// One batch, as the aggregates see it.
+struct Batch<'a> {
+    /// Each row's group.
+    ids: &'a [u32],
+    /// Each group's rows.
+    rows: &'a [u64],
+    /// The argument nodes' values.
+    nodes: &'a [Column],
+    lanes: &'a [Lane],
+}
+
+/// Adds one batch to `acc`; `sums` keeps the batch's per-group sums of each argument node
+/// already summed.
+fn accumulate(a: &Aggregate, acc: &mut Acc, batch: &Batch, sums: &mut HashMap<usize, Vec<i128>>) {
+    let Batch {
+        ids,
+        rows,
+        nodes,
+        lanes,
+    } = *batch;
     let node = match a {
         Aggregate::Count(n) => *n,
         Aggregate::SumInt { node, .. }
@@ -1283,9 +1326,18 @@ fn accumulate(
             *c += n;
         }
         match (a, values) {
-            (Aggregate::SumInt { .. } | Aggregate::AvgInt { .. }, Some(Values::Ints(v))) => {
-                let max_abs = node.and_then(|n| lanes[n].max_abs()).unwrap_or(i128::MAX);
-                add_ints(ids, v, max_abs, &mut acc.ints);
+            (
+                Aggregate::SumInt { node, .. } | Aggregate::AvgInt { node, .. },
+                Some(Values::Ints(v)),
+            ) => {
+                let batch_sums = sums.entry(*node).or_insert_with(|| {
+                    let mut s = vec![0i128; acc.ints.len()];
+                    add_ints(ids, v, lanes[*node].max_abs().unwrap_or(i128::MAX), &mut s);
+                    s
+                });
+                for (total, s) in acc.ints.iter_mut().zip(batch_sums.iter()) {
+                    *total += s;
+                }
             }
             (Aggregate::SumFloat(_) | Aggregate::AvgFloat(_), Some(Values::Floats(v))) => {
                 for (&g, &x) in ids.iter().zip(v) {

@@ -224,6 +224,12 @@ const AGGREGATES: &[(&str, bool)] = &[
     ),
     ("select s, sum(p) from t where id < 0 group by s", true),
     ("select sum(id * id * id) from t", true),
+    // Literals of one unscaled value at two scales.
+    (
+        "select sum(p * 1 + p * cast(0.01 as decimal(3, 2))), \
+         sum(p - cast(0.01 as decimal(3, 2))) from t",
+        true,
+    ),
     // DataFusion plans it as a GROUP BY k below a count, and that grouping is taken over.
     ("select count(distinct k) from t", true),
     // Ten thousand groups.
