@@ -827,6 +827,8 @@ struct State {
     /// Each group's code per group column.
     keys: Vec<Vec<u32>>,
     index: HashMap<Vec<u32>, u32>,
+    /// With only range group columns: each code combination's group, kept across batches.
+    range_table: Option<Vec<u32>>,
     accs: Vec<Acc>,
 }
 
@@ -859,6 +861,7 @@ impl State {
             columns,
             keys: Vec::new(),
             index: HashMap::new(),
+            range_table: None,
             accs,
         };
         // Without GROUP BY there is one group, rows or not.
@@ -920,10 +923,16 @@ impl State {
                 .collect()
         };
         let mut ids = Vec::with_capacity(rows);
+        // Range codes are the same in every batch: with only range columns the table is
+        // kept from batch to batch, and each group is looked up once per scan.
+        let all_ranges = (spec.groups.iter()).all(|g| matches!(g, GroupColumn::Range { .. }));
         match strides {
             Some(strides) => {
                 let size = strides.first().map_or(1, |s| s * local[0].1);
-                let mut table = vec![u32::MAX; size];
+                let mut table = match (all_ranges, self.range_table.take()) {
+                    (true, Some(t)) if t.len() == size => t,
+                    _ => vec![u32::MAX; size],
+                };
                 // A row's slot: its codes in mixed radix (one or two columns unrolled).
                 let slot = |r: usize| -> usize {
                     match local.as_slice() {
@@ -942,6 +951,9 @@ impl State {
                         table[slot] = id;
                     }
                     ids.push(id);
+                }
+                if all_ranges {
+                    self.range_table = Some(table);
                 }
             }
             None => {
