@@ -81,11 +81,7 @@ impl PhysicalOptimizerRule for ScanAggregates {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let on = config
-            .extensions
-            .get::<SiftOptions>()
-            .is_none_or(|o| o.scan_aggregates);
-        if !on {
+        if !SiftOptions::of(config).scan_aggregates {
             return Ok(plan);
         }
         plan.transform_up(|node| {

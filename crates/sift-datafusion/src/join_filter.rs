@@ -59,11 +59,7 @@ impl PhysicalOptimizerRule for JoinFilters {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let on = config
-            .extensions
-            .get::<SiftOptions>()
-            .is_none_or(|o| o.join_filters);
-        if !on {
+        if !SiftOptions::of(config).join_filters {
             return Ok(plan);
         }
         // Find every (target scan, column, source) first, on the plan as it is, then put

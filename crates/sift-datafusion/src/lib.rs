@@ -66,6 +66,15 @@ impl ConfigExtension for SiftOptions {
     const PREFIX: &'static str = "sift";
 }
 
+impl SiftOptions {
+    /// The options of a session's configuration (the defaults when it has none).
+    pub(crate) fn of(config: &datafusion::common::config::ConfigOptions) -> SiftOptions {
+        (config.extensions.get::<SiftOptions>())
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
 /// A DataFusion session that runs `threads` partitions at once and knows Sift: `CREATE
 /// EXTERNAL TABLE … STORED AS SIFT` (also `STORED AS SIFT_PARQUET`, for Parquet files
 /// through Sift's engine), and files, directories or globs of `.sift` and `.parquet`
