@@ -154,7 +154,12 @@ impl SiftScanExec {
         let blocks: Vec<(usize, usize)> = (self.partitions.iter().flatten())
             .map(|b| (b.file, b.block))
             .collect();
-        let stats = blocks_statistics(&self.files.files, &self.table_schema, &blocks);
+        self.blocks_statistics(&blocks)
+    }
+
+    /// Statistics of the scanned columns over `blocks` (file, block), before any filter.
+    fn blocks_statistics(&self, blocks: &[(usize, usize)]) -> Statistics {
+        let stats = blocks_statistics(&self.files.files, &self.table_schema, blocks);
         match &self.projection {
             Some(p) => stats.project(Some(p)),
             None => stats,
@@ -422,10 +427,7 @@ impl ExecutionPlan for SiftScanExec {
                 .map(|b| (b.file, b.block))
                 .collect(),
         };
-        let mut stats = blocks_statistics(&self.files.files, &self.table_schema, &blocks);
-        if let Some(p) = &self.projection {
-            stats = stats.project(Some(p));
-        }
+        let mut stats = self.blocks_statistics(&blocks);
         if self.filter.is_some() || !self.join_filters.is_empty() {
             stats = stats.to_inexact();
         }
