@@ -276,6 +276,14 @@ impl BlockEval<'_, '_> {
             self.stats.bytes_read += counts.bytes;
             return Ok(array);
         }
+        // A Parquet column decoded by the `parquet` crate, read at the selected rows only.
+        #[cfg(feature = "parquet")]
+        if let (BlockData::Parquet(block), Some(s)) = (self.data, sel)
+            && let Some(out) = block.selected(col, s)?
+        {
+            self.stats.values_decoded += out.len() as u64;
+            return Ok(out);
+        }
         let data = match dictionary {
             true => self.data.dictionary_column(col)?,
             false => self.data.column(col)?,

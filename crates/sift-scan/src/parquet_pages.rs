@@ -29,6 +29,7 @@ use parquet::column::page::{Page, PageReader};
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
+use parquet::schema::types::ColumnDescriptor;
 use sift_encoding::encodings::{Dict, Hybrid, Plain};
 use sift_encoding::{Bitmap, Chunk, ColumnEncoding, Node, Validity, ValuePredicate};
 
@@ -169,6 +170,35 @@ fn layout(dt: &DataType, physical: PhysicalType) -> Option<Layout> {
     Some(Layout::Fixed { width })
 }
 
+/// The layout of the values of leaf `descr` read as Arrow field `field`, when this module
+/// may read its pages in place: a flat column (no repetition, at most one definition
+/// level) of a type [`layout`] knows.
+fn flat_layout(descr: &ColumnDescriptor, field: &Field) -> Option<Layout> {
+    if descr.max_rep_level() > 0 || descr.max_def_level() > 1 {
+        return None;
+    }
+    layout(field.data_type(), descr.physical_type())
+}
+
+/// Whether the pages of a column chunk of leaf `descr` (Arrow field `field`) whose pages
+/// use `encodings` can be read in place: else the `parquet` crate decodes it.
+pub(crate) fn reads_in_place(
+    descr: &ColumnDescriptor,
+    field: &Field,
+    mut encodings: impl Iterator<Item = Encoding>,
+) -> bool {
+    flat_layout(descr, field).is_some()
+        && encodings.all(|e| {
+            matches!(
+                e,
+                Encoding::PLAIN
+                    | Encoding::PLAIN_DICTIONARY
+                    | Encoding::RLE_DICTIONARY
+                    | Encoding::RLE
+            )
+        })
+}
+
 /// A dictionary page's values as the dictionary's `values` child holds them.
 enum DictValues {
     /// Fixed-width values (`plain`).
@@ -193,13 +223,10 @@ impl PagedColumn {
     ) -> Result<Option<PagedColumn>> {
         let err = |e: &dyn std::fmt::Display| Error::Parquet(format!("{place}: {e}"));
         let descr = md.file_metadata().schema_descr().column(leaf);
-        if descr.max_rep_level() > 0 || descr.max_def_level() > 1 {
-            return Ok(None);
-        }
-        let nullable = descr.max_def_level() == 1;
-        let Some(layout) = layout(field.data_type(), descr.physical_type()) else {
+        let Some(layout) = flat_layout(&descr, field) else {
             return Ok(None);
         };
+        let nullable = descr.max_def_level() == 1;
         let group = md
             .row_groups()
             .get(rg)

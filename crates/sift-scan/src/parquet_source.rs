@@ -14,7 +14,6 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
-use parquet::basic::Encoding;
 use parquet::file::metadata::PageIndexPolicy;
 
 use crate::bind::Bound;
@@ -24,6 +23,7 @@ use crate::parquet_pages::PagedColumn;
 use crate::parquet_zones::ParquetZones;
 use crate::prune::{Membership, candidate_rows};
 use crate::source::{BlockData, ColumnData};
+use sift_encoding::Bitmap;
 use sift_format::{ChunkStats, RangeCounts, RangeOptions, RangeSource};
 
 /// A Parquet file opened once: its metadata is parsed once and reused per row group.
@@ -287,19 +287,7 @@ impl ParquetSource {
         let md = self.meta.metadata();
         let leaves = self.leaves(col).unwrap_or(0..0);
         let field = self.meta.schema().field(col);
-        let in_place = leaves.len() == 1
-            && md.row_groups().get(b).is_some_and(|g| {
-                g.column(leaves.start).encodings().all(|e| {
-                    matches!(
-                        e,
-                        Encoding::PLAIN
-                            | Encoding::PLAIN_DICTIONARY
-                            | Encoding::RLE_DICTIONARY
-                            | Encoding::RLE
-                    )
-                })
-            });
-        if in_place {
+        if self.pages_in_place(b, col) {
             let place = format!(
                 "{}: row group {b}, column {}",
                 self.path.display(),
@@ -319,6 +307,21 @@ impl ParquetSource {
             return Err(Error::Invalid(format!("column {col} was not decoded")));
         };
         Ok((ParquetColumn::Decoded(batch.column(0).clone()), bytes))
+    }
+
+    /// Whether the pages of column `col` in row group `b` are read in place
+    /// (`parquet_pages.rs`), rather than decoded by the `parquet` crate.
+    fn pages_in_place(&self, b: usize, col: usize) -> bool {
+        let md = self.meta.metadata();
+        let (Some(leaves), Some(group)) = (self.leaves(col), md.row_groups().get(b)) else {
+            return false;
+        };
+        leaves.len() == 1
+            && crate::parquet_pages::reads_in_place(
+                &md.file_metadata().schema_descr().column(leaves.start),
+                self.meta.schema().field(col),
+                group.column(leaves.start).encodings(),
+            )
     }
 
     /// Stored bytes of column `col` in row group `b` that a read of `rows` fetches: with
@@ -488,6 +491,37 @@ impl ParquetBlock<'_> {
         }
     }
 
+    /// Column `col` at the rows set in `sel` (over the rows read), decoded by the `parquet`
+    /// crate with the selection pushed into its reader, when the column is not read yet
+    /// and its pages are not read in place (nested columns, other encodings): pages
+    /// holding no selected row are skipped where the file has an offset index, and the
+    /// values (and lists) of unselected rows are skipped, not assembled. `None` when the
+    /// column is read otherwise, or the selection is too dense for skipping to pay (the
+    /// reader's cost grows with the number of selected runs).
+    pub(crate) fn selected(&self, col: usize, sel: &Bitmap) -> Result<Option<ArrayRef>> {
+        let runs = sel.runs().count();
+        let sparse = runs.saturating_mul(SKIP_RUN_ROWS) <= sel.len()
+            || sel.count_ones().saturating_mul(SKIP_RUN_ROWS) <= sel.len();
+        let unread = self.columns.get(col).is_some_and(|c| c.get().is_none());
+        if !sparse || !unread || self.source.pages_in_place(self.rg, col) {
+            return Ok(None);
+        }
+        let total = self.source.block_rows(self.rg);
+        let all = 0..total;
+        let asked = self.rows.as_deref().unwrap_or(std::slice::from_ref(&all));
+        let rows = selected_ranges(asked, sel);
+        let BlockData::Arrow { batch, bytes, .. } =
+            self.source.decode(self.rg, &[col], &[], Some(&rows))?
+        else {
+            return Err(Error::Invalid(format!("column {col} was not decoded")));
+        };
+        let mut c = self.counts.get();
+        c.bytes += bytes;
+        c.chunks_decoded += 1;
+        self.counts.set(c);
+        Ok(Some(batch.column(0).clone()))
+    }
+
     /// Adds what reading columns did to `stats`.
     pub(crate) fn account(&self, stats: &mut crate::stats::ScanStats) {
         let c = self.counts.get();
@@ -495,4 +529,37 @@ impl ParquetBlock<'_> {
         stats.parquet_pages_in_place += c.pages_in_place;
         stats.parquet_chunks_decoded += c.chunks_decoded;
     }
+}
+
+/// A selection pushed into the `parquet` crate's reader pays when its selected runs
+/// (or selected rows) average at least this many rows of the block apart: each run costs
+/// the reader a skip and a read call, dearer than decoding a few values and filtering.
+const SKIP_RUN_ROWS: usize = 8;
+
+/// The rows of the row group at the bits set in `sel`, whose bits are the rows of `asked`
+/// (sorted, disjoint ranges of the row group) in order: sorted, disjoint ranges.
+fn selected_ranges(asked: &[Range<usize>], sel: &Bitmap) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::new();
+    // `asked[i]` holds the bits `offset..offset + asked[i].len()`.
+    let (mut i, mut offset) = (0usize, 0usize);
+    for (start, len) in sel.runs() {
+        let (mut at, end) = (start, start + len);
+        while at < end {
+            while i < asked.len() && offset + asked[i].len() <= at {
+                offset += asked[i].len();
+                i += 1;
+            }
+            let Some(range) = asked.get(i) else {
+                return out;
+            };
+            let take = (end - at).min(offset + range.len() - at);
+            let from = range.start + (at - offset);
+            match out.last_mut() {
+                Some(last) if last.end == from => last.end += take,
+                _ => out.push(from..from + take),
+            }
+            at += take;
+        }
+    }
+    out
 }

@@ -370,7 +370,7 @@ impl ScanBuilder {
 /// afterwards.
 ///
 /// Of a nested column, a Sift scan reads the columns of one value per row (the nested
-/// column, a struct's fields); the Parquet scan reads no nested column yet.
+/// column, a struct's fields); the Parquet scan reads lists and structs, not maps yet.
 fn check_types(table: &Table, schema: &Schema, needed: &[usize]) -> Result<()> {
     let path = table.path.display();
     // A column both filtered on and projected is listed twice; it is one column.
@@ -385,7 +385,7 @@ fn check_types(table: &Table, schema: &Schema, needed: &[usize]) -> Result<()> {
                 field.name()
             )));
         }
-        if !table.source.reads_nested() && is_nested_type(field.data_type()) {
+        if is_nested_type(field.data_type()) && !table.source.reads_nested(field.data_type()) {
             return Err(Error::Type(format!(
                 "{path}: {}",
                 sift_format::Error::UnsupportedType {

@@ -189,9 +189,15 @@ impl Source {
         }
     }
 
-    /// Whether the source reads nested columns.
-    pub(crate) fn reads_nested(&self) -> bool {
-        matches!(self, Source::Sift(_))
+    /// Whether the source reads columns of nested type `dt` (a struct, list or map): a
+    /// Sift file all it stores; the Parquet scan lists and structs, not maps yet.
+    #[cfg_attr(not(feature = "parquet"), allow(unused_variables))]
+    pub(crate) fn reads_nested(&self, dt: &DataType) -> bool {
+        match self {
+            Source::Sift(_) => true,
+            #[cfg(feature = "parquet")]
+            Source::Parquet(_) => !holds_map(dt),
+        }
     }
 
     pub(crate) fn num_blocks(&self) -> usize {
@@ -265,6 +271,20 @@ impl Source {
             #[cfg(feature = "parquet")]
             Source::Parquet(p) => p.block(b, needed, dictionary, rows),
         }
+    }
+}
+
+/// Whether `dt` is or holds a map.
+#[cfg(feature = "parquet")]
+fn holds_map(dt: &DataType) -> bool {
+    match dt {
+        DataType::Map(..) => true,
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+            holds_map(f.data_type())
+        }
+        DataType::Struct(fields) => fields.iter().any(|f| holds_map(f.data_type())),
+        DataType::Dictionary(_, v) => holds_map(v),
+        _ => false,
     }
 }
 
