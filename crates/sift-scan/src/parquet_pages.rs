@@ -6,7 +6,9 @@
 //! - a dictionary-encoded page is `dict` over the dictionary page's values (`plain`) and
 //!   the page's RLE/bit-packed index stream (`hybrid`): a predicate is evaluated once per
 //!   dictionary entry and applied to the codes; a selection unpacks only selected codes;
-//! - a PLAIN page of fixed-width values is `plain`, read in place;
+//! - a PLAIN page of fixed-width values is `plain`, read in place; decimals of at most 18
+//!   digits are their unscaled integers (INT32, INT64, or FIXED_LEN_BYTE_ARRAY widened
+//!   once from big-endian to 8-byte integers: a dictionary page's values, a PLAIN page's);
 //! - byte arrays (strings, binary) are `bytes` over their lengths: a dictionary page's
 //!   values, or a PLAIN page's, split once into their bytes and their lengths (Parquet
 //!   interleaves them), so that string predicates run once per dictionary entry;
@@ -150,17 +152,30 @@ enum Layout {
     Fixed { width: usize },
     /// Byte arrays, each a 4-byte little-endian length and its bytes.
     Bytes,
+    /// Decimals of at most 18 digits as `width`-byte big-endian two's complement
+    /// (FIXED_LEN_BYTE_ARRAY, 1–8 bytes): widened once to 8-byte little-endian integers,
+    /// the unscaled values the `i64` cascade holds for such a decimal column.
+    BigEndian { width: usize },
 }
 
-/// The layout of Arrow type `dt` stored as `physical`, when the Arrow values are the
+/// The layout of Arrow type `dt` stored as leaf `descr`, when the Arrow values are the
 /// Parquet values' own bytes and signed (plain integer nodes are signed; unsigned types
-/// are left to the fallback).
-fn layout(dt: &DataType, physical: PhysicalType) -> Option<Layout> {
+/// are left to the fallback), or decimals of at most 18 digits (held as their unscaled
+/// 64-bit integers, as Sift stores them).
+fn layout(dt: &DataType, descr: &ColumnDescriptor) -> Option<Layout> {
     use DataType::*;
-    let width = match (physical, dt) {
-        (PhysicalType::INT32, Int32 | Date32 | Time32(_)) => 4,
+    let width = match (descr.physical_type(), dt) {
+        (PhysicalType::INT32, Int32 | Date32 | Time32(_) | Decimal128(..)) => 4,
         (PhysicalType::INT64, Int64 | Date64 | Time64(_) | Duration(_) | Timestamp(..)) => 8,
+        (PhysicalType::INT64, Decimal128(p, _)) if *p <= 18 => 8,
         (PhysicalType::DOUBLE, Float64) => 8,
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, Decimal128(p, _))
+            if *p <= 18 && (1..=8).contains(&descr.type_length()) =>
+        {
+            return Some(Layout::BigEndian {
+                width: descr.type_length() as usize,
+            });
+        }
         (
             PhysicalType::BYTE_ARRAY,
             Utf8 | LargeUtf8 | Utf8View | Binary | LargeBinary | BinaryView,
@@ -170,6 +185,22 @@ fn layout(dt: &DataType, physical: PhysicalType) -> Option<Layout> {
     Some(Layout::Fixed { width })
 }
 
+/// `width`-byte big-endian two's-complement integers (as many as `buf` holds whole) as
+/// 8-byte little-endian ones; `None` if `buf` does not hold a whole number of them.
+fn widen_big_endian(buf: &[u8], width: usize) -> Option<Bytes> {
+    if width == 0 || width > 8 || !buf.len().is_multiple_of(width) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(buf.len() / width * 8);
+    for v in buf.chunks_exact(width) {
+        // Sign-extend from the top byte, then shift the value's bytes in.
+        let fill = if v[0] & 0x80 != 0 { -1i64 } else { 0 };
+        let x = v.iter().fold(fill, |acc, &b| (acc << 8) | i64::from(b));
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    Some(Bytes::from(out))
+}
+
 /// The layout of the values of leaf `descr` read as Arrow field `field`, when this module
 /// may read its pages in place: a flat column (no repetition, at most one definition
 /// level) of a type [`layout`] knows.
@@ -177,7 +208,7 @@ fn flat_layout(descr: &ColumnDescriptor, field: &Field) -> Option<Layout> {
     if descr.max_rep_level() > 0 || descr.max_def_level() > 1 {
         return None;
     }
-    layout(field.data_type(), descr.physical_type())
+    layout(field.data_type(), descr)
 }
 
 /// Whether the pages of a column chunk of leaf `descr` (Arrow field `field`) whose pages
@@ -348,6 +379,19 @@ impl PagedColumn {
                     width: width as u32,
                     buffer: 0,
                 })],
+                (Encoding::PLAIN, Layout::BigEndian { width }) => {
+                    let Some(wide) = widen_big_endian(&buffers[0], width) else {
+                        return Err(perr(&format!(
+                            "a PLAIN page of {width}-byte decimals holds {} bytes",
+                            buffers[0].len()
+                        )));
+                    };
+                    buffers[0] = wide;
+                    vec![Node::Plain(Plain {
+                        width: 8,
+                        buffer: 0,
+                    })]
+                }
                 (Encoding::PLAIN, Layout::Bytes) => {
                     let Some((data, lengths)) = split_byte_arrays(&buffers[0], None) else {
                         return Err(perr(&"a byte array runs past the end of the page"));
@@ -604,8 +648,8 @@ fn overlaps(want: &[Range<usize>], rows: Range<usize>) -> bool {
 }
 
 /// The dictionary page's `n` values (checked to be present) as the dictionary's child
-/// holds them: 8-byte values as they are, 4-byte integers widened to the cascade's 8-byte
-/// `i64`, byte arrays split into their bytes and lengths.
+/// holds them: 8-byte values as they are, 4-byte integers and big-endian decimals widened
+/// to the cascade's 8-byte `i64`, byte arrays split into their bytes and lengths.
 fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<DictValues> {
     let width = match layout {
         Layout::Bytes => {
@@ -613,6 +657,11 @@ fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<DictValues
             return Some(DictValues::Bytes { data, lengths });
         }
         Layout::Fixed { width } => width,
+        Layout::BigEndian { width } => {
+            let bytes = buf.get(..n.checked_mul(width)?)?;
+            let values = widen_big_endian(bytes, width)?;
+            return Some(DictValues::Fixed { values, width: 8 });
+        }
     };
     let bytes = buf.get(..n.checked_mul(width)?)?;
     if width == 8 {

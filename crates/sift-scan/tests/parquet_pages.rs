@@ -191,3 +191,117 @@ fn pages_without_candidate_rows_are_skipped() {
         scan(&table, &batch, &parse_filter(filter).unwrap());
     }
 }
+
+/// Unscaled decimal values of the decimal test columns: both signs, every byte width.
+fn decimal_values() -> Vec<Option<i64>> {
+    (0..ROWS)
+        .map(|i| {
+            let m = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+            let v = match i % 4 {
+                0 => (m % 2_000) as i64 - 1_000,
+                1 => (m % 50) as i64 * 100,
+                2 => -((m % 900_000_000_000_000) as i64),
+                _ => (m % 500) as i64 + 999_999_999_999_000,
+            };
+            (i % 13 != 6).then_some(v)
+        })
+        .collect()
+}
+
+/// Decimal columns as Parquet stores them: `d9` (precision 9, INT32), `d18` (INT64) and
+/// `flba` (precision 16 as a 7-byte FIXED_LEN_BYTE_ARRAY, big-endian, as pyarrow writes
+/// decimals), all nullable, with dictionary pages that fall back to PLAIN mid-chunk: read
+/// in place, filtered exactly, against arrow-rs.
+#[test]
+fn decimal_pages_filter_and_select_in_place() {
+    use parquet::data_type::FixedLenByteArray;
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+
+    let dir = tempfile::tempdir().unwrap();
+    let values = decimal_values();
+    // Small values fit 9 digits; the wide ones only 18.
+    let d9: Decimal128Array = values
+        .iter()
+        .map(|v| v.map(|v| i128::from(v % 100_000_000)))
+        .collect::<Decimal128Array>()
+        .with_precision_and_scale(9, 2)
+        .unwrap();
+    let d18: Decimal128Array = values
+        .iter()
+        .map(|v| v.map(i128::from))
+        .collect::<Decimal128Array>()
+        .with_precision_and_scale(18, 3)
+        .unwrap();
+    let ints = RecordBatch::try_from_iter([
+        ("d9", Arc::new(d9) as ArrayRef),
+        ("d18", Arc::new(d18) as ArrayRef),
+    ])
+    .unwrap();
+    let props = || {
+        WriterProperties::builder()
+            .set_dictionary_page_size_limit(4 << 10)
+            .set_data_page_row_count_limit(1000)
+            .set_write_batch_size(500)
+            .build()
+    };
+    let int_table = write(&dir.path().join("ints.parquet"), &ints, props());
+
+    // The FIXED_LEN_BYTE_ARRAY column, through the column writer.
+    let flba_path = dir.path().join("flba.parquet");
+    let schema = Arc::new(
+        parse_message_type("message m { optional fixed_len_byte_array(7) flba (DECIMAL(16, 3)); }")
+            .unwrap(),
+    );
+    let file = std::fs::File::create(&flba_path).unwrap();
+    let mut writer = SerializedFileWriter::new(file, schema, Arc::new(props())).unwrap();
+    let mut group = writer.next_row_group().unwrap();
+    let mut column = group.next_column().unwrap().unwrap();
+    let present: Vec<FixedLenByteArray> = values
+        .iter()
+        .flatten()
+        .map(|v| FixedLenByteArray::from(v.to_be_bytes()[1..].to_vec()))
+        .collect();
+    let levels: Vec<i16> = values.iter().map(|v| i16::from(v.is_some())).collect();
+    column
+        .typed::<parquet::data_type::FixedLenByteArrayType>()
+        .write_batch(&present, Some(&levels), None)
+        .unwrap();
+    column.close().unwrap();
+    group.close().unwrap();
+    writer.close().unwrap();
+    let flba_table = Table::open(&flba_path).unwrap();
+    let flba = {
+        let file = std::fs::File::open(&flba_path).unwrap();
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
+        let schema = reader.schema();
+        let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+        arrow::compute::concat_batches(&schema, &batches).unwrap()
+    };
+    assert_eq!(
+        flba.schema().field(0).data_type(),
+        &DataType::Decimal128(16, 3)
+    );
+
+    for (table, batch, name) in [(&int_table, &ints, "d18"), (&flba_table, &flba, "flba")] {
+        for f in [
+            format!("{name} < -500.000"),
+            format!("{name} between 0 and 4.9"),
+            format!("{name} >= 999999999999.2"),
+            format!("{name} = 1.2 or {name} is null"),
+            format!("{name} in (-0.007, 4.9, 999999999999.499)"),
+        ] {
+            scan(table, batch, &parse_filter(&f).unwrap());
+        }
+    }
+    for f in [
+        "d9 < -5.5",
+        "d9 between 0 and 49",
+        "d9 > 300000 and d18 < 0",
+    ] {
+        scan(&int_table, &ints, &parse_filter(f).unwrap());
+    }
+}
