@@ -504,11 +504,13 @@ impl PagedColumn {
         Ok(Some(column))
     }
 
-    /// Replaces each page's encoded validity by `AllValid` or `AllNull` where the levels
-    /// say so.
+    /// Decodes each page's definition levels once: the validity becomes `AllValid` or
+    /// `AllNull` where the levels say so, else a `bitmap` node over the decoded bits
+    /// (every later filter and projection of the page asks for its validity, and copying
+    /// a bitmap is far cheaper than parsing the level runs again).
     fn settle_validity(&mut self) -> Result<()> {
         for i in 0..self.pages.len() {
-            let Validity::Encoded { .. } = self.pages[i].encoding.validity else {
+            let Validity::Encoded { root } = self.pages[i].encoding.validity else {
                 continue;
             };
             let rows = self.pages[i].rows.len();
@@ -523,6 +525,13 @@ impl PagedColumn {
                     validity: Validity::AllNull,
                     nodes: Vec::new(),
                 };
+            } else if let (Some(valid), Some(Node::Hybrid(levels))) =
+                (valid, page.encoding.nodes.get(root as usize))
+            {
+                let buffer = levels.buffer;
+                page.buffers[buffer as usize] = Bytes::from(valid.to_le_bytes());
+                page.encoding.nodes[root as usize] =
+                    Node::Bitmap(sift_encoding::encodings::Bitmap { buffer });
             }
         }
         Ok(())

@@ -188,6 +188,83 @@ fn parse(bits: u8, bytes: &[u8], count: usize) -> std::result::Result<Vec<Run>, 
     Ok(runs)
 }
 
+/// The first `count` values of a run stream of one-bit values as bitmap words, decoded
+/// straight into them: a repeated run of ones sets its range, a bit-packed run is copied,
+/// since one-bit values packed LSB first already are bitmap bits. Parsing into a run
+/// table first ([`parse`]) costs a run's bookkeeping per run, and definition levels of a
+/// column with scattered nulls switch between repeated and bit-packed runs every few
+/// values. Checks the stream as [`parse`] does.
+fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, String> {
+    let mut out = vec![0u64; count.div_ceil(64)];
+    let (mut pos, mut row) = (0usize, 0usize);
+    while row < count {
+        let at = pos;
+        // Most headers are one byte.
+        let header = match bytes.get(pos) {
+            Some(&b) if b < 0x80 => {
+                pos += 1;
+                Some(u64::from(b))
+            }
+            _ => varint(bytes, &mut pos)?,
+        };
+        let Some(h) = header else {
+            return Err(format!(
+                "the run stream ends after {row} of {count} values ({} bytes)",
+                bytes.len()
+            ));
+        };
+        let (n, left) = (h >> 1, count - row);
+        if h & 1 == 0 {
+            let Some(&value) = bytes.get(pos) else {
+                return Err(format!("the value of the run at byte {at} is cut off"));
+            };
+            pos += 1;
+            if value > 1 {
+                return Err(format!(
+                    "the run at byte {at} repeats {value}, wider than 1 bits"
+                ));
+            }
+            let len = usize::try_from(n).map_or(left, |n| n.min(left));
+            if value == 1 {
+                set_range(&mut out, row, row + len);
+            }
+            row += len;
+        } else {
+            let values = usize::try_from(n.saturating_mul(8)).unwrap_or(usize::MAX);
+            let len = values.min(left);
+            let needed = len.div_ceil(8);
+            let Some(packed) = bytes.get(pos..pos + needed) else {
+                return Err(format!(
+                    "the bit-packed run at byte {at} needs {needed} bytes for {len} values, {} left",
+                    bytes.len() - pos
+                ));
+            };
+            // 64 values at a time, ORed in at the run's bit offset; bits past the run's
+            // values (the next run's bytes, the last byte's padding) are cleared.
+            for k in (0..len).step_by(64) {
+                let from = k / 8;
+                let word = match bytes.get(pos + from..pos + from + 8) {
+                    Some(b) => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+                    None => {
+                        let mut le = [0u8; 8];
+                        let tail = &packed[from..];
+                        le[..tail.len()].copy_from_slice(tail);
+                        u64::from_le_bytes(le)
+                    }
+                } & low_mask((len - k).min(64) as u32);
+                let (start, shift) = ((row + k) / 64, (row + k) % 64);
+                out[start] |= word << shift;
+                if shift != 0 && start + 1 < out.len() {
+                    out[start + 1] |= word >> (64 - shift);
+                }
+            }
+            row += len;
+            pos = pos.saturating_add(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+    }
+    Ok(out)
+}
+
 /// Appends a run of `len` values at `start`, joined to the previous one when both repeat
 /// the same value; empty runs are dropped.
 fn push(runs: &mut Vec<Run>, start: usize, len: usize, kind: Kind) {
@@ -460,6 +537,19 @@ impl Hybrid {
         lo: u64,
         hi: u64,
     ) -> Result<Bitmap> {
+        if self.bits == 1 {
+            let bytes = ctx.bufs.get(self.buffer, 0)?;
+            let words = one_bit_words(bytes, count).map_err(self.context(id))?;
+            let mut out =
+                Bitmap::from_words(words, count).ok_or_else(|| corrupt("hybrid bitmap"))?;
+            // lo..=hi is 0..=0, 1..=1 or 0..=1.
+            match (lo, hi) {
+                (0, 0) => out.not_assign(),
+                (0, _) => return Ok(Bitmap::ones(count)),
+                _ => {}
+            }
+            return Ok(out);
+        }
         let (bytes, runs) = self.runs(ctx, id, count)?;
         let (bits, level) = (u32::from(self.bits), Level::active());
         if lo == 0 && hi >= low_mask(bits) {
