@@ -1353,17 +1353,55 @@ fn accumulate(a: &Aggregate, acc: &mut Acc, batch: &Batch, sums: &mut HashMap<us
                 }
             }
             (Aggregate::Count(_), _) => {}
+            (Aggregate::MinMax { max, .. }, Some(Values::Ints(v))) => {
+                extremes(acc, ids, v, None, *max)
+            }
             _ => each_valid(a, acc, ids, values, |_| true),
         }
         return;
     };
-    for (r, &g) in ids.iter().enumerate() {
-        if nulls.is_valid(r) {
-            acc.counts[g as usize] += 1;
+    if let [count] = acc.counts.as_mut_slice() {
+        *count += (nulls.len() - nulls.null_count()) as u64;
+    } else {
+        for r in nulls.valid_indices() {
+            acc.counts[ids[r] as usize] += 1;
         }
     }
-    if !matches!(a, Aggregate::Count(_)) {
-        each_valid(a, acc, ids, values, |r| nulls.is_valid(r));
+    match (a, values) {
+        (Aggregate::Count(_), _) => {}
+        (Aggregate::MinMax { max, .. }, Some(Values::Ints(v))) => {
+            extremes(acc, ids, v, Some(nulls), *max)
+        }
+        _ => each_valid(a, acc, ids, values, |r| nulls.is_valid(r)),
+    }
+}
+
+/// Folds the integer values `v` of the valid rows (all if `nulls` is `None`) into their
+/// groups' extremes: with one group, the batch's extreme first (a loop the compiler
+/// vectorises), then one comparison.
+fn extremes(acc: &mut Acc, ids: &[u32], v: &[i64], nulls: Option<&NullBuffer>, max: bool) {
+    let one = acc.set.len() == 1;
+    let mut fold = |g: usize, x: i64| {
+        let x = i128::from(x);
+        if !acc.set[g] || (max && x > acc.ints[g]) || (!max && x < acc.ints[g]) {
+            acc.ints[g] = x;
+            acc.set[g] = true;
+        }
+    };
+    let pick = |it: &mut dyn Iterator<Item = i64>| if max { it.max() } else { it.min() };
+    match (one, nulls) {
+        (true, None) => {
+            if let Some(x) = pick(&mut v.iter().copied()) {
+                fold(0, x);
+            }
+        }
+        (true, Some(n)) => {
+            if let Some(x) = pick(&mut n.valid_indices().map(|r| v[r])) {
+                fold(0, x);
+            }
+        }
+        (false, None) => ids.iter().zip(v).for_each(|(&g, &x)| fold(g as usize, x)),
+        (false, Some(n)) => n.valid_indices().for_each(|r| fold(ids[r] as usize, v[r])),
     }
 }
 

@@ -223,6 +223,16 @@ const AGGREGATES: &[(&str, bool)] = &[
         true,
     ),
     ("select s, sum(p) from t where id < 0 group by s", true),
+    // Extremes over nulls (their slots decode as 0, below every valid value here), in one
+    // group and in many.
+    (
+        "select min(k), max(k), count(k), min(d) from t where k is null or k > 5",
+        true,
+    ),
+    (
+        "select s, min(k), max(k) from t where k is null or k > 5 group by s",
+        true,
+    ),
     ("select sum(id * id * id) from t", true),
     // Literals of one unscaled value at two scales.
     (

@@ -499,11 +499,14 @@ impl ParquetBlock<'_> {
     /// column is read otherwise, or the selection is too dense for skipping to pay (the
     /// reader's cost grows with the number of selected runs).
     pub(crate) fn selected(&self, col: usize, sel: &Bitmap) -> Result<Option<ArrayRef>> {
-        let runs = sel.runs().count();
-        let sparse = runs.saturating_mul(SKIP_RUN_ROWS) <= sel.len()
-            || sel.count_ones().saturating_mul(SKIP_RUN_ROWS) <= sel.len();
         let unread = self.columns.get(col).is_some_and(|c| c.get().is_none());
-        if !sparse || !unread || self.source.pages_in_place(self.rg, col) {
+        if !unread || self.source.pages_in_place(self.rg, col) {
+            return Ok(None);
+        }
+        // Counting the runs stops once they are too many.
+        let most = sel.len() / SKIP_RUN_ROWS;
+        let sparse = sel.count_ones() <= most || sel.runs().take(most + 1).count() <= most;
+        if !sparse {
             return Ok(None);
         }
         let total = self.source.block_rows(self.rg);
