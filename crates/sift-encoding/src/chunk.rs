@@ -10,7 +10,7 @@ use sift_bits::Bitmap;
 
 use crate::column::{self, EncodedColumn, PhysicalKind};
 use crate::error::{Result, corrupt};
-use crate::predicate::ValuePredicate;
+use crate::predicate::{DictionaryMemo, ValuePredicate};
 use crate::tree::ColumnEncoding;
 
 /// One column chunk, ready to decode or filter.
@@ -145,6 +145,17 @@ impl<'a> Chunk<'a> {
     /// The rows whose value is non-null and satisfies `pred`: evaluated on the encoded
     /// values where the type and encoding allow, else on the decoded values.
     pub fn filter(&self, pred: &ValuePredicate) -> Result<Bitmap> {
+        self.filter_with(pred, None)
+    }
+
+    /// [`filter`](Self::filter) for a chunk whose root dictionary it shares with other
+    /// chunks: the predicate's verdicts on the entries are kept in `memo` and reused by
+    /// the next chunk filtered with it (see [`DictionaryMemo`]).
+    pub fn filter_memo(&self, pred: &ValuePredicate, memo: &DictionaryMemo) -> Result<Bitmap> {
+        self.filter_with(pred, Some(memo))
+    }
+
+    fn filter_with(&self, pred: &ValuePredicate, memo: Option<&DictionaryMemo>) -> Result<Bitmap> {
         if self.filters_encoded() {
             return column::filter_chunk(
                 self.encoding,
@@ -152,6 +163,7 @@ impl<'a> Chunk<'a> {
                 self.rows,
                 &self.buffers,
                 pred,
+                memo,
             );
         }
         pred.eval_array(self.decode()?.as_ref())

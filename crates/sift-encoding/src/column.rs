@@ -372,6 +372,7 @@ pub(crate) fn filter_chunk(
     len: usize,
     buffers: &[&[u8]],
     pred: &ValuePredicate,
+    memo: Option<&crate::predicate::DictionaryMemo>,
 ) -> Result<Bitmap> {
     let kind = physical_kind(dt)?;
     let validity = chunk_validity(enc, len, buffers)?;
@@ -382,7 +383,8 @@ pub(crate) fn filter_chunk(
     if enc.nodes.is_empty() {
         return Err(corrupt(format!("{count} values but no encoding")));
     }
-    let ctx = Ctx::new(enc, buffers);
+    let mut ctx = Ctx::new(enc, buffers);
+    ctx.memo = memo;
     let compact = filter_values(&ctx, kind, count, pred)?;
     match validity {
         None => Ok(compact),

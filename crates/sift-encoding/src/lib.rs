@@ -50,7 +50,8 @@ pub use encoding::DECODE_ROW_COST;
 pub use encodings::lookup::{encode_lookups, lookup_source};
 pub use error::{EncodingError, Result};
 pub use predicate::{
-    BytesMatcher, BytesShape, ValuePredicate, float_from_key, float_key, for_each_int,
+    BytesMatcher, BytesShape, DictionaryMemo, ValuePredicate, float_from_key, float_key,
+    for_each_int,
 };
 pub use registry::ENCODINGS;
 pub use sift_bits::Bitmap;

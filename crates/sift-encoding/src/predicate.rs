@@ -312,6 +312,49 @@ impl DomainPred<i64> for CodeMask {
     }
 }
 
+/// One predicate's verdicts on the entries of one dictionary, kept across the chunks that
+/// share that dictionary (the data pages of a Parquet column chunk, each its own chunk
+/// over the one dictionary page): the predicate is evaluated on the entries once instead
+/// of once per chunk, which costs more than filtering the chunk's codes when the
+/// dictionary is long and the chunks short. Pass it with [`Chunk::filter_memo`] only for
+/// chunks whose root is a dictionary over the same entries, with the same predicate.
+///
+/// [`Chunk::filter_memo`]: crate::Chunk::filter_memo
+#[derive(Default)]
+pub struct DictionaryMemo {
+    /// The matching entries (`mask[c]`), by dictionary length.
+    mask: std::cell::RefCell<Option<(usize, std::rc::Rc<[bool]>)>>,
+    /// The same as a code set, once one is needed.
+    set: std::cell::RefCell<Option<std::rc::Rc<CodeMask>>>,
+}
+
+impl DictionaryMemo {
+    /// The verdicts of a dictionary of `len` entries: those kept, else `compute`'s (kept).
+    pub(crate) fn mask(
+        &self,
+        len: usize,
+        compute: impl FnOnce() -> Result<Vec<bool>>,
+    ) -> Result<std::rc::Rc<[bool]>> {
+        if let Some((n, mask)) = self.mask.borrow().as_ref()
+            && *n == len
+        {
+            return Ok(mask.clone());
+        }
+        let mask: std::rc::Rc<[bool]> = compute()?.into();
+        *self.mask.borrow_mut() = Some((len, mask.clone()));
+        *self.set.borrow_mut() = None;
+        Ok(mask)
+    }
+
+    /// The kept verdicts as a code set (built on first use).
+    pub(crate) fn code_set(&self, mask: &[bool]) -> std::rc::Rc<CodeMask> {
+        self.set
+            .borrow_mut()
+            .get_or_insert_with(|| std::rc::Rc::new(CodeMask::new(mask)))
+            .clone()
+    }
+}
+
 /// `lo <= v <= hi` (xor `negate`) on integers.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct IntRange {

@@ -153,6 +153,8 @@ pub(crate) struct Ctx<'a> {
     pub encoded: usize,
     /// The most bytes its byte strings may decode to ([`decode_budget`] of `encoded`).
     pub budget: usize,
+    /// A root dictionary's verdicts shared with other chunks (see [`DictionaryMemo`]).
+    pub memo: Option<&'a crate::predicate::DictionaryMemo>,
 }
 
 impl<'a> Ctx<'a> {
@@ -164,6 +166,7 @@ impl<'a> Ctx<'a> {
             bufs: Buffers(bufs),
             encoded,
             budget: decode_budget(encoded),
+            memo: None,
         }
     }
 

@@ -33,7 +33,9 @@ use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescriptor;
 use sift_encoding::encodings::{Dict, Hybrid, Plain};
-use sift_encoding::{Bitmap, Chunk, ColumnEncoding, Node, Validity, ValuePredicate};
+use sift_encoding::{
+    Bitmap, Chunk, ColumnEncoding, DictionaryMemo, Node, Validity, ValuePredicate,
+};
 
 use crate::error::{Error, Result};
 
@@ -301,7 +303,11 @@ impl PagedColumn {
                     encoding,
                     ..
                 } => {
-                    if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
+                    // A column chunk has one dictionary page (its pages share the
+                    // dictionary's verdicts); anything else is left to the fallback.
+                    if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY)
+                        || dictionary.is_some()
+                    {
                         return Ok(None);
                     }
                     let n = num_values as usize;
@@ -561,12 +567,14 @@ impl PagedColumn {
         (0..self.pages.len()).all(|i| self.chunk(i).filters_encoded())
     }
 
-    /// The rows whose value is non-null and satisfies `p`.
+    /// The rows whose value is non-null and satisfies `p`: evaluated once on the column
+    /// chunk's dictionary, whose verdicts every dictionary-encoded page reuses.
     pub(crate) fn filter(&self, p: &ValuePredicate) -> Result<Bitmap> {
         let mut out = Bitmap::zeros(0);
+        let memo = DictionaryMemo::default();
         for (i, page) in self.pages.iter().enumerate() {
-            let bm = self.chunk(i).filter(p).map_err(|e| self.error(i, e))?;
-            page.append_wanted(&bm, &mut out);
+            let bm = self.chunk(i).filter_memo(p, &memo);
+            page.append_wanted(&bm.map_err(|e| self.error(i, e))?, &mut out);
         }
         Ok(out)
     }

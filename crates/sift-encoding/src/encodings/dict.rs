@@ -174,6 +174,22 @@ impl Dict {
         }
     }
 
+    /// The verdicts on the `len` entries: `compute`'s, or, for the root dictionary, those
+    /// of the dictionary it shares with chunks filtered before (the context's
+    /// [`DictionaryMemo`](crate::DictionaryMemo)).
+    fn verdicts(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        len: usize,
+        compute: impl FnOnce() -> Result<Vec<bool>>,
+    ) -> Result<std::rc::Rc<[bool]>> {
+        match ctx.memo.filter(|_| id == 0) {
+            Some(memo) => memo.mask(len, compute),
+            None => Ok(compute()?.into()),
+        }
+    }
+
     /// The values whose entries matched as `mask`: a contiguous set of codes (or the
     /// complement of one) becomes a range evaluated on the codes' own encoding; any other
     /// set is looked up code by code.
@@ -208,8 +224,11 @@ impl Dict {
         }
         // Any other set: tested code by code on the codes' own encoding where it can
         // (without materialising the codes), else on the decoded codes.
-        let set = CodeMask::new(mask);
-        let out = i64::filter(ctx, codes, count, depth, &set)?;
+        let set = match ctx.memo.filter(|_| id == 0) {
+            Some(memo) => memo.code_set(mask),
+            None => std::rc::Rc::new(CodeMask::new(mask)),
+        };
+        let out = i64::filter(ctx, codes, count, depth, set.as_ref())?;
         if set.out_of_range.get() {
             return Err(corrupt(format!(
                 "a dictionary code beyond the dictionary's {n} entries"
@@ -321,9 +340,11 @@ impl Encoding for Dict {
         p: &P,
     ) -> Result<Option<Bitmap>> {
         let len = self.checked_len(ctx, count)?;
-        let dict = self.entries::<V>(ctx, id, len, depth)?;
-        let verdicts = p.eval_slice(&dict);
-        let mask: Vec<bool> = (0..dict.len()).map(|i| verdicts.get(i)).collect();
+        let mask = self.verdicts(ctx, id, len, || {
+            let dict = self.entries::<V>(ctx, id, len, depth)?;
+            let verdicts = p.eval_slice(&dict);
+            Ok((0..dict.len()).map(|i| verdicts.get(i)).collect())
+        })?;
         self.filter_codes(ctx, id, count, depth, &mask).map(Some)
     }
 
@@ -337,8 +358,10 @@ impl Encoding for Dict {
         _shape: &BytesShape,
     ) -> Result<Option<Bitmap>> {
         let len = self.checked_len(ctx, count)?;
-        let dict = self.byte_entries(ctx, id, len, depth)?;
-        let mask: Vec<bool> = (0..len).map(|i| m(dict.value(i))).collect();
+        let mask = self.verdicts(ctx, id, len, || {
+            let dict = self.byte_entries(ctx, id, len, depth)?;
+            Ok((0..len).map(|i| m(dict.value(i))).collect())
+        })?;
         self.filter_codes(ctx, id, count, depth, &mask).map(Some)
     }
 
