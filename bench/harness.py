@@ -35,6 +35,7 @@ import datetime  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -468,6 +469,35 @@ def run_format(fmt: Format, ctx: Context, args, written: dict) -> Row:
             row.measures[name] = {"error": f"{type(e).__name__}: {e}"}
             log(f"{fmt.name}: {name} failed:\n{traceback.format_exc()}")
     return row
+
+
+def sift_provenance(sift_bin, origin: dict | None) -> tuple[str, str, str, str]:
+    """What a report says about the measured build: `sift --version`, when the binary was
+    built (`origin`: the private copy's source path and mtime), the repository's HEAD (marked
+    when crates/ had uncommitted changes), and the DataFusion version in Cargo.lock."""
+    version = ""
+    if sift_bin is not None:
+        p = subprocess.run([str(sift_bin), "--version"], capture_output=True, text=True)
+        version = p.stdout.strip()
+    built = ""
+    if origin:
+        when = datetime.datetime.fromtimestamp(origin["mtime"]).astimezone()
+        built = f", binary {origin['path']} built {when.isoformat(timespec='seconds')}"
+    rev = subprocess.run(["git", "-C", str(REPO_DIR), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip() or "?"
+    dirty = subprocess.run(["git", "-C", str(REPO_DIR), "status", "--porcelain", "--",
+                            "crates", "Cargo.toml", "Cargo.lock"],
+                           capture_output=True, text=True).stdout.strip()
+    if dirty:
+        rev += ", uncommitted changes under crates/ at report time"
+    df = "?"
+    try:
+        m = re.search(r'name = "datafusion"\nversion = "([^"]+)"',
+                      (REPO_DIR / "Cargo.lock").read_text())
+        df = m.group(1) if m else "?"
+    except OSError:
+        pass
+    return version, built, rev, df
 
 
 def cpu_model() -> str:

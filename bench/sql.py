@@ -838,28 +838,7 @@ def machine_lines(args, run: Run, sift_bin: Path | None, origin: dict | None) ->
         aff = ",".join(map(str, sorted(os.sched_getaffinity(0))))
     except AttributeError:
         aff = "?"
-    version = ""
-    if sift_bin is not None:
-        p = subprocess.run([str(sift_bin), "--version"], capture_output=True, text=True)
-        version = p.stdout.strip()
-    built = ""
-    if origin:
-        when = datetime.datetime.fromtimestamp(origin["mtime"]).astimezone()
-        built = f", binary {origin['path']} built {when.isoformat(timespec='seconds')}"
-    rev = subprocess.run(["git", "-C", str(REPO_DIR), "rev-parse", "--short", "HEAD"],
-                         capture_output=True, text=True).stdout.strip() or "?"
-    dirty = subprocess.run(["git", "-C", str(REPO_DIR), "status", "--porcelain", "--",
-                            "crates", "Cargo.toml", "Cargo.lock"],
-                           capture_output=True, text=True).stdout.strip()
-    if dirty:
-        rev += ", uncommitted changes under crates/ at report time"
-    df = "?"
-    try:
-        m = re.search(r'name = "datafusion"\nversion = "([^"]+)"',
-                      (REPO_DIR / "Cargo.lock").read_text())
-        df = m.group(1) if m else "?"
-    except OSError:
-        pass
+    version, built, rev, df = harness.sift_provenance(sift_bin, origin)
     return [
         f"- CPU: {model} ({os.cpu_count()} logical CPUs; the driver pinned to CPU {aff}; "
         "engines at T threads pinned to CPUs 0…T-1 with taskset)",

@@ -103,18 +103,6 @@ fn write(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Table {
     Table::open(path).unwrap()
 }
 
-/// The file as arrow-rs reads it.
-fn reference(path: &Path) -> RecordBatch {
-    let file = std::fs::File::open(path).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap();
-    let schema = reader.schema();
-    let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
-    arrow::compute::concat_batches(&schema, &batches).unwrap()
-}
-
 /// Scans `expr` projecting `columns`; checks the rows against the reference.
 fn scan(table: &Table, reference: &RecordBatch, columns: &[&str], expr: &Expr) -> ScanStats {
     let what = format!("{}: {expr} projecting {columns:?}", table.path().display());
@@ -173,7 +161,7 @@ fn nested_columns_equal_arrow_rs_at_every_selectivity() {
             .build();
         let path = dir.path().join(format!("{name}.parquet"));
         let table = write(&path, &batch, props);
-        let reference = reference(&path);
+        let reference = common::read_parquet(&path);
         assert_eq!(reference.num_rows(), ROWS);
         for f in &filters {
             scan(&table, &reference, &["id", "tags", "s", "grid", "k"], f);
@@ -197,7 +185,7 @@ fn nested_columns_skip_pages_without_selected_rows() {
         .build();
     let path = dir.path().join("t.parquet");
     let table = write(&path, &batch, props);
-    let reference = reference(&path);
+    let reference = common::read_parquet(&path);
     let sparse = scan(
         &table,
         &reference,

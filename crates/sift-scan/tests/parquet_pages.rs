@@ -271,16 +271,7 @@ fn decimal_pages_filter_and_select_in_place() {
     group.close().unwrap();
     writer.close().unwrap();
     let flba_table = Table::open(&flba_path).unwrap();
-    let flba = {
-        let file = std::fs::File::open(&flba_path).unwrap();
-        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-            .unwrap()
-            .build()
-            .unwrap();
-        let schema = reader.schema();
-        let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
-        arrow::compute::concat_batches(&schema, &batches).unwrap()
-    };
+    let flba = common::read_parquet(&flba_path);
     assert_eq!(
         flba.schema().field(0).data_type(),
         &DataType::Decimal128(16, 3)

@@ -330,6 +330,18 @@ pub fn write_sift_with(path: &Path, batch: &RecordBatch, options: WriteOptions) 
     w.finish().unwrap();
 }
 
+/// The Parquet file at `path` as arrow-rs reads it, in one batch.
+pub fn read_parquet(path: &Path) -> RecordBatch {
+    let file = std::fs::File::open(path).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let schema = reader.schema();
+    let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+    arrow::compute::concat_batches(&schema, &batches).unwrap()
+}
+
 /// Writes `batches` as a Parquet file of `group_rows`-row row groups.
 pub fn write_parquet(path: &Path, schema: SchemaRef, batches: &[RecordBatch], group_rows: usize) {
     let props = parquet::file::properties::WriterProperties::builder()
