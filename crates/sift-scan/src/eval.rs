@@ -342,7 +342,6 @@ impl BlockEval<'_, '_> {
     fn decode_error(&self, col: usize, e: impl std::fmt::Display) -> Error {
         match self.data {
             BlockData::Sift { file, block } => Error::Format(file.chunk_error(*block, col, e)),
-            BlockData::Arrow { .. } => Error::Invalid(format!("column {col}: {e}")),
             #[cfg(feature = "parquet")]
             BlockData::Parquet(_) => Error::Invalid(format!("column {col}: {e}")),
         }

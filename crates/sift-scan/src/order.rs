@@ -93,11 +93,13 @@ fn scan_cost(b: &Bound, data: &BlockData<'_>) -> f64 {
             if !matches!(l.op, LeafOp::Value(_) | LeafOp::Null { .. }) {
                 return DECODE_ROW_COST * 2.0;
             }
-            let BlockData::Sift { file, block } = data else {
-                return 1.0;
-            };
-            file.chunk_meta(*block, l.column)
-                .map_or(0.0, |c| c.encoding.scan_cost())
+            match data {
+                BlockData::Sift { file, block } => file
+                    .chunk_meta(*block, l.column)
+                    .map_or(0.0, |c| c.encoding.scan_cost()),
+                #[cfg(feature = "parquet")]
+                BlockData::Parquet(_) => 1.0,
+            }
         }
     }
 }

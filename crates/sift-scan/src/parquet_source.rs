@@ -191,50 +191,47 @@ impl ParquetSource {
             .map_or(0, |g| g.num_rows().max(0) as usize)
     }
 
-    /// Row group `b`, decoded for `needed` columns (see [`crate::source::Source::block`]),
-    /// only at `rows` if given (sorted, disjoint ranges): pages without such rows are not
-    /// read when the file has an offset index.
+    /// Row group `b` (see [`crate::source::Source::block`]), only at `rows` if given
+    /// (sorted, disjoint ranges): pages without such rows are not read when the file has
+    /// an offset index. Columns are read when first asked for, page by page where the
+    /// pages can be read in place; those of `dictionary` asked for as dictionaries are
+    /// decoded by the parquet crate into dictionary arrays.
     pub(crate) fn block(
         &self,
         b: usize,
-        needed: &[usize],
         dictionary: &[usize],
         rows: Option<&[Range<usize>]>,
     ) -> Result<BlockData<'_>> {
-        // Without dictionary outputs, columns are read when first asked for, page by page
-        // where the pages can be read in place.
-        if !dictionary.iter().any(|c| needed.contains(c)) {
-            return Ok(BlockData::Parquet(ParquetBlock {
-                source: self,
-                rg: b,
-                rows: rows.map(<[_]>::to_vec),
-                columns: (0..self.meta.schema().fields().len())
-                    .map(|_| OnceCell::new())
-                    .collect(),
-                counts: Cell::new(Counts::default()),
-            }));
-        }
-        self.decode(b, needed, dictionary, rows)
+        let columns = self.meta.schema().fields().len();
+        Ok(BlockData::Parquet(ParquetBlock {
+            source: self,
+            rg: b,
+            rows: rows.map(<[_]>::to_vec),
+            columns: (0..columns).map(|_| OnceCell::new()).collect(),
+            dictionaries: (0..columns)
+                .map(|c| dictionary.contains(&c).then(OnceCell::new))
+                .collect(),
+            counts: Cell::new(Counts::default()),
+        }))
     }
 
-    /// Row group `b` decoded by the `parquet` crate's Arrow reader (see [`Self::block`]).
+    /// Column `col` of row group `b` at `rows` (all if `None`, else sorted, disjoint
+    /// ranges) decoded by the `parquet` crate's Arrow reader, as a dictionary array when
+    /// `dictionary` (see [`Self::dictionary_meta`]); with the stored bytes read.
     fn decode(
         &self,
         b: usize,
-        needed: &[usize],
-        dictionary: &[usize],
+        col: usize,
+        dictionary: bool,
         rows: Option<&[Range<usize>]>,
-    ) -> Result<BlockData<'_>> {
+    ) -> Result<(ArrayRef, u64)> {
         let err = |e: &dyn std::fmt::Display| {
             Error::Parquet(format!("{}: row group {b}: {e}", self.path.display()))
         };
         let schema_descr = self.meta.metadata().file_metadata().schema_descr();
-        let mut sorted = needed.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let mask = ProjectionMask::roots(schema_descr, sorted.iter().copied());
+        let mask = ProjectionMask::roots(schema_descr, [col]);
         let total = self.block_rows(b);
-        let meta = self.dictionary_meta(dictionary, &sorted);
+        let meta = dictionary.then(|| self.dictionary_meta(col)).flatten();
         let meta = meta.as_ref().unwrap_or(&self.meta);
         let selection =
             rows.map(|r| RowSelection::from_consecutive_ranges(r.iter().cloned(), total));
@@ -242,11 +239,11 @@ impl ParquetSource {
         // the file at explicit offsets, or the chunks fetched ahead (see `ParquetInput`).
         let reader = row_group_reader(self.input.clone(), meta, b, mask, total, selection)
             .map_err(|e| err(&e))?;
-        let bytes = sorted.iter().map(|&c| self.chunk_bytes(b, c, rows)).sum();
+        let bytes = self.chunk_bytes(b, col, rows);
         let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| err(&e))?;
         let schema = match batches.first() {
             Some(first) => first.schema(),
-            None => SchemaRef::new(meta.schema().project(&sorted)?),
+            None => SchemaRef::new(meta.schema().project(&[col])?),
         };
         let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
         let want = rows.map_or(total, |r| r.iter().map(ExactSizeIterator::len).sum());
@@ -256,23 +253,7 @@ impl ParquetSource {
                 batch.num_rows()
             )));
         }
-        let fields = self.meta.schema().fields();
-        let mut columns = vec![None; fields.len()];
-        let mut plain: Vec<_> = (0..fields.len()).map(|_| None).collect();
-        for (i, &c) in sorted.iter().enumerate() {
-            columns[c] = Some(i);
-            let is_dictionary = |dt: &DataType| matches!(dt, DataType::Dictionary(..));
-            if is_dictionary(batch.column(i).data_type()) && !is_dictionary(fields[c].data_type()) {
-                plain[c] = Some(OnceCell::new());
-            }
-        }
-        Ok(BlockData::Arrow {
-            batch,
-            columns,
-            plain,
-            bytes,
-            chunks: sorted.len() as u64,
-        })
+        Ok((batch.column(0).clone(), bytes))
     }
 
     /// Column `col` of row group `b` at `rows` (all if `None`): its pages as Sift chunks
@@ -303,10 +284,8 @@ impl ParquetSource {
                 return Ok((ParquetColumn::Paged(p), self.chunk_bytes(b, col, rows)));
             }
         }
-        let BlockData::Arrow { batch, bytes, .. } = self.decode(b, &[col], &[], rows)? else {
-            return Err(Error::Invalid(format!("column {col} was not decoded")));
-        };
-        Ok((ParquetColumn::Decoded(batch.column(0).clone()), bytes))
+        let (array, bytes) = self.decode(b, col, false, rows)?;
+        Ok((ParquetColumn::Decoded(array), bytes))
     }
 
     /// Whether the pages of column `col` in row group `b` are read in place
@@ -371,47 +350,27 @@ impl ParquetSource {
         Some(*leaves.first()?..*leaves.last()? + 1)
     }
 
-    /// Reader metadata whose schema asks for columns `dictionary ∩ needed` as
-    /// `Dictionary(Int32, type)` — the type `read_dictionary` returns on Sift files
-    /// ([`sift_encoding::dictionary_type`]) — for the string and binary types with offsets
-    /// the Parquet reader decodes into dictionaries. `None` when no column qualifies or the
-    /// reader refuses the schema: those columns are then read plain and dictionary-encoded
-    /// after decoding, as before.
-    fn dictionary_meta(
-        &self,
-        dictionary: &[usize],
-        needed: &[usize],
-    ) -> Option<ArrowReaderMetadata> {
+    /// Reader metadata whose schema asks for column `col` as `Dictionary(Int32, type)` —
+    /// the type `read_dictionary` returns on Sift files ([`sift_encoding::dictionary_type`])
+    /// — when it is a string or binary type with offsets, which the Parquet reader decodes
+    /// into dictionaries (keeping the dictionary pages). `None` when the column does not
+    /// qualify or the reader refuses the schema: the column is then read plain and
+    /// dictionary-encoded after decoding.
+    fn dictionary_meta(&self, col: usize) -> Option<ArrowReaderMetadata> {
         let schema = self.meta.schema();
-        let mut changed = false;
-        let fields: Vec<_> = schema
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(c, f)| {
-                let hint = dictionary.contains(&c)
-                    && needed.contains(&c)
-                    && matches!(
-                        f.data_type(),
-                        DataType::Utf8
-                            | DataType::LargeUtf8
-                            | DataType::Binary
-                            | DataType::LargeBinary
-                    );
-                changed |= hint;
-                match hint {
-                    true => f
-                        .as_ref()
-                        .clone()
-                        .with_data_type(sift_encoding::dictionary_type(f.data_type()))
-                        .into(),
-                    false => f.clone(),
-                }
-            })
-            .collect();
-        if !changed {
+        let field = schema.fields().get(col)?;
+        if !matches!(
+            field.data_type(),
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
+        ) {
             return None;
         }
+        let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
+        fields[col] = field
+            .as_ref()
+            .clone()
+            .with_data_type(sift_encoding::dictionary_type(field.data_type()))
+            .into();
         let hinted = SchemaRef::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         let options = ArrowReaderOptions::new().with_schema(hinted);
         ArrowReaderMetadata::try_new(self.meta.metadata().clone(), options).ok()
@@ -426,6 +385,8 @@ pub(crate) struct ParquetBlock<'a> {
     rows: Option<Vec<Range<usize>>>,
     /// Per schema column, once read.
     columns: Vec<OnceCell<ParquetColumn>>,
+    /// Per schema column asked for as a dictionary (`None`: not asked so), once read.
+    dictionaries: Vec<Option<OnceCell<ArrayRef>>>,
     /// What reading columns did so far.
     counts: Cell<Counts>,
 }
@@ -491,6 +452,26 @@ impl ParquetBlock<'_> {
         }
     }
 
+    /// Column `col` as a dictionary array where the scan asked for it so (the parquet
+    /// crate keeps the dictionary pages of strings and binary; other types come out plain
+    /// and are dictionary-encoded by the caller), else as [`column`](Self::column) reads it.
+    pub(crate) fn dictionary_column(&self, col: usize) -> Result<ColumnData<'_>> {
+        let Some(Some(cell)) = self.dictionaries.get(col) else {
+            return self.column(col);
+        };
+        if let Some(a) = cell.get() {
+            return Ok(ColumnData::Decoded(a.clone()));
+        }
+        let (array, bytes) = self
+            .source
+            .decode(self.rg, col, true, self.rows.as_deref())?;
+        let mut c = self.counts.get();
+        c.bytes += bytes;
+        c.chunks_decoded += 1;
+        self.counts.set(c);
+        Ok(ColumnData::Decoded(cell.get_or_init(|| array).clone()))
+    }
+
     /// Column `col` at the rows set in `sel` (over the rows read), decoded by the `parquet`
     /// crate with the selection pushed into its reader, when the column is not read yet
     /// and its pages are not read in place (nested columns, other encodings): pages
@@ -513,16 +494,12 @@ impl ParquetBlock<'_> {
         let all = 0..total;
         let asked = self.rows.as_deref().unwrap_or(std::slice::from_ref(&all));
         let rows = selected_ranges(asked, sel);
-        let BlockData::Arrow { batch, bytes, .. } =
-            self.source.decode(self.rg, &[col], &[], Some(&rows))?
-        else {
-            return Err(Error::Invalid(format!("column {col} was not decoded")));
-        };
+        let (array, bytes) = self.source.decode(self.rg, col, false, Some(&rows))?;
         let mut c = self.counts.get();
         c.bytes += bytes;
         c.chunks_decoded += 1;
         self.counts.set(c);
-        Ok(Some(batch.column(0).clone()))
+        Ok(Some(array))
     }
 
     /// Adds what reading columns did to `stats`.

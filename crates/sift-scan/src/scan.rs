@@ -687,7 +687,7 @@ impl Scan {
                     return Ok(None);
                 }
                 let ranges = (rows < block_rows).then_some(ranges.as_slice());
-                let data = source.block(b, &self.needed, &dictionary, ranges)?;
+                let data = source.block(b, &dictionary, ranges)?;
                 (data, rows, None)
             }
             false => {
@@ -698,7 +698,7 @@ impl Scan {
                     }
                     bm
                 });
-                let data = source.block(b, &self.needed, &dictionary, None)?;
+                let data = source.block(b, &dictionary, None)?;
                 (data, block_rows, input)
             }
         };

@@ -2,19 +2,18 @@
 //! `parquet` feature, a Parquet file (row groups decoded by the `parquet` crate, evaluated
 //! on Arrow arrays; `parquet_source.rs`).
 
-use std::cell::OnceCell;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::ArrayRef;
 use arrow_schema::{DataType, Schema, SchemaRef};
 use sift_format::{
     ChunkRef, ChunkStats, ColumnShape, RangeCounts, RangeOptions, RangeSource, SiftFile,
 };
 
 use crate::bind::Bound;
-use crate::error::{Error, Result};
+use crate::error::Result;
 #[cfg(feature = "parquet")]
 use crate::parquet_pages::PagedColumn;
 #[cfg(feature = "parquet")]
@@ -32,21 +31,6 @@ pub(crate) enum Source {
 pub(crate) enum BlockData<'a> {
     /// Encoded chunks, fetched on demand.
     Sift { file: &'a SiftFile, block: usize },
-    /// A decoded row group; `columns[c]` is the batch column of schema column `c`. A
-    /// column read as a dictionary (see [`Source::block`]) is a dictionary array in `batch`;
-    /// `plain[c]` is `Some` for those columns, and holds their values cast to the schema's
-    /// type once something asks for them.
-    // Only Parquet row groups are decoded blocks.
-    #[cfg_attr(not(feature = "parquet"), allow(dead_code))]
-    Arrow {
-        batch: RecordBatch,
-        columns: Vec<Option<usize>>,
-        plain: Vec<Option<OnceCell<ArrayRef>>>,
-        /// Stored bytes read to decode the batch.
-        bytes: u64,
-        /// Column chunks decoded.
-        chunks: u64,
-    },
     /// A Parquet row group whose columns are read when first asked for: page by page as
     /// Sift chunks where `parquet_pages.rs` reads the pages in place, else decoded.
     #[cfg(feature = "parquet")]
@@ -59,6 +43,8 @@ pub(crate) enum ColumnData<'a> {
     /// A Parquet column chunk as Sift chunks, one per page.
     #[cfg(feature = "parquet")]
     Paged(&'a PagedColumn),
+    /// Decoded values (only Parquet columns read by the `parquet` crate).
+    #[cfg_attr(not(feature = "parquet"), allow(dead_code))]
     Decoded(ArrayRef),
 }
 
@@ -253,23 +239,23 @@ impl Source {
         }
     }
 
-    /// Opens block `b`; a Parquet row group is decoded for `needed` columns here (only at
-    /// `rows` if given, when [`reads_row_ranges`](Self::reads_row_ranges)), and those
-    /// of `dictionary` that the Parquet reader can return as `Dictionary(Int32, type)` come
-    /// out as such: dictionary-encoded pages keep their dictionary and only the keys are
-    /// decoded (the reader builds a dictionary itself for pages stored plain).
+    /// Opens block `b`; of a Parquet row group, only `rows` are read if given (when
+    /// [`reads_row_ranges`](Self::reads_row_ranges)), and the columns of `dictionary`
+    /// that the Parquet reader can return as `Dictionary(Int32, type)` come out as such
+    /// when asked for as dictionaries: dictionary-encoded pages keep their dictionary and
+    /// only the keys are decoded (the reader builds a dictionary itself for pages stored
+    /// plain).
     #[cfg_attr(not(feature = "parquet"), allow(unused_variables))]
     pub(crate) fn block(
         &self,
         b: usize,
-        needed: &[usize],
         dictionary: &[usize],
         rows: Option<&[Range<usize>]>,
     ) -> Result<BlockData<'_>> {
         match self {
             Source::Sift(f) => Ok(BlockData::Sift { file: f, block: b }),
             #[cfg(feature = "parquet")]
-            Source::Parquet(p) => p.block(b, needed, dictionary, rows),
+            Source::Parquet(p) => p.block(b, dictionary, rows),
         }
     }
 }
@@ -313,8 +299,8 @@ fn is_parquet(path: &Path) -> bool {
 }
 
 #[cfg(not(feature = "parquet"))]
-fn no_parquet(path: &Path) -> Error {
-    Error::Parquet(format!(
+fn no_parquet(path: &Path) -> crate::error::Error {
+    crate::error::Error::Parquet(format!(
         "{}: cannot read Parquet files: sift-scan was built without its `parquet` feature",
         path.display()
     ))
@@ -323,52 +309,32 @@ fn no_parquet(path: &Path) -> Error {
 impl BlockData<'_> {
     /// Column `col` with the schema's type.
     pub(crate) fn column(&self, col: usize) -> Result<ColumnData<'_>> {
-        let data = self.dictionary_column(col)?;
-        let (BlockData::Arrow { plain, .. }, ColumnData::Decoded(a)) = (self, &data) else {
-            return Ok(data);
-        };
-        let (Some(Some(cell)), DataType::Dictionary(_, values)) = (plain.get(col), a.data_type())
-        else {
-            return Ok(data);
-        };
-        // A column read as a dictionary, wanted plain (by a filter or a column comparison):
-        // its values, cast once per block.
-        if let Some(p) = cell.get() {
-            return Ok(ColumnData::Decoded(p.clone()));
+        match self {
+            BlockData::Sift { file, block } => Ok(ColumnData::Encoded(file.chunk(*block, col)?)),
+            #[cfg(feature = "parquet")]
+            BlockData::Parquet(p) => p.column(col),
         }
-        let p = arrow_cast::cast(a, values)?;
-        Ok(ColumnData::Decoded(cell.get_or_init(|| p).clone()))
     }
 
     /// Adds to `stats` what reading the block's columns did, for the blocks whose columns
-    /// are read whole when opened or first asked for (Parquet): bytes read, pages read in
-    /// place, column chunks decoded.
+    /// are read when first asked for (Parquet): bytes read, pages read in place, column
+    /// chunks decoded.
+    #[cfg_attr(not(feature = "parquet"), allow(unused_variables))]
     pub(crate) fn account(&self, stats: &mut crate::stats::ScanStats) {
         match self {
             BlockData::Sift { .. } => {}
-            BlockData::Arrow { bytes, chunks, .. } => {
-                stats.bytes_read += bytes;
-                stats.parquet_chunks_decoded += chunks;
-            }
             #[cfg(feature = "parquet")]
             BlockData::Parquet(p) => p.account(stats),
         }
     }
 
-    /// Column `col` as read: a dictionary array if [`Source::block`] read it as one.
+    /// Column `col` as read for a dictionary output: a dictionary array where the block
+    /// reads it as one (see [`Source::block`]).
     pub(crate) fn dictionary_column(&self, col: usize) -> Result<ColumnData<'_>> {
         match self {
-            BlockData::Sift { file, block } => Ok(ColumnData::Encoded(file.chunk(*block, col)?)),
             #[cfg(feature = "parquet")]
-            BlockData::Parquet(p) => p.column(col),
-            BlockData::Arrow { batch, columns, .. } => {
-                let i = columns
-                    .get(col)
-                    .copied()
-                    .flatten()
-                    .ok_or_else(|| Error::Invalid(format!("column {col} was not read")))?;
-                Ok(ColumnData::Decoded(batch.column(i).clone()))
-            }
+            BlockData::Parquet(p) => p.dictionary_column(col),
+            _ => self.column(col),
         }
     }
 }
