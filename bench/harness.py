@@ -35,6 +35,7 @@ import datetime  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import math  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
@@ -498,6 +499,73 @@ def sift_provenance(sift_bin, origin: dict | None) -> tuple[str, str, str, str]:
     except OSError:
         pass
     return version, built, rev, df
+
+
+# Results of the query harnesses (sql.py, parquet.py): DuckDB's rows are the reference.
+REL_TOL, ABS_TOL = 1e-6, 1e-4
+
+
+def summarize_runs(times: list[float], first: float, prepare: float | None, rows: int) -> dict:
+    later = times[1:] or times
+    return {"prepare_ms": prepare, "first_ms": first, "best_ms": min(later),
+            "median_ms": statistics.median(later), "runs_ms": times, "rows": rows}
+
+
+def same_cell(ref, got) -> bool:
+    """`ref`: a DuckDB value (None, str, int, float; dates as ISO text); `got`: the same kinds
+    or the text of a CSV cell (parsed as the reference's type)."""
+    if ref is None:
+        return got is None or got == ""
+    if got is None:
+        return False
+    if isinstance(ref, bool):
+        return str(got).lower() in (("true", "1") if ref else ("false", "0"))
+    if isinstance(ref, str):
+        return str(got) == ref
+    if isinstance(ref, (int, float)):
+        if isinstance(got, str):
+            s = got.strip()
+            if isinstance(ref, int) and re.fullmatch(r"[+-]?\d+", s):
+                return int(s) == ref
+            try:
+                v = float(s)
+            except ValueError:
+                return False
+        elif isinstance(got, (int, float)):
+            if isinstance(ref, int) and isinstance(got, int):
+                return got == ref
+            v = float(got)
+        else:
+            return False
+        if math.isnan(ref) or math.isnan(v):
+            return math.isnan(ref) and math.isnan(v)
+        return math.isclose(float(ref), v, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+    return str(got) == str(ref)
+
+
+def same_row(ref: list, got: list) -> bool:
+    return len(ref) == len(got) and all(same_cell(a, b) for a, b in zip(ref, got))
+
+
+def compare_rows(ref: list[list], got: list[list], ordered: bool) -> str:
+    """'yes' or 'NO: reason'.  Unordered: every reference row matched to a distinct row."""
+    if len(got) != len(ref):
+        return f"NO: {len(got)} rows, expected {len(ref)}"
+    if ref and len(got[0]) != len(ref[0]):
+        return f"NO: {len(got[0])} columns, expected {len(ref[0])}"
+    if ordered:
+        for i, (r, g) in enumerate(zip(ref, got)):
+            for j, (a, b) in enumerate(zip(r, g)):
+                if not same_cell(a, b):
+                    return f"NO: row {i + 1} column {j + 1}: {b!r}, expected {a!r}"
+        return "yes"
+    left = list(got)
+    for i, r in enumerate(ref):
+        k = next((k for k, g in enumerate(left) if same_row(r, g)), None)
+        if k is None:
+            return f"NO: no row matches expected row {i + 1} {r!r}"
+        left.pop(k)
+    return "yes"
 
 
 def cpu_model() -> str:

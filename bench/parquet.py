@@ -94,6 +94,9 @@ import traceback  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (the shared helpers; sets pyarrow to one CPU / one I/O thread)
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 TPCH_DIR = BENCH_DIR / "tpch"
@@ -158,7 +161,6 @@ REPEATED_DENOMS = (8, 128)
 SMOKE_WIDTHS = (1, 16)
 SMOKE_DENOMS = (1, 8, 128)
 
-REL_TOL, ABS_TOL = 1e-6, 1e-4
 CASE_GROUPS = ("tpch", "micro", "sweep", "nulls", "repeated")
 
 # Polars SQL texts of the five TPC-H queries: the same queries as bench/tpch/qNN.sql with
@@ -808,12 +810,6 @@ def last_json(text: str) -> dict:
     raise RuntimeError(f"no JSON line in the output: {text[:200]!r}")
 
 
-def summarize(times: list[float], first: float, prepare: float | None, rows: int) -> dict:
-    later = times[1:] or times
-    return {"prepare_ms": prepare, "first_ms": first, "best_ms": min(later),
-            "median_ms": statistics.median(later), "runs_ms": times, "rows": rows}
-
-
 def warm(paths) -> None:
     import harness
     for p in paths:
@@ -879,7 +875,7 @@ class Runner:
         times = [float(t) for t in out["runs"]]
         if len(times) != runs:
             raise RuntimeError(f"`sift sql --runs {runs}` reported {len(times)} runs")
-        res = summarize(times, float(out["first_ms"]), out.get("prepare_ms"), int(out["rows"]))
+        res = harness.summarize_runs(times, float(out["first_ms"]), out.get("prepare_ms"), int(out["rows"]))
         res["scans"] = out.get("scans", {})
         res.update(payload)
         return res
@@ -898,7 +894,7 @@ class Runner:
             raise failure(p, f"the {engine} process")
         out = last_json(p.stdout)
         times = [float(t) for t in out["runs"]]
-        res = summarize(times, times[0], out["prepare_ms"], int(out["rows"]))
+        res = harness.summarize_runs(times, times[0], out["prepare_ms"], int(out["rows"]))
         res["via"] = out.get("via", "")
         for k in ("result", "digest"):
             if k in out:
@@ -917,59 +913,6 @@ def attempt(fn) -> dict:
 
 
 # --------------------------------------------------------------------------- correctness
-
-
-def same_cell(ref, got) -> bool:
-    """`ref`: a DuckDB value (None, str, int, float; dates as ISO text); `got`: the same kinds
-    or the text of a CSV cell."""
-    if ref is None:
-        return got is None or got == ""
-    if got is None:
-        return False
-    if isinstance(ref, bool):
-        return str(got).lower() in (("true", "1") if ref else ("false", "0"))
-    if isinstance(ref, str):
-        return str(got) == ref
-    if isinstance(ref, (int, float)):
-        if isinstance(got, str):
-            s = got.strip()
-            if isinstance(ref, int) and re.fullmatch(r"[+-]?\d+", s):
-                return int(s) == ref
-            try:
-                v = float(s)
-            except ValueError:
-                return False
-        elif isinstance(got, (int, float)):
-            if isinstance(ref, int) and isinstance(got, int):
-                return got == ref
-            v = float(got)
-        else:
-            return False
-        if math.isnan(ref) or math.isnan(v):
-            return math.isnan(ref) and math.isnan(v)
-        return math.isclose(float(ref), v, rel_tol=REL_TOL, abs_tol=ABS_TOL)
-    return str(got) == str(ref)
-
-
-def compare_rows(ref: list[list], got: list[list], ordered: bool) -> str:
-    if len(got) != len(ref):
-        return f"NO: {len(got)} rows, expected {len(ref)}"
-    if ref and len(got[0]) != len(ref[0]):
-        return f"NO: {len(got[0])} columns, expected {len(ref[0])}"
-    if ordered:
-        for i, (r, g) in enumerate(zip(ref, got)):
-            for j, (a, b) in enumerate(zip(r, g)):
-                if not same_cell(a, b):
-                    return f"NO: row {i + 1} column {j + 1}: {b!r}, expected {a!r}"
-        return "yes"
-    left = list(got)
-    for i, r in enumerate(ref):
-        k = next((k for k, g in enumerate(left)
-                  if len(g) == len(r) and all(same_cell(a, b) for a, b in zip(r, g))), None)
-        if k is None:
-            return f"NO: no row matches expected row {i + 1} {r!r}"
-        left.pop(k)
-    return "yes"
 
 
 def check(res: dict, ref: dict | None, case: Case) -> None:
@@ -993,7 +936,7 @@ def check(res: dict, ref: dict | None, case: Case) -> None:
         if c == "yes" and res.get("rows") != want["rows"]:
             c = f"NO: the timed runs returned {res.get('rows')} rows, expected {want['rows']}"
     else:
-        c = compare_rows(ref["result"], res.get("result", []), case.ordered)
+        c = harness.compare_rows(ref["result"], res.get("result", []), case.ordered)
         if c == "yes" and res.get("rows") is not None and res["rows"] != len(ref["result"]):
             c = f"NO: the timed runs returned {res['rows']} rows, expected {len(ref['result'])}"
     res["correct"] = c
@@ -1311,7 +1254,7 @@ def report(cases: list[Case], results: dict, args, files: dict, load: list[float
            f"read once before the process starts); *best* / *median* = of runs 2…{n}. Cells: "
            "**best ms (first ms)**; ratio columns = the other engine's best / Sift's best "
            "(> 1: Sift faster). Every result is compared with DuckDB's: numbers to a relative "
-           f"{REL_TOL:g} or an absolute {ABS_TOL:g}, integers exactly, in order when the query "
+           f"{harness.REL_TOL:g} or an absolute {harness.ABS_TOL:g}, integers exactly, in order when the query "
            "has an ORDER BY; the repeated column's lists through an order-independent digest "
            "(rows, elements, nulls, sum, a 64-bit hash of every row's list). ✘ = differs "
            "from DuckDB's; *failed* = the engine failed (see Problems); ᴸ = Polars ran the "

@@ -46,11 +46,9 @@ import decimal
 import gc
 import io
 import json
-import math
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,7 +65,6 @@ TPCH_DIR = BENCH_DIR / "tpch"
 
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders",
           "lineitem")
-REL_TOL, ABS_TOL = 1e-6, 1e-4
 HANDWRITTEN = ("q1", "q6", "q12", "q14", "q19")
 FULL_READ_SQL = "select * from lineitem"
 
@@ -155,63 +152,6 @@ def duckdb_run_main(argv: list[str]) -> int:
 
 
 # --------------------------------------------------------------------------- correctness
-
-
-def same_cell(ref, got) -> bool:
-    """`ref`: a DuckDB value (None, str, int, float; dates as ISO text); `got`: the same kinds
-    or the text of a CSV cell (parsed as the reference's type)."""
-    if ref is None:
-        return got is None or got == ""
-    if got is None:
-        return False
-    if isinstance(ref, bool):
-        return str(got).lower() in (("true", "1") if ref else ("false", "0"))
-    if isinstance(ref, str):
-        return str(got) == ref
-    if isinstance(ref, (int, float)):
-        if isinstance(got, str):
-            s = got.strip()
-            if isinstance(ref, int) and re.fullmatch(r"[+-]?\d+", s):
-                return int(s) == ref
-            try:
-                v = float(s)
-            except ValueError:
-                return False
-        elif isinstance(got, (int, float)):
-            if isinstance(ref, int) and isinstance(got, int):
-                return got == ref
-            v = float(got)
-        else:
-            return False
-        if math.isnan(ref) or math.isnan(v):
-            return math.isnan(ref) and math.isnan(v)
-        return math.isclose(float(ref), v, rel_tol=REL_TOL, abs_tol=ABS_TOL)
-    return str(got) == str(ref)
-
-
-def same_row(ref: list, got: list) -> bool:
-    return len(ref) == len(got) and all(same_cell(a, b) for a, b in zip(ref, got))
-
-
-def compare_rows(ref: list[list], got: list[list], ordered: bool) -> str:
-    """'yes' or 'NO: reason'.  Unordered: every reference row matched to a distinct row."""
-    if len(got) != len(ref):
-        return f"NO: {len(got)} rows, expected {len(ref)}"
-    if ref and len(got[0]) != len(ref[0]):
-        return f"NO: {len(got[0])} columns, expected {len(ref[0])}"
-    if ordered:
-        for i, (r, g) in enumerate(zip(ref, got)):
-            for j, (a, b) in enumerate(zip(r, g)):
-                if not same_cell(a, b):
-                    return f"NO: row {i + 1} column {j + 1}: {b!r}, expected {a!r}"
-        return "yes"
-    left = list(got)
-    for i, r in enumerate(ref):
-        k = next((k for k, g in enumerate(left) if same_row(r, g)), None)
-        if k is None:
-            return f"NO: no row matches expected row {i + 1} {r!r}"
-        left.pop(k)
-    return "yes"
 
 
 # --------------------------------------------------------------------------- data
@@ -386,12 +326,6 @@ def last_json(text: str) -> dict:
     raise RuntimeError(f"no JSON line in the output: {text[:200]!r}")
 
 
-def summarize(times: list[float], first: float, prepare: float | None, rows: int) -> dict:
-    later = times[1:] or times
-    return {"prepare_ms": prepare, "first_ms": first, "best_ms": min(later),
-            "median_ms": statistics.median(later), "runs_ms": times, "rows": rows}
-
-
 class Engine:
     key = "?"
     title = "?"
@@ -438,7 +372,7 @@ class SiftSql(Engine):
         times = [float(t) for t in out["runs"]]
         if len(times) != args.runs:
             raise RuntimeError(f"`sift sql --runs {args.runs}` reported {len(times)} runs")
-        res = summarize(times, float(out["first_ms"]), out.get("prepare_ms"),
+        res = harness.summarize_runs(times, float(out["first_ms"]), out.get("prepare_ms"),
                         int(out["rows"]))
         res["scans"] = out.get("scans", {})
         return res
@@ -524,7 +458,7 @@ class DuckDBEngine(Engine):
             raise failure(p, "the DuckDB process")
         out = last_json(p.stdout)
         times = [float(t) for t in out["runs"]]
-        res = summarize(times, times[0], out["prepare_ms"], int(out["rows"]))
+        res = harness.summarize_runs(times, times[0], out["prepare_ms"], int(out["rows"]))
         res["result"] = out["result"]
         return res
 
@@ -636,7 +570,7 @@ def check(res: dict, ref: list | None, ref_error: str, ordered: bool) -> None:
     if ref is None:
         res["correct"] = f"NO: no DuckDB native reference ({ref_error})"
         return
-    c = compare_rows(ref, got, ordered)
+    c = harness.compare_rows(ref, got, ordered)
     if c == "yes" and res.get("rows") is not None and res["rows"] != len(ref):
         c = f"NO: the timed runs returned {res['rows']} rows, expected {len(ref)}"
     res["correct"] = c
@@ -687,7 +621,7 @@ def handwritten(sift_bin: Path | None, reason: str, args, data: Data, run: Run,
                 raise failure(p, f"`sift query {name}`")
             out = last_json(p.stdout)
             times = [float(x) for x in out["runs_ms"]]
-            res = summarize(times, float(out["first_ms"]), out.get("open_ms"),
+            res = harness.summarize_runs(times, float(out["first_ms"]), out.get("open_ms"),
                             len(out["rows"]))
             res["result"] = out["rows"]
             return res
@@ -982,7 +916,7 @@ def report(run: Run, queries: list[Query], engines: list[Engine], data: Data, ar
            "`EXECUTE` + fetchall. T threads = `taskset -c 0…T-1` and `--threads T` / `SET "
            "threads = T`. Every result, at every thread count, is checked against DuckDB "
            f"native's (at {min(args.thread_counts)} thread{'s' if min(args.thread_counts) > 1 else ''}): "
-           f"numbers to a relative {REL_TOL:g} or an absolute {ABS_TOL:g} (integers exactly, "
+           f"numbers to a relative {harness.REL_TOL:g} or an absolute {harness.ABS_TOL:g} (integers exactly, "
            "decimals and floats after conversion to float: Q1's averages and Q8's mkt_share "
            "are decimals in DataFusion and doubles in DuckDB), strings and dates exactly, in "
            "order when the query has an ORDER BY, as a multiset otherwise; the `sift sql` "
