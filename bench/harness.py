@@ -32,6 +32,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 
 import argparse  # noqa: E402
 import datetime  # noqa: E402
+import decimal  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -566,6 +567,49 @@ def compare_rows(ref: list[list], got: list[list], ordered: bool) -> str:
             return f"NO: no row matches expected row {i + 1} {r!r}"
         left.pop(k)
     return "yes"
+
+
+# Child processes and results of the query harnesses (sql.py, parquet.py).
+
+
+def run_child(cmd: list[str], timeout: float, env: dict) -> subprocess.CompletedProcess:
+    """Runs `cmd` with `env`; a timeout is an error naming it."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"timed out after {timeout:g} s") from None
+
+
+def failure(p: subprocess.CompletedProcess, what: str) -> RuntimeError:
+    err = (p.stderr or "").strip().splitlines()
+    tail = " | ".join(line.strip() for line in err[-4:] if line.strip())
+    return RuntimeError(f"{what} exited {p.returncode}: {tail or '(no message)'}")
+
+
+def last_json(text: str) -> dict:
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError(f"no JSON line in the output: {text[:200]!r}")
+
+
+def jsonable(v):
+    if isinstance(v, (datetime.date, datetime.datetime)):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, (bytes, bytearray)):
+        return v.hex()
+    if hasattr(v, "item") and not isinstance(v, (list, tuple, dict, str)):
+        return v.item()          # numpy scalars
+    return v
+
+
+def tpchgen_version() -> str:
+    p = subprocess.run([find_tool("tpchgen-cli"), "--version"], capture_output=True,
+                       text=True)
+    return p.stdout.strip() or "?"
 
 
 def cpu_model() -> str:

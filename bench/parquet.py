@@ -77,7 +77,6 @@ for _var in THREAD_VARS:
 import argparse  # noqa: E402
 import csv  # noqa: E402
 import datetime  # noqa: E402
-import decimal  # noqa: E402
 import gc  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
@@ -217,18 +216,6 @@ where (p_brand = 'Brand#12' and p_container in ('SM CASE', 'SM BOX', 'SM PACK', 
 
 def log(msg: str) -> None:
     print(f"[parquet] {msg}", file=sys.stderr, flush=True)
-
-
-def jsonable(v):
-    if isinstance(v, (datetime.date, datetime.datetime)):
-        return v.isoformat()
-    if isinstance(v, decimal.Decimal):
-        return float(v)
-    if isinstance(v, (bytes, bytearray)):
-        return v.hex()
-    if hasattr(v, "item") and not isinstance(v, (list, tuple, dict, str)):
-        return v.item()          # numpy scalars
-    return v
 
 
 def micro_sql(x: int, y: int) -> str:
@@ -384,7 +371,7 @@ def worker_setup(spec: dict):
             return (lambda: getattr(con.sql("EXECUTE q"), rel_arrow)(),
                     lambda t: (t.num_rows, {"digest": list_digest(t.column(0))}), "sql")
         return (lambda: con.sql("EXECUTE q").fetchall(),
-                lambda rows: (len(rows), {"result": [[jsonable(v) for v in r] for r in rows]}),
+                lambda rows: (len(rows), {"result": [[harness.jsonable(v) for v in r] for r in rows]}),
                 "sql")
     if engine == "polars":
         import polars as pl
@@ -400,7 +387,7 @@ def worker_setup(spec: dict):
         if kind == "lists":
             return (lf.collect, lambda df: (df.height, {"digest": list_digest(
                 df.to_arrow().column(0))}), via)
-        return (lf.collect, lambda df: (df.height, {"result": [[jsonable(v) for v in r]
+        return (lf.collect, lambda df: (df.height, {"result": [[harness.jsonable(v) for v in r]
                                                                for r in df.rows()]}), via)
     if engine == "pyarrow":
         import pyarrow as pa
@@ -493,13 +480,6 @@ def parquet_meta(path: Path) -> dict:
             "created_by": m.created_by, "bytes": path.stat().st_size}
 
 
-def tpchgen_version() -> str:
-    import harness
-    p = subprocess.run([harness.find_tool("tpchgen-cli"), "--version"], capture_output=True,
-                       text=True)
-    return p.stdout.strip() or "?"
-
-
 def prepare_tpch(scale: float, base: Path) -> dict[str, dict[str, Path]]:
     """{file key: {table: path}}: tpchgen-cli's lineitem, orders and part at `scale`,
     rewritten by pyarrow (none, snappy, zstd) and by DuckDB's COPY (its defaults)."""
@@ -508,7 +488,7 @@ def prepare_tpch(scale: float, base: Path) -> dict[str, dict[str, Path]]:
     import pyarrow.parquet as pq
     base.mkdir(parents=True, exist_ok=True)
     src = base / "tpchgen"
-    gen = {"generator": tpchgen_version(), "scale": harness.scale_str(scale),
+    gen = {"generator": harness.tpchgen_version(), "scale": harness.scale_str(scale),
            "tables": list(TPCH_TABLES)}
     if not (manifest_ok(src / "manifest.json", gen)
             and all((src / f"{t}.parquet").is_file() for t in TPCH_TABLES)):
@@ -789,27 +769,6 @@ def worker_env() -> dict:
     return env
 
 
-def run_child(cmd: list[str], timeout: float, env: dict) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"timed out after {timeout:g} s") from None
-
-
-def failure(p: subprocess.CompletedProcess, what: str) -> RuntimeError:
-    err = (p.stderr or "").strip().splitlines()
-    tail = " | ".join(line.strip() for line in err[-4:] if line.strip())
-    return RuntimeError(f"{what} exited {p.returncode}: {tail or '(no message)'}")
-
-
-def last_json(text: str) -> dict:
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            return json.loads(line)
-    raise RuntimeError(f"no JSON line in the output: {text[:200]!r}")
-
-
 def warm(paths) -> None:
     import harness
     for p in paths:
@@ -850,9 +809,9 @@ class Runner:
         if case.kind == "lists":
             self.n += 1
             out = self.tmpdir / f"result-{self.n}.arrow"
-            p = run_child(base + ["--out", str(out), "-f", str(sql)], timeout, sift_env())
+            p = harness.run_child(base + ["--out", str(out), "-f", str(sql)], timeout, sift_env())
             if p.returncode != 0:
-                raise failure(p, "`sift sql --out result.arrow`")
+                raise harness.failure(p, "`sift sql --out result.arrow`")
             import pyarrow as pa
             with pa.memory_map(str(out)) as src:
                 t = pa.ipc.open_file(src).read_all()
@@ -860,18 +819,18 @@ class Runner:
             del t
             out.unlink(missing_ok=True)
         else:
-            p = run_child(base + ["-o", "csv", "-f", str(sql)], timeout, sift_env())
+            p = harness.run_child(base + ["-o", "csv", "-f", str(sql)], timeout, sift_env())
             if p.returncode != 0:
-                raise failure(p, "`sift sql -o csv`")
+                raise harness.failure(p, "`sift sql -o csv`")
             rows = list(csv.reader(io.StringIO(p.stdout)))
             if not rows:
                 raise RuntimeError("`sift sql -o csv` printed no header row")
             payload = {"result": rows[1:]}
         runs = self.args.runs
-        p = run_child(base + ["--runs", str(runs), "-f", str(sql)], timeout, sift_env())
+        p = harness.run_child(base + ["--runs", str(runs), "-f", str(sql)], timeout, sift_env())
         if p.returncode != 0:
-            raise failure(p, f"`sift sql --runs {runs}`")
-        out = last_json(p.stdout)
+            raise harness.failure(p, f"`sift sql --runs {runs}`")
+        out = harness.last_json(p.stdout)
         times = [float(t) for t in out["runs"]]
         if len(times) != runs:
             raise RuntimeError(f"`sift sql --runs {runs}` reported {len(times)} runs")
@@ -889,10 +848,10 @@ class Runner:
         sf.write_text(json.dumps(spec))
         cmd = ["taskset", "-c", "0", sys.executable, str(Path(__file__).resolve()), "worker",
                str(sf)]
-        p = run_child(cmd, self.args.timeout, worker_env())
+        p = harness.run_child(cmd, self.args.timeout, worker_env())
         if p.returncode != 0:
-            raise failure(p, f"the {engine} process")
-        out = last_json(p.stdout)
+            raise harness.failure(p, f"the {engine} process")
+        out = harness.last_json(p.stdout)
         times = [float(t) for t in out["runs"]]
         res = harness.summarize_runs(times, times[0], out["prepare_ms"], int(out["rows"]))
         res["via"] = out.get("via", "")
@@ -985,12 +944,6 @@ def describe(r: dict) -> str:
 # =========================================================================== report
 
 
-def ms(x: float | None) -> str:
-    if x is None:
-        return "—"
-    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
-
-
 def cell(r: dict | None) -> str:
     if r is None:
         return "—"
@@ -998,7 +951,7 @@ def cell(r: dict | None) -> str:
         return "*n/a*"
     if "error" in r:
         return "*failed*"
-    s = f"{ms(r['best_ms'])} ({ms(r['first_ms'])})"
+    s = f"{harness.ms(r['best_ms'])} ({harness.ms(r['first_ms'])})"
     if str(r.get("via", "")).startswith("lazy"):
         s += " ᴸ"
     return s + (" ✘" if bad(r) else "")
@@ -1086,8 +1039,8 @@ def targets(cases: list[Case], results: dict, args) -> list[tuple[str, str, str]
             return
         x = ratio(r(cid, "duckdb"), r(cid, "sift"))
         wrong = bad(r(cid, "sift"))
-        out.append((title, f"DuckDB {ms((r(cid, 'duckdb') or {}).get('best_ms'))} ms / Sift "
-                           f"{ms((r(cid, 'sift') or {}).get('best_ms'))} ms = {fx(x)}",
+        out.append((title, f"DuckDB {harness.ms((r(cid, 'duckdb') or {}).get('best_ms'))} ms / Sift "
+                           f"{harness.ms((r(cid, 'sift') or {}).get('best_ms'))} ms = {fx(x)}",
                     verdict(None if x is None else (x >= need and not wrong),
                             "Sift's result differs" if wrong else "")))
 
@@ -1216,7 +1169,7 @@ def machine_lines(args, load: list[float], sift_bin: Path | None, origin: dict |
         f"- Kernel: {platform.system()} {platform.release()}; Python "
         f"{platform.python_version()}",
         f"- duckdb {duckdb.__version__}, polars {polars.__version__}, pyarrow {pa.__version__}, "
-        f"DataFusion {df} (Cargo.lock), {tpchgen_version()}",
+        f"DataFusion {df} (Cargo.lock), {harness.tpchgen_version()}",
         f"- sift: {version or 'n/a'}{built} (repo HEAD {rev})",
         "- Load average (1 min) at start / max after a measurement / end: "
         f"{load[0]:.2f} / {max(load):.2f} / {os.getloadavg()[0]:.2f} (> 1 means other "

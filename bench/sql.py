@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
-import decimal
 import gc
 import io
 import json
@@ -97,16 +96,6 @@ def has_order_by(sql: str) -> bool:
     return re.search(r"\border\s+by\b", text, re.IGNORECASE) is not None
 
 
-def jsonable(v):
-    if isinstance(v, (datetime.date, datetime.datetime)):
-        return v.isoformat()
-    if isinstance(v, decimal.Decimal):
-        return float(v)
-    if isinstance(v, (bytes, bytearray)):
-        return v.hex()
-    return v
-
-
 # --------------------------------------------------------------------------- DuckDB worker
 
 
@@ -147,7 +136,7 @@ def duckdb_run_main(argv: list[str]) -> int:
         del rows
     con.close()
     print(json.dumps({"prepare_ms": prepare_ms, "runs": times, "rows": nrows,
-                      "result": [[jsonable(v) for v in r] for r in first_rows or []]}))
+                      "result": [[harness.jsonable(v) for v in r] for r in first_rows or []]}))
     return 0
 
 
@@ -171,12 +160,6 @@ class Data:
     notes: list[str] = field(default_factory=list)
 
 
-def tpchgen_version() -> str:
-    p = subprocess.run([harness.find_tool("tpchgen-cli"), "--version"], capture_output=True,
-                       text=True)
-    return p.stdout.strip() or "?"
-
-
 def manifest_ok(path: Path, params: dict) -> bool:
     try:
         return json.loads(path.read_text()) == params
@@ -188,7 +171,7 @@ def generate_parquet(scale: float, base: Path) -> Path:
     """tpchgen-cli's Parquet files of all 8 tables at `scale`, as it writes them (default
     options), cached with a manifest."""
     out = base / "parquet"
-    params = {"generator": tpchgen_version(), "scale": harness.scale_str(scale),
+    params = {"generator": harness.tpchgen_version(), "scale": harness.scale_str(scale),
               "command": "tpchgen-cli parquet -s SCALE -o DIR"}
     if manifest_ok(out / "manifest.json", params) and \
             all((out / f"{t}.parquet").is_file() for t in TABLES):
@@ -304,28 +287,6 @@ class Unavailable(Exception):
     pass
 
 
-def run_child(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env=child_env())
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"timed out after {timeout:g} s") from None
-
-
-def failure(p: subprocess.CompletedProcess, what: str) -> RuntimeError:
-    err = (p.stderr or "").strip().splitlines()
-    tail = " | ".join(line.strip() for line in err[-4:] if line.strip())
-    return RuntimeError(f"{what} exited {p.returncode}: {tail or '(no message)'}")
-
-
-def last_json(text: str) -> dict:
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            return json.loads(line)
-    raise RuntimeError(f"no JSON line in the output: {text[:200]!r}")
-
-
 class Engine:
     key = "?"
     title = "?"
@@ -365,10 +326,10 @@ class SiftSql(Engine):
 
     def timed(self, sql_file: Path, threads: int, args, data: Data) -> dict:
         cmd = self.command(threads, data) + ["--runs", str(args.runs), "-f", str(sql_file)]
-        p = run_child(cmd, args.timeout)
+        p = harness.run_child(cmd, args.timeout, child_env())
         if p.returncode != 0:
-            raise failure(p, f"`sift sql --runs {args.runs}`")
-        out = last_json(p.stdout)
+            raise harness.failure(p, f"`sift sql --runs {args.runs}`")
+        out = harness.last_json(p.stdout)
         times = [float(t) for t in out["runs"]]
         if len(times) != args.runs:
             raise RuntimeError(f"`sift sql --runs {args.runs}` reported {len(times)} runs")
@@ -379,9 +340,9 @@ class SiftSql(Engine):
 
     def result(self, sql_file: Path, threads: int, args, data: Data) -> list[list[str]]:
         cmd = self.command(threads, data) + ["-o", "csv", "-f", str(sql_file)]
-        p = run_child(cmd, args.timeout)
+        p = harness.run_child(cmd, args.timeout, child_env())
         if p.returncode != 0:
-            raise failure(p, "`sift sql -o csv`")
+            raise harness.failure(p, "`sift sql -o csv`")
         rows = list(csv.reader(io.StringIO(p.stdout)))
         if not rows:
             raise RuntimeError("`sift sql -o csv` printed no header row")
@@ -453,10 +414,10 @@ class DuckDBEngine(Engine):
         cmd = ["taskset", "-c", cpus(threads), sys.executable, str(Path(__file__).resolve()),
                "duckdb-run", *src, "--threads", str(threads), "--runs", str(args.runs),
                "--sql", str(sql_file)]
-        p = run_child(cmd, args.timeout)
+        p = harness.run_child(cmd, args.timeout, child_env())
         if p.returncode != 0:
-            raise failure(p, "the DuckDB process")
-        out = last_json(p.stdout)
+            raise harness.failure(p, "the DuckDB process")
+        out = harness.last_json(p.stdout)
         times = [float(t) for t in out["runs"]]
         res = harness.summarize_runs(times, times[0], out["prepare_ms"], int(out["rows"]))
         res["result"] = out["result"]
@@ -616,10 +577,10 @@ def handwritten(sift_bin: Path | None, reason: str, args, data: Data, run: Run,
             warm([path])
             cmd = ["taskset", "-c", "0", str(sift_bin), "--quiet", "query", name, str(path),
                    "--runs", str(args.runs), "--json"]
-            p = run_child(cmd, args.timeout)
+            p = harness.run_child(cmd, args.timeout, child_env())
             if p.returncode != 0:
-                raise failure(p, f"`sift query {name}`")
-            out = last_json(p.stdout)
+                raise harness.failure(p, f"`sift query {name}`")
+            out = harness.last_json(p.stdout)
             times = [float(x) for x in out["runs_ms"]]
             res = harness.summarize_runs(times, float(out["first_ms"]), out.get("open_ms"),
                             len(out["rows"]))
@@ -671,12 +632,6 @@ def scaling(sift_bin: Path | None, reason: str, args, data: Data, run: Run,
 # --------------------------------------------------------------------------- report
 
 
-def ms(x: float | None) -> str:
-    if x is None:
-        return "—"
-    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}"
-
-
 def bad(r: dict) -> bool:
     return str(r.get("correct", "")).startswith("NO")
 
@@ -688,7 +643,7 @@ def cell(r: dict | None, base: dict | None, key: str, is_base: bool) -> str:
         return "*n/a*"
     if "error" in r:
         return "*failed*"
-    s = ms(r[key])
+    s = harness.ms(r[key])
     if not is_base and base and base.get(key):
         s += f" ({r[key] / base[key]:.2f}×)"
     return s + (" ✘" if bad(r) else "")
@@ -704,7 +659,7 @@ def total_cell(per_q: dict, queries: list[Query], key: str, engine: str, base: s
     tot, n = totals(per_q, queries, key, engine)
     if n == 0:
         return "—"
-    s = f"**{ms(tot)}**"
+    s = f"**{harness.ms(tot)}**"
     if n < len(queries):
         s += f" ({n} of {len(queries)})"
     if engine != base:
@@ -737,8 +692,8 @@ def join_filter_table(run: Run, queries: list[Query], engines: list[Engine]) -> 
                     continue
                 sa, sb = a.get("scans", {}), b.get("scans", {})
                 n = lambda d, k: f"{d[k]:,}" if k in d else "—"
-                out.append(f"| {t} | {q.name} | {on.split('-')[1]} | {ms(a['best_ms'])}"
-                           f"{' ✘' if bad(a) else ''} | {ms(b['best_ms'])}{' ✘' if bad(b) else ''}"
+                out.append(f"| {t} | {q.name} | {on.split('-')[1]} | {harness.ms(a['best_ms'])}"
+                           f"{' ✘' if bad(a) else ''} | {harness.ms(b['best_ms'])}{' ✘' if bad(b) else ''}"
                            f" | {b['best_ms'] / a['best_ms']:.2f}× | {n(sa, 'rows_matched')} | "
                            f"{n(sb, 'rows_matched')} | {n(sa, 'values_decoded')} | "
                            f"{n(sb, 'values_decoded')} | {n(sa, 'join_filters')} |")
@@ -779,7 +734,7 @@ def machine_lines(args, run: Run, sift_bin: Path | None, origin: dict | None) ->
         f"- Kernel: {platform.system()} {platform.release()}; Python "
         f"{platform.python_version()}",
         f"- duckdb {duckdb.__version__}, pyarrow {pa.__version__}, DataFusion {df} "
-        f"(Cargo.lock), {tpchgen_version()}",
+        f"(Cargo.lock), {harness.tpchgen_version()}",
         f"- sift: {version or 'n/a'}{built} (repo HEAD {rev})",
         "- Load average (1 min) at start / max after a measurement / end: "
         f"{run.load[0]:.2f} / {max(run.load):.2f} / {os.getloadavg()[0]:.2f} (> 1 on one "
@@ -976,7 +931,7 @@ def summary(run: Run, queries: list[Query], engines: list[Engine]) -> str:
             if n == 0:
                 cells.append(f"{e.key} n/a")
                 continue
-            s = f"{e.key} {ms(tot)}"
+            s = f"{e.key} {harness.ms(tot)}"
             if n < len(queries):
                 s += f" ({n}/{len(queries)})"
             if e.key != "sift-sift" and n == len(queries) == n_base and base:
@@ -1000,7 +955,7 @@ def summary(run: Run, queries: list[Query], engines: list[Engine]) -> str:
         a, b = r.get("1", {}), r.get("2", {})
         if "best_ms" in a and "best_ms" in b:
             sp = a["best_ms"] / b["best_ms"]
-            lines.append(f"scaling {label}: {ms(a['best_ms'])} → {ms(b['best_ms'])} ms, "
+            lines.append(f"scaling {label}: {harness.ms(a['best_ms'])} → {harness.ms(b['best_ms'])} ms, "
                          f"speed-up {sp:.2f}×, efficiency {sp / 2 * 100:.0f} %")
     return "\n".join(lines)
 
