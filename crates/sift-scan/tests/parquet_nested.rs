@@ -96,10 +96,7 @@ fn batch() -> RecordBatch {
 }
 
 fn write(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Table {
-    let file = std::fs::File::create(path).unwrap();
-    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
-    w.write(batch).unwrap();
-    w.close().unwrap();
+    common::write_parquet_with(path, batch.schema(), std::slice::from_ref(batch), props);
     Table::open(path).unwrap()
 }
 

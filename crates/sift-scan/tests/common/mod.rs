@@ -398,7 +398,7 @@ pub fn write_parquet_layout(
     write_parquet_with(path, schema, batches, props);
 }
 
-fn write_parquet_with(
+pub fn write_parquet_with(
     path: &Path,
     schema: SchemaRef,
     batches: &[RecordBatch],
