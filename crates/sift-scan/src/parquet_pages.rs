@@ -724,3 +724,32 @@ fn split_byte_arrays(buf: &[u8], n: Option<usize>) -> Option<(Bytes, Bytes)> {
     }
     Some((Bytes::from(data), Bytes::from(lengths)))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Big-endian decimals of every width sign-extend to the same 8-byte integers; a
+    /// buffer that is not a whole number of values, or a width beyond 8 bytes, is refused.
+    #[test]
+    fn big_endian_decimals_widen_exactly() {
+        for width in 1..=8usize {
+            let (lo, hi) = (i64::MIN >> (64 - 8 * width), i64::MAX >> (64 - 8 * width));
+            let values = [0, 1, -1, lo, hi, lo / 3, hi / 7];
+            let buf: Vec<u8> = values
+                .iter()
+                .flat_map(|v| v.to_be_bytes()[8 - width..].to_vec())
+                .collect();
+            let wide = widen_big_endian(&buf, width).unwrap();
+            let got: Vec<i64> = wide
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+                .collect();
+            assert_eq!(got, values, "width {width}");
+            assert!(widen_big_endian(&buf[1..], width).is_none() || width == 1);
+        }
+        assert!(widen_big_endian(&[0; 9], 9).is_none());
+        assert!(widen_big_endian(&[0; 4], 0).is_none());
+    }
+}
