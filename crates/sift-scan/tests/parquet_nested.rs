@@ -14,6 +14,7 @@ use arrow::array::builder::{Int32Builder, Int64Builder, ListBuilder, StringBuild
 use arrow::array::*;
 use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
+use parquet::basic::Compression;
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use sift_scan::{Expr, ScanStats, Table, col, parse_filter};
 
@@ -140,12 +141,51 @@ fn nested_columns_equal_arrow_rs_at_every_selectivity() {
     filters.push(col("tags").is_null());
     filters.push(col("s").is_not_null().and(col("k").lt(3i64)));
     filters.push(col("grid").is_null().or(col("k").eq(9i64)));
+    // Pages v1 and v2, with and without a page index, dictionaries whole, falling back
+    // to PLAIN or off, and compressed pages.
     let layouts = [
-        ("small-pages-v1", 500, WriterVersion::PARQUET_1_0, true),
-        ("small-pages-v2", 700, WriterVersion::PARQUET_2_0, true),
-        ("no-page-index", 2000, WriterVersion::PARQUET_1_0, false),
+        (
+            "small-pages-v1",
+            500,
+            WriterVersion::PARQUET_1_0,
+            true,
+            Some(1 << 20),
+            None,
+        ),
+        (
+            "small-pages-v2",
+            700,
+            WriterVersion::PARQUET_2_0,
+            true,
+            Some(1 << 20),
+            None,
+        ),
+        (
+            "no-page-index",
+            2000,
+            WriterVersion::PARQUET_1_0,
+            false,
+            Some(1 << 20),
+            None,
+        ),
+        (
+            "snappy-dictionary-fallback",
+            600,
+            WriterVersion::PARQUET_1_0,
+            true,
+            Some(256),
+            Some(Compression::SNAPPY),
+        ),
+        (
+            "zstd-v2-no-dictionary",
+            900,
+            WriterVersion::PARQUET_2_0,
+            true,
+            None,
+            Some(Compression::ZSTD(Default::default())),
+        ),
     ];
-    for (name, page_rows, version, index) in layouts {
+    for (name, page_rows, version, index, dictionary, compression) in layouts {
         let props = WriterProperties::builder()
             .set_data_page_row_count_limit(page_rows)
             .set_write_batch_size(page_rows.min(1024))
@@ -155,6 +195,9 @@ fn nested_columns_equal_arrow_rs_at_every_selectivity() {
                 true => EnabledStatistics::Page,
                 false => EnabledStatistics::Chunk,
             })
+            .set_dictionary_enabled(dictionary.is_some())
+            .set_dictionary_page_size_limit(dictionary.unwrap_or(1 << 20))
+            .set_compression(compression.unwrap_or(Compression::UNCOMPRESSED))
             .build();
         let path = dir.path().join(format!("{name}.parquet"));
         let table = write(&path, &batch, props);

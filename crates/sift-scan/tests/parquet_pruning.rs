@@ -57,10 +57,9 @@ fn batch() -> RecordBatch {
 
 fn write(path: &Path, batch: &RecordBatch, statistics: EnabledStatistics, bloom: bool) -> Table {
     let layout = ParquetLayout {
-        group_rows: GROUP_ROWS,
-        page_rows: PAGE_ROWS,
         statistics,
         bloom_filters: bloom,
+        ..ParquetLayout::new(GROUP_ROWS, PAGE_ROWS)
     };
     common::write_parquet_layout(path, batch.schema(), std::slice::from_ref(batch), layout);
     Table::open(path).unwrap()

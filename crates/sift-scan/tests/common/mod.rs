@@ -350,7 +350,8 @@ pub fn write_parquet(path: &Path, schema: SchemaRef, batches: &[RecordBatch], gr
     write_parquet_with(path, schema, batches, props);
 }
 
-/// How the pruning metadata of a Parquet file is written.
+/// How a Parquet file is laid out: its pruning metadata and the writer settings that shape
+/// its pages.
 #[derive(Debug, Clone, Copy)]
 pub struct ParquetLayout {
     pub group_rows: usize,
@@ -359,12 +360,33 @@ pub struct ParquetLayout {
     /// Statistics per page (a page index), per row group only, or none.
     pub statistics: parquet::file::properties::EnabledStatistics,
     pub bloom_filters: bool,
+    /// Dictionary encoding on, and the dictionary page's size limit in bytes: a small
+    /// limit makes the writer fall back to PLAIN in the middle of a column chunk.
+    pub dictionary: Option<usize>,
+    /// Data pages v2 (levels uncompressed, outside the compressed values) instead of v1.
+    pub pages_v2: bool,
+    pub compression: parquet::basic::Compression,
 }
 
 impl ParquetLayout {
+    /// arrow-rs's defaults with `group_rows`-row row groups and `page_rows`-row pages.
+    pub fn new(group_rows: usize, page_rows: usize) -> Self {
+        ParquetLayout {
+            group_rows,
+            page_rows,
+            statistics: parquet::file::properties::EnabledStatistics::Page,
+            bloom_filters: false,
+            dictionary: Some(1024 * 1024),
+            pages_v2: false,
+            compression: parquet::basic::Compression::UNCOMPRESSED,
+        }
+    }
+
     /// A layout picked by `seed`: pages of 7 to 300 rows, each statistics level, Bloom
-    /// filters on or off.
+    /// filters on or off, dictionaries off, whole or falling back to PLAIN, pages v1 or
+    /// v2, and every codec.
     pub fn from_seed(seed: u64, group_rows: usize) -> Self {
+        use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
         use parquet::file::properties::EnabledStatistics;
         let mut rng = Rng::new(seed ^ 0x005e_ed0f_9a9e);
         let statistics = match rng.below(4) {
@@ -372,11 +394,31 @@ impl ParquetLayout {
             1 => EnabledStatistics::Chunk,
             _ => EnabledStatistics::Page,
         };
+        let page_rows = 7 + rng.below(294) as usize;
+        let bloom_filters = rng.below(2) == 0;
+        let dictionary = match rng.below(4) {
+            0 => None,
+            1 => Some(64 + rng.below(512) as usize),
+            _ => Some(1024 * 1024),
+        };
+        let pages_v2 = rng.below(2) == 0;
+        let compression = *rng.pick(&[
+            Compression::UNCOMPRESSED,
+            Compression::SNAPPY,
+            Compression::ZSTD(ZstdLevel::default()),
+            Compression::LZ4_RAW,
+            Compression::LZ4,
+            Compression::GZIP(GzipLevel::default()),
+            Compression::BROTLI(BrotliLevel::default()),
+        ]);
         ParquetLayout {
             group_rows,
-            page_rows: 7 + rng.below(294) as usize,
+            page_rows,
             statistics,
-            bloom_filters: rng.below(2) == 0,
+            bloom_filters,
+            dictionary,
+            pages_v2,
+            compression,
         }
     }
 }
@@ -388,12 +430,21 @@ pub fn write_parquet_layout(
     batches: &[RecordBatch],
     layout: ParquetLayout,
 ) {
+    use parquet::file::properties::WriterVersion;
     let props = parquet::file::properties::WriterProperties::builder()
         .set_max_row_group_row_count(Some(layout.group_rows))
         .set_data_page_row_count_limit(layout.page_rows)
         .set_write_batch_size(layout.page_rows)
         .set_statistics_enabled(layout.statistics)
         .set_bloom_filter_enabled(layout.bloom_filters)
+        .set_dictionary_enabled(layout.dictionary.is_some())
+        .set_dictionary_page_size_limit(layout.dictionary.unwrap_or(1024 * 1024))
+        .set_writer_version(if layout.pages_v2 {
+            WriterVersion::PARQUET_2_0
+        } else {
+            WriterVersion::PARQUET_1_0
+        })
+        .set_compression(layout.compression)
         .build();
     write_parquet_with(path, schema, batches, props);
 }
