@@ -106,7 +106,8 @@ impl ParquetInput {
     /// The byte range of a column chunk, if it lies inside the file (reading one that
     /// does not reports the damage).
     pub(crate) fn chunk_range(&self, chunk: &ColumnChunkMetaData) -> Option<Range<u64>> {
-        let (start, length) = chunk.byte_range();
+        let start = chunk_start(chunk)?;
+        let length = u64::try_from(chunk.compressed_size()).ok()?;
         let end = start.checked_add(length).filter(|&e| e <= self.len())?;
         Some(start..end)
     }
@@ -255,4 +256,14 @@ impl ChunkReader for ParquetInput {
                 _ => ParquetError::External(Box::new(e)),
             })
     }
+}
+
+/// Where a column chunk starts (its dictionary page, else its first data page); `None`
+/// when a damaged footer gives a negative offset (the `parquet` crate's `byte_range`
+/// panics on those).
+pub(crate) fn chunk_start(chunk: &ColumnChunkMetaData) -> Option<u64> {
+    let start = chunk
+        .dictionary_page_offset()
+        .unwrap_or(chunk.data_page_offset());
+    u64::try_from(start).ok()
 }

@@ -38,6 +38,7 @@ use sift_encoding::{
 };
 
 use crate::error::{Error, Result};
+use crate::parquet_source::guarded;
 
 /// One column chunk of one row group, as Sift chunks (one per data page read), seen
 /// through the rows asked for: all of the row group's, or some ranges of them (the pages
@@ -97,6 +98,81 @@ impl EncodedPage {
         out.append(&Bitmap::zeros(self.rows.len() - out.len()));
         Some(out)
     }
+}
+
+/// Checks that every data page of the repeated column chunk `(rg, leaf)`, whose bytes
+/// (from file offset `start`) are `bytes`, holds as many repetition levels as its header
+/// counts values. The `parquet` crate's reader checks this when it reads a page, but not
+/// when it skips rows inside one: a damaged page whose levels end early makes that skip
+/// loop forever. So a selection is pushed into a repeated column only after this check;
+/// it decompresses version-1 pages, whose levels are compressed with the values.
+pub(crate) fn check_repetition_levels(
+    (start, bytes): (u64, Bytes),
+    md: &ParquetMetaData,
+    (rg, leaf): (usize, usize),
+    place: &str,
+) -> Result<()> {
+    let err = |e: &dyn std::fmt::Display| Error::Parquet(format!("{place}: {e}"));
+    let descr = md.file_metadata().schema_descr().column(leaf);
+    let max = descr.max_rep_level();
+    let Ok(max) = u16::try_from(max) else {
+        return Err(err(&format!("repetition level {max} out of range")));
+    };
+    if max == 0 {
+        return Ok(());
+    }
+    let bits = (u16::BITS - max.leading_zeros()) as u8;
+    let group = md
+        .row_groups()
+        .get(rg)
+        .ok_or_else(|| err(&"no such row group"))?;
+    let rows = usize::try_from(group.num_rows()).map_err(|_| err(&"negative row count"))?;
+    let reader = Arc::new(ChunkBytes { start, bytes });
+    let mut pages = guarded(|| SerializedPageReader::new(reader, group.column(leaf), rows, None))
+        .map_err(|e| err(&e))?;
+    let mut page_no = 0usize;
+    while let Some(page) = guarded(|| pages.get_next_page()).map_err(|e| err(&e))? {
+        // The page, where its repetition levels lie in it, and its value count.
+        let (buf, levels, count) = match page {
+            Page::DictionaryPage { .. } => continue,
+            Page::DataPage {
+                buf,
+                num_values,
+                rep_level_encoding,
+                ..
+            } => {
+                // The deprecated BIT_PACKED levels are read by a decoder that stops at
+                // the value count.
+                if rep_level_encoding != Encoding::RLE {
+                    page_no += 1;
+                    continue;
+                }
+                let len = buf
+                    .get(..4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+                (
+                    buf,
+                    len.and_then(|len| Some(4..4usize.checked_add(len)?)),
+                    num_values,
+                )
+            }
+            Page::DataPageV2 {
+                buf,
+                num_values,
+                rep_levels_byte_len,
+                ..
+            } => (buf, Some(0..rep_levels_byte_len as usize), num_values),
+        };
+        let checked = match levels.and_then(|r| buf.get(r)) {
+            None => Err("repetition levels cut short".to_string()),
+            Some(levels) => {
+                sift_encoding::encodings::hybrid::check_stream(bits, levels, count as usize)
+            }
+        };
+        checked.map_err(|e| err(&format!("page {page_no}: repetition levels: {e}")))?;
+        page_no += 1;
+    }
+    Ok(())
 }
 
 /// The bytes of one column chunk, addressed by file offsets as the page reader asks.
@@ -273,8 +349,8 @@ impl PagedColumn {
             .and_then(|o| o.get(rg)?.get(leaf))
             .map(|o| o.page_locations().clone());
         let reader = Arc::new(ChunkBytes { start, bytes });
-        let mut pages =
-            SerializedPageReader::new(reader, chunk, rows, locations).map_err(|e| err(&e))?;
+        let mut pages = guarded(|| SerializedPageReader::new(reader, chunk, rows, locations))
+            .map_err(|e| err(&e))?;
         let mut dictionary: Option<(DictValues, usize)> = None;
         let mut out = Vec::new();
         let mut row = 0usize;
@@ -282,17 +358,17 @@ impl PagedColumn {
         loop {
             // A data page whose rows are known before it is read (from the offset index)
             // and hold none of the wanted rows is skipped.
-            let next = pages.peek_next_page().map_err(|e| err(&e))?;
+            let next = guarded(|| pages.peek_next_page()).map_err(|e| err(&e))?;
             let Some(next) = next else { break };
             if let (false, Some(n)) = (next.is_dict, next.num_rows)
                 && !overlaps(want, row..row.saturating_add(n))
             {
-                pages.skip_next_page().map_err(|e| err(&e))?;
+                guarded(|| pages.skip_next_page()).map_err(|e| err(&e))?;
                 row = row.saturating_add(n);
                 page_no += 1;
                 continue;
             }
-            let Some(page) = pages.get_next_page().map_err(|e| err(&e))? else {
+            let Some(page) = guarded(|| pages.get_next_page()).map_err(|e| err(&e))? else {
                 break;
             };
             let perr = |e: &dyn std::fmt::Display| err(&format!("page {page_no}: {e}"));

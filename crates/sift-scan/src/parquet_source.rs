@@ -5,6 +5,7 @@
 
 use std::cell::{Cell, OnceCell};
 use std::ops::Range;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
-use parquet::file::metadata::PageIndexPolicy;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 
 use crate::bind::Bound;
 use crate::error::{Error, Result};
@@ -59,11 +60,37 @@ impl ParquetSource {
         let err = |e: &dyn std::fmt::Display| Error::Parquet(format!("{}: {e}", path.display()));
         // The page index (when the writer stored one) prunes pages; one that does not
         // parse only costs that pruning, never the file.
-        let with_index =
-            ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-        let meta = match ArrowReaderMetadata::load(&input, with_index) {
+        // The footer is read without its embedded Arrow schema, which is then applied on
+        // its own (below).
+        let plain = plain_schema();
+        let with_index = plain
+            .clone()
+            .with_page_index_policy(PageIndexPolicy::Optional);
+        let parquet_typed = match ArrowReaderMetadata::load(&input, with_index) {
             Ok(m) => m,
-            Err(_) => ArrowReaderMetadata::load(&input, Default::default()).map_err(|e| err(&e))?,
+            Err(_) => ArrowReaderMetadata::load(&input, plain).map_err(|e| err(&e))?,
+        };
+        // The embedded Arrow schema (the `ARROW:schema` key: string views, large types,
+        // time zones...) is decoded by arrow-ipc, which panics on some damaged ones
+        // rather than returning an error. Such a file is read with the Parquet schema
+        // alone, as readers that ignore the key do.
+        let mut metadata = parquet_typed.metadata().clone();
+        if !offset_index_fits(&metadata) {
+            metadata = Arc::new(
+                ParquetMetaData::clone(&metadata)
+                    .into_builder()
+                    .set_offset_index(None)
+                    .set_column_index(None)
+                    .build(),
+            );
+        }
+        let parquet_typed =
+            ArrowReaderMetadata::try_new(metadata.clone(), plain_schema()).map_err(|e| err(&e))?;
+        let meta = match catch_unwind(AssertUnwindSafe(|| {
+            ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
+        })) {
+            Ok(typed) => typed.map_err(|e| err(&e))?,
+            Err(_) => parquet_typed,
         };
         input.index_chunks(meta.metadata());
         Ok(ParquetSource {
@@ -226,7 +253,11 @@ impl ParquetSource {
         rows: Option<&[Range<usize>]>,
     ) -> Result<(ArrayRef, u64)> {
         let err = |e: &dyn std::fmt::Display| {
-            Error::Parquet(format!("{}: row group {b}: {e}", self.path.display()))
+            Error::Parquet(format!(
+                "{}: row group {b}, column {}: {e}",
+                self.path.display(),
+                self.meta.schema().field(col).name()
+            ))
         };
         let schema_descr = self.meta.metadata().file_metadata().schema_descr();
         let mask = ProjectionMask::roots(schema_descr, [col]);
@@ -235,12 +266,21 @@ impl ParquetSource {
         let meta = meta.as_ref().unwrap_or(&self.meta);
         let selection =
             rows.map(|r| RowSelection::from_consecutive_ranges(r.iter().cloned(), total));
+        if selection
+            .as_ref()
+            .is_some_and(|s| s.skipped_row_count() > 0)
+        {
+            self.check_repetition_levels(b, col)?;
+        }
         // Several threads may decode row groups of one file at once: they read the mapping,
         // the file at explicit offsets, or the chunks fetched ahead (see `ParquetInput`).
-        let reader = row_group_reader(self.input.clone(), meta, b, mask, total, selection)
-            .map_err(|e| err(&e))?;
+        let batches = guarded(|| {
+            row_group_reader(self.input.clone(), meta, b, mask, total, selection)?
+                .map(|b| b.map_err(parquet::errors::ParquetError::from))
+                .collect::<parquet::errors::Result<Vec<_>>>()
+        })
+        .map_err(|e| err(&e))?;
         let bytes = self.chunk_bytes(b, col, rows);
-        let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| err(&e))?;
         let schema = match batches.first() {
             Some(first) => first.schema(),
             None => SchemaRef::new(meta.schema().project(&[col])?),
@@ -274,10 +314,19 @@ impl ParquetSource {
                 self.path.display(),
                 field.name()
             );
-            let (start, length) = md.row_groups()[b].column(leaves.start).byte_range();
+            let chunk = md.row_groups()[b].column(leaves.start);
+            let Some(range) = self.input.chunk_range(chunk) else {
+                return Err(Error::Parquet(format!(
+                    "{place}: the column chunk (offset {}, {} bytes) lies outside the file of {} bytes",
+                    chunk.data_page_offset(),
+                    chunk.compressed_size(),
+                    self.input.len()
+                )));
+            };
+            let start = range.start;
             let bytes = self
                 .input
-                .bytes(start, length)
+                .bytes(start, range.end - start)
                 .map_err(|e| Error::Parquet(format!("{place}: {e}")))?;
             let leaf = (b, leaves.start);
             if let Some(p) = PagedColumn::read((start, bytes), md, leaf, field, rows, place)? {
@@ -286,6 +335,39 @@ impl ParquetSource {
         }
         let (array, bytes) = self.decode(b, col, false, rows)?;
         Ok((ParquetColumn::Decoded(array), bytes))
+    }
+
+    /// Checks the repetition levels of column `col`'s repeated leaves in row group `b`
+    /// before a selection is pushed into the `parquet` crate's reader of them (see
+    /// [`crate::parquet_pages::check_repetition_levels`]).
+    fn check_repetition_levels(&self, b: usize, col: usize) -> Result<()> {
+        let md = self.meta.metadata();
+        let (Some(leaves), Some(group)) = (self.leaves(col), md.row_groups().get(b)) else {
+            return Ok(());
+        };
+        let schema = md.file_metadata().schema_descr();
+        for leaf in leaves.filter(|&l| schema.column(l).max_rep_level() > 0) {
+            let place = format!(
+                "{}: row group {b}, column {}",
+                self.path.display(),
+                schema.column(leaf).path()
+            );
+            let chunk = group.column(leaf);
+            let range = self.input.chunk_range(chunk).ok_or_else(|| {
+                Error::Parquet(format!("{place}: the column chunk lies outside the file"))
+            })?;
+            let bytes = self
+                .input
+                .bytes(range.start, range.end - range.start)
+                .map_err(|e| Error::Parquet(format!("{place}: {e}")))?;
+            crate::parquet_pages::check_repetition_levels(
+                (range.start, bytes),
+                md,
+                (b, leaf),
+                &place,
+            )?;
+        }
+        Ok(())
     }
 
     /// Whether the pages of column `col` in row group `b` are read in place
@@ -323,7 +405,9 @@ impl ParquetSource {
                 continue;
             };
             let pages = index.page_locations();
-            let start = chunk.byte_range().0;
+            let Some(start) = crate::parquet_input::chunk_start(chunk) else {
+                continue;
+            };
             let first_page = pages.first().map_or(start, |p| p.offset.max(0) as u64);
             // The dictionary page (if any) lies before the first data page.
             total += first_page.saturating_sub(start).min(whole);
@@ -374,6 +458,63 @@ impl ParquetSource {
         let hinted = SchemaRef::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         let options = ArrowReaderOptions::new().with_schema(hinted);
         ArrowReaderMetadata::try_new(self.meta.metadata().clone(), options).ok()
+    }
+}
+
+/// Reader options that type the columns by the Parquet schema alone, ignoring the
+/// embedded Arrow schema.
+fn plain_schema() -> ArrowReaderOptions {
+    ArrowReaderOptions::new().with_skip_arrow_metadata(true)
+}
+
+/// Whether the offset index (if any) agrees with the column chunks: every chunk's pages
+/// lie inside it in order, and their first rows rise from 0 within the row group. The
+/// `parquet` crate trusts these locations (a page before its chunk's start makes its page
+/// reader panic), so a file whose index does not fit is read without its page index: it
+/// only costs the pruning of pages.
+fn offset_index_fits(md: &ParquetMetaData) -> bool {
+    let Some(index) = md.offset_index() else {
+        return true;
+    };
+    index.len() == md.num_row_groups()
+        && md.row_groups().iter().zip(index).all(|(group, columns)| {
+            columns.len() == group.num_columns()
+                && group.columns().iter().zip(columns).all(|(chunk, pages)| {
+                    let start = crate::parquet_input::chunk_start(chunk);
+                    let size = u64::try_from(chunk.compressed_size()).ok();
+                    let (Some(start), Some(size)) = (start, size) else {
+                        return false;
+                    };
+                    let end = start.saturating_add(size);
+                    let (mut at, mut row) = (start, None::<i64>);
+                    pages.page_locations().iter().all(|p| {
+                        let fits = u64::try_from(p.offset).is_ok_and(|o| o >= at)
+                            && p.compressed_page_size > 0
+                            && p.first_row_index < group.num_rows()
+                            && row.map_or(p.first_row_index == 0, |r| p.first_row_index > r);
+                        at = (p.offset as u64).saturating_add(p.compressed_page_size as u64);
+                        row = Some(p.first_row_index);
+                        fits && at <= end
+                    })
+                })
+        })
+}
+
+/// Runs `f`, a call into the `parquet` crate's decoders, turning a panic into an error:
+/// some of them panic on damaged pages (an overflowing length in a DELTA_BYTE_ARRAY page,
+/// for one) where they should return one.
+pub(crate) fn guarded<T>(
+    f: impl FnOnce() -> parquet::errors::Result<T>,
+) -> std::result::Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(p) => Err(format!(
+            "the parquet decoder failed on damaged data ({})",
+            p.downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("panic")
+        )),
     }
 }
 

@@ -160,7 +160,11 @@ fn build_report(path: &Path, try_sift: bool) -> Result<ParquetReport> {
                 name: chunk.column_path().string(),
                 encodings: encodings(chunk),
                 codec: codec_name(chunk),
-                offset: size(chunk.byte_range().0 as i64),
+                offset: size(
+                    chunk
+                        .dictionary_page_offset()
+                        .unwrap_or(chunk.data_page_offset()),
+                ),
                 compressed_bytes: size(chunk.compressed_size()),
                 uncompressed_bytes: size(chunk.uncompressed_size()),
             };

@@ -188,6 +188,13 @@ fn parse(bits: u8, bytes: &[u8], count: usize) -> std::result::Result<Vec<Run>, 
     Ok(runs)
 }
 
+/// Checks that the run stream `bytes` of `bits`-wide values holds `count` values, as
+/// every operation here reads them: whole runs, values no wider than `bits`. For readers
+/// of Parquet levels that trust a page header's value count.
+pub fn check_stream(bits: u8, bytes: &[u8], count: usize) -> std::result::Result<(), String> {
+    parse(bits, bytes, count).map(drop)
+}
+
 /// The first `count` values of a run stream of one-bit values as bitmap words, decoded
 /// straight into them: a repeated run of ones sets its range, a bit-packed run is copied,
 /// since one-bit values packed LSB first already are bitmap bits. Parsing into a run

@@ -1,0 +1,400 @@
+//! Damaged Parquet files through the scan engine: Sift's own page reader (dictionary and
+//! PLAIN pages read in place, definition levels, decompression), the row-group and page
+//! pruning by the file's statistics, page index and Bloom filters, and the `parquet`
+//! crate's reader for what is not read in place (nested columns, DELTA pages).
+//!
+//! A small table with flat, nullable, dictionary, decimal and nested columns is written
+//! three ways (pages v1 with dictionaries and a page index; pages v2, snappy, no
+//! dictionaries; zstd with dictionaries falling back to PLAIN). Each is then damaged:
+//! truncated, with bytes changed anywhere, at the start of every page (its header and
+//! levels) and in the footer. Every damaged file is opened and scanned with filters of
+//! every kind, projections and dictionary reads; each scan must end in `Ok` or in an
+//! error naming the file, never a panic, a hang or an allocation out of proportion to
+//! the file. `SIFT_HOSTILE_SCALE=10` tries ten times as many variants.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+#[path = "../../sift-format/tests/common/tracking.rs"]
+mod tracking;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use arrow::array::builder::{Int64Builder, ListBuilder};
+use arrow::array::*;
+use arrow::record_batch::RecordBatch;
+use common::{ParquetLayout, Rng};
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::EnabledStatistics;
+use sift_scan::{ScanBuilder, Table, col, parse_filter};
+use tracking::tracked_refusing_above;
+
+/// Far above what a scan of these files needs (a few hundred KB), far below what a
+/// hostile length would ask for.
+const ALLOC_LIMIT: usize = 64 << 20;
+/// Requests above this are refused (the process aborts): a damaged length must never
+/// make the test machine allocate gigabytes.
+const ALLOC_REFUSE: usize = 2 << 30;
+/// How long all the scans of one damaged file may take before it counts as a hang.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+const ROWS: usize = 2400;
+const LOW: [&str; 5] = ["AIR", "MAIL", "SHIP", "TRUCK", "RAIL"];
+
+/// `id` sorted; `small` 0..20 with nulls; `low` five strings with nulls; `uniq` distinct
+/// strings; `f` floats with nulls; `dec` decimal(12,2); `b` booleans with nulls; `d`
+/// dates; `tags` lists of longs with null lists and elements.
+fn batch() -> RecordBatch {
+    let mut rng = Rng::new(0x0bad_f11e);
+    let id = Int64Array::from_iter_values(0..ROWS as i64);
+    let small = Int32Array::from_iter((0..ROWS).map(|i| (i % 11 != 4).then_some((i % 20) as i32)));
+    let low = StringArray::from_iter(
+        (0..ROWS).map(|i| (i % 13 != 6).then(|| LOW[rng.below(LOW.len() as u64) as usize])),
+    );
+    let uniq = StringArray::from_iter_values((0..ROWS).map(|i| format!("u-{:06}", i * 37)));
+    let f =
+        Float64Array::from_iter((0..ROWS).map(|i| (i % 7 != 2).then(|| (i as f64 - 1000.0) / 8.0)));
+    let dec = Decimal128Array::from_iter_values((0..ROWS).map(|i| (i as i128 % 500) * 101 - 9000))
+        .with_precision_and_scale(12, 2)
+        .unwrap();
+    let b = BooleanArray::from_iter((0..ROWS).map(|i| (i % 5 != 0).then_some(i % 3 == 0)));
+    let d = Date32Array::from_iter_values((0..ROWS).map(|i| 8000 + (i / 3) as i32));
+    let mut tags = ListBuilder::new(Int64Builder::new());
+    for i in 0..ROWS {
+        if i % 17 == 3 {
+            tags.append_null();
+            continue;
+        }
+        for j in 0..rng.below(5) {
+            tags.values()
+                .append_option((j != 2).then(|| rng.below(1000) as i64));
+        }
+        tags.append(true);
+    }
+    RecordBatch::try_from_iter([
+        ("id", Arc::new(id) as ArrayRef),
+        ("small", Arc::new(small)),
+        ("low", Arc::new(low)),
+        ("uniq", Arc::new(uniq)),
+        ("f", Arc::new(f)),
+        ("dec", Arc::new(dec)),
+        ("b", Arc::new(b)),
+        ("d", Arc::new(d)),
+        ("tags", Arc::new(tags.finish())),
+    ])
+    .unwrap()
+}
+
+/// The three files' layouts.
+fn layouts() -> [(&'static str, ParquetLayout); 3] {
+    let base = ParquetLayout::new(1000, 250);
+    [
+        (
+            "v1-dictionary-page-index",
+            ParquetLayout {
+                bloom_filters: true,
+                ..base
+            },
+        ),
+        (
+            "v2-snappy-plain",
+            ParquetLayout {
+                page_rows: 400,
+                statistics: EnabledStatistics::Chunk,
+                dictionary: None,
+                pages_v2: true,
+                compression: Compression::SNAPPY,
+                ..base
+            },
+        ),
+        (
+            "zstd-dictionary-fallback",
+            ParquetLayout {
+                dictionary: Some(200),
+                compression: Compression::ZSTD(ZstdLevel::default()),
+                ..base
+            },
+        ),
+    ]
+}
+
+/// One scan of a damaged file.
+type Scan = (&'static str, fn(&Table) -> ScanBuilder);
+
+/// Scans reaching every path: whole columns, each kind of predicate on encoded pages
+/// (dictionary, PLAIN, levels, decimals, booleans), a sparse selection pushed into the
+/// nested and the remaining columns, pruning by page index and Bloom filter, and
+/// dictionary reads.
+fn scans() -> Vec<Scan> {
+    fn filtered(t: &Table, f: &str) -> ScanBuilder {
+        t.scan().filter(parse_filter(f).unwrap())
+    }
+    vec![
+        ("all columns", |t| t.scan()),
+        ("id range", |t| filtered(t, "id >= 700 and id < 1900")),
+        ("small", |t| filtered(t, "small = 3 or small is null")),
+        ("low", |t| filtered(t, "low in ('MAIL', 'SHIP')")),
+        ("uniq", |t| filtered(t, "uniq = 'u-003700'")),
+        ("f", |t| filtered(t, "f < 1.5 and f is not null")),
+        ("dec", |t| filtered(t, "dec >= 10.00")),
+        ("b", |t| filtered(t, "b = true")),
+        ("d", |t| {
+            filtered(t, "d between date '1992-01-01' and date '1992-01-20'")
+        }),
+        ("tags null", |t| t.scan().filter(col("tags").is_null())),
+        ("sparse, nested projected", |t| {
+            filtered(t, "small = 7 and low = 'AIR'").project(["tags", "low", "f"])
+        }),
+        ("low as dictionary", |t| {
+            filtered(t, "low = 'AIR'").read_dictionary(["low"])
+        }),
+        ("row window", |t| {
+            t.scan()
+                .rows(1100..1400)
+                .filter(parse_filter("small < 5").unwrap())
+        }),
+    ]
+}
+
+/// A damaged file and what was done to it.
+struct Variant {
+    damage: String,
+    bytes: Vec<u8>,
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+/// What the scans of the damaged files did.
+#[derive(Default)]
+struct Tally {
+    problems: Vec<String>,
+    opened: usize,
+    ok: usize,
+    failed: usize,
+}
+
+/// Opens the file at `path` and runs every scan, each under `catch_unwind` and the
+/// allocation tracker; notes panics, large allocations and errors not naming the file.
+fn run_scans(path: &Path, current: &Mutex<&'static str>) -> Tally {
+    let mut out = Tally::default();
+    let file = path.display().to_string();
+    let mut check = |what: &str, r: std::thread::Result<Option<String>>, largest: usize| {
+        if largest > ALLOC_LIMIT {
+            out.problems
+                .push(format!("{what}: allocated {largest} bytes"));
+        }
+        match r {
+            Err(p) => out
+                .problems
+                .push(format!("{what}: PANIC: {}", panic_message(p.as_ref()))),
+            Ok(Some(e)) if !e.contains(&file) => out
+                .problems
+                .push(format!("{what}: error does not name the file: {e}")),
+            Ok(Some(_)) => out.failed += 1,
+            Ok(None) => out.ok += 1,
+        }
+    };
+    let (opened, largest) = tracked_refusing_above(ALLOC_REFUSE, || {
+        catch_unwind(AssertUnwindSafe(|| Table::open(path)))
+    });
+    let table = match opened {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => {
+            check("open", Ok(Some(e.to_string())), largest);
+            return out;
+        }
+        Err(p) => {
+            check("open", Err(p), largest);
+            return out;
+        }
+    };
+    out.opened = 1;
+    for (name, scan) in scans() {
+        if let Ok(mut c) = current.lock() {
+            *c = name;
+        }
+        let (r, largest) = tracked_refusing_above(ALLOC_REFUSE, || {
+            catch_unwind(AssertUnwindSafe(|| {
+                let mut scan = scan(&table).build()?;
+                for b in scan.by_ref() {
+                    b?;
+                }
+                sift_scan::Result::Ok(())
+            }))
+        });
+        check(
+            &format!("scan {name:?}"),
+            r.map(|r: sift_scan::Result<()>| r.err().map(|e| e.to_string())),
+            largest,
+        );
+    }
+    out
+}
+
+/// Runs the scans of every variant of `name`, each on another thread with a timeout, and
+/// fails with every problem found.
+fn check_variants(name: &str, variants: Vec<Variant>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path: PathBuf = dir.path().join(format!("{name}.parquet"));
+    let n = variants.len();
+    let mut all = Tally::default();
+    for v in variants {
+        std::fs::write(&path, &v.bytes).unwrap();
+        let current = Arc::new(Mutex::new("open"));
+        let (tx, rx) = mpsc::channel();
+        let (p, cur) = (path.clone(), current.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send(run_scans(&p, &cur));
+        });
+        let out = rx.recv_timeout(TIMEOUT).unwrap_or_else(|_| {
+            // Kept for a look at the hang (the temporary directory goes with the panic).
+            let kept = std::env::temp_dir().join(format!("sift-hang-{name}.parquet"));
+            let _ = std::fs::write(&kept, &v.bytes);
+            panic!(
+                "{name}, {}: scan {:?} gave no result after {} s (hang?); the file is kept at {}",
+                v.damage,
+                current.lock().map(|c| *c).unwrap_or_default(),
+                TIMEOUT.as_secs(),
+                kept.display()
+            )
+        });
+        all.problems
+            .extend(out.problems.iter().map(|p| format!("{}: {p}", v.damage)));
+        all.opened += out.opened;
+        all.ok += out.ok;
+        all.failed += out.failed;
+    }
+    eprintln!(
+        "{name}: {n} variants, {} opened; {} scans returned rows, {} failed",
+        all.opened, all.ok, all.failed
+    );
+    assert!(
+        all.problems.is_empty(),
+        "{name}: {} problems in {n} variants:\n{}",
+        all.problems.len(),
+        all.problems[..all.problems.len().min(40)].join("\n")
+    );
+}
+
+/// `SIFT_HOSTILE_SCALE` (default 1) times `n`.
+fn scaled(n: usize) -> usize {
+    let scale: usize = std::env::var("SIFT_HOSTILE_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    n * scale.max(1)
+}
+
+/// A byte unlike `byte`: flipped bits, zero, 0xFF, or off by one (varints and lengths
+/// change size or value a little, which reaches more checks than random bytes).
+fn mutate(rng: &mut Rng, byte: u8) -> u8 {
+    let m = match rng.below(5) {
+        0 => byte ^ (1 << rng.below(8)),
+        1 => 0,
+        2 => 0xFF,
+        3 => byte.wrapping_add(1),
+        _ => rng.below(256) as u8,
+    };
+    if m == byte { !byte } else { m }
+}
+
+/// The file's page starts (dictionary and data pages, from the footer and the page
+/// index) and where its footer begins.
+fn landmarks(bytes: &[u8]) -> (Vec<usize>, usize) {
+    let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+        .with_page_index_policy(parquet::file::metadata::PageIndexPolicy::Optional)
+        .parse_and_finish(&bytes::Bytes::copy_from_slice(bytes))
+        .unwrap();
+    let mut pages = Vec::new();
+    for (rg, group) in meta.row_groups().iter().enumerate() {
+        for (c, chunk) in group.columns().iter().enumerate() {
+            pages.push(chunk.data_page_offset() as usize);
+            pages.extend(chunk.dictionary_page_offset().map(|o| o as usize));
+            if let Some(index) = meta.offset_index().and_then(|o| o.get(rg)?.get(c)) {
+                pages.extend(index.page_locations().iter().map(|l| l.offset as usize));
+            }
+        }
+    }
+    pages.sort_unstable();
+    pages.dedup();
+    let n = bytes.len();
+    let footer_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+    (pages, n - 8 - footer_len)
+}
+
+/// The damaged variants of one file.
+fn variants(bytes: &[u8], seed: u64) -> Vec<Variant> {
+    let mut rng = Rng::new(seed);
+    let n = bytes.len();
+    let (pages, footer) = landmarks(bytes);
+    let mut out = Vec::new();
+    let flip = |rng: &mut Rng, at: usize, what: &str| {
+        let mut b = bytes.to_vec();
+        b[at] = mutate(rng, b[at]);
+        Variant {
+            damage: format!("{what}: byte {at} {:#04x} -> {:#04x}", bytes[at], b[at]),
+            bytes: b,
+        }
+    };
+    // Truncations: the footer's tail, inside the footer, and anywhere in the pages.
+    let mut cuts: Vec<usize> = vec![0, 1, 4, 8, n - 1, n - 4, n - 8, n - 9, footer];
+    cuts.extend((0..scaled(12)).map(|_| footer + rng.below((n - footer) as u64) as usize));
+    cuts.extend((0..scaled(12)).map(|_| rng.below(footer as u64) as usize));
+    for c in cuts {
+        let mut b = bytes[..c].to_vec();
+        // Half of them keep a valid-looking end: the magic after the cut.
+        if rng.below(2) == 0 && c >= 8 {
+            b.extend_from_slice(b"PAR1");
+        }
+        out.push(Variant {
+            damage: format!("cut at {c} of {n} ({} bytes)", b.len()),
+            bytes: b,
+        });
+    }
+    // A byte changed anywhere in the pages.
+    for _ in 0..scaled(60) {
+        let at = rng.below(footer as u64) as usize;
+        out.push(flip(&mut rng, at, "pages"));
+    }
+    // A byte changed in the first 24 bytes of a page: its header (type, sizes, value
+    // count, encodings) or the start of its levels or values.
+    for _ in 0..scaled(120) {
+        let at = pages[rng.below(pages.len() as u64) as usize] + rng.below(24) as usize;
+        out.push(flip(&mut rng, at.min(n - 1), "page start"));
+    }
+    // A byte changed in the footer (schema, row counts, offsets, statistics).
+    for _ in 0..scaled(80) {
+        let at = footer + rng.below((n - 8 - footer) as u64) as usize;
+        out.push(flip(&mut rng, at, "footer"));
+    }
+    out
+}
+
+#[test]
+fn damaged_parquet_files_are_errors_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = batch();
+    for (i, (name, layout)) in layouts().into_iter().enumerate() {
+        let path = dir.path().join(format!("{name}.parquet"));
+        common::write_parquet_layout(&path, batch.schema(), std::slice::from_ref(&batch), layout);
+        let bytes = std::fs::read(&path).unwrap();
+        // The undamaged file answers every scan.
+        let table = Table::open(&path).unwrap();
+        for (what, scan) in scans() {
+            let rows: usize = scan(&table)
+                .build()
+                .unwrap()
+                .map(|b| b.unwrap().num_rows())
+                .sum();
+            assert!(rows > 0, "{name}: {what} found no rows");
+        }
+        check_variants(name, variants(&bytes, 0x5eed + i as u64));
+    }
+}
