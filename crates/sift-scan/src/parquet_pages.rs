@@ -131,7 +131,9 @@ pub(crate) fn check_repetition_levels(
     let mut pages = guarded(|| SerializedPageReader::new(reader, group.column(leaf), rows, None))
         .map_err(|e| err(&e))?;
     let mut page_no = 0usize;
-    while let Some(page) = guarded(|| pages.get_next_page()).map_err(|e| err(&e))? {
+    while let Some(page) =
+        guarded(|| pages.get_next_page()).map_err(|e| err(&format!("page {page_no}: {e}")))?
+    {
         // The page, where its repetition levels lie in it, and its value count.
         let (buf, levels, count) = match page {
             Page::DictionaryPage { .. } => continue,
@@ -358,17 +360,21 @@ impl PagedColumn {
         loop {
             // A data page whose rows are known before it is read (from the offset index)
             // and hold none of the wanted rows is skipped.
-            let next = guarded(|| pages.peek_next_page()).map_err(|e| err(&e))?;
+            let next = guarded(|| pages.peek_next_page())
+                .map_err(|e| err(&format!("page {page_no}: {e}")))?;
             let Some(next) = next else { break };
             if let (false, Some(n)) = (next.is_dict, next.num_rows)
                 && !overlaps(want, row..row.saturating_add(n))
             {
-                guarded(|| pages.skip_next_page()).map_err(|e| err(&e))?;
+                guarded(|| pages.skip_next_page())
+                    .map_err(|e| err(&format!("page {page_no}: {e}")))?;
                 row = row.saturating_add(n);
                 page_no += 1;
                 continue;
             }
-            let Some(page) = guarded(|| pages.get_next_page()).map_err(|e| err(&e))? else {
+            let Some(page) = guarded(|| pages.get_next_page())
+                .map_err(|e| err(&format!("page {page_no}: {e}")))?
+            else {
                 break;
             };
             let perr = |e: &dyn std::fmt::Display| err(&format!("page {page_no}: {e}"));
