@@ -62,6 +62,57 @@ pub(crate) fn prunes<'a>(b: &Bound, zone: &dyn Fn(usize) -> Zone<'a>) -> bool {
     }
 }
 
+/// The filter for one block whose zones are `zone(col)`, with the leaves the statistics
+/// prove true for every row replaced by `true`, and folded: a range test that holds for
+/// the whole block is not evaluated on it (nor its column read for it).
+pub(crate) fn settle<'a>(b: &Bound, zone: &dyn Fn(usize) -> Zone<'a>) -> Bound {
+    match b {
+        Bound::Const(_) => b.clone(),
+        Bound::Leaf(l) if leaf_holds(l, &zone(l.column)) => Bound::Const(true),
+        Bound::Leaf(_) => b.clone(),
+        Bound::And(v) => {
+            let mut kept: Vec<Bound> = v
+                .iter()
+                .map(|c| settle(c, zone))
+                .filter(|c| !matches!(c, Bound::Const(true)))
+                .collect();
+            match kept.len() {
+                0 => Bound::Const(true),
+                1 => kept.swap_remove(0),
+                _ => Bound::And(kept),
+            }
+        }
+        Bound::Or(v) => {
+            let settled: Vec<Bound> = v.iter().map(|c| settle(c, zone)).collect();
+            match settled.iter().any(|c| matches!(c, Bound::Const(true))) {
+                true => Bound::Const(true),
+                false => Bound::Or(settled),
+            }
+        }
+    }
+}
+
+/// True when the statistics prove the leaf true for every row of the block: a null test
+/// matching the null count, or an integer range holding the block's bounds when the block
+/// has no nulls. (Statistics need only bound the values: a writer's widened bounds still
+/// prove this.)
+fn leaf_holds(l: &Leaf, z: &Zone<'_>) -> bool {
+    let Some(stats) = z.stats else { return false };
+    match &l.op {
+        LeafOp::Null { negated: false } => stats.null_count == z.rows,
+        LeafOp::Null { negated: true } => stats.null_count == 0,
+        LeafOp::Value(ValuePredicate::IntRange { lo, hi, negate }) => {
+            let (Some(Scalar::Int(min)), Some(Scalar::Int(max))) = (&stats.min, &stats.max) else {
+                return false;
+            };
+            let inside = lo <= min && max <= hi;
+            let outside = max < lo || hi < min;
+            stats.null_count == 0 && z.rows > 0 && if *negate { outside } else { inside }
+        }
+        _ => false,
+    }
+}
+
 fn leaf_prunes(l: &Leaf, z: &Zone<'_>) -> bool {
     stats_prune(l, z) || members_prune(l, z)
 }

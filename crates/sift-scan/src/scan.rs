@@ -673,12 +673,15 @@ impl Scan {
         let dictionary: Vec<usize> = (self.projection.iter().zip(&self.reads))
             .filter_map(|(&c, &read)| (read == Read::Dictionary).then_some(c))
             .collect();
+        // The filter's tests the block's zone maps prove true are dropped for it.
+        let zone = |c: usize| Zone::of(block_rows as u64, source.stats(b, c));
+        let filter = crate::prune::settle(&self.filter, &zone);
         // A source that reads row ranges is read only at the range's rows that the finer
         // zone maps (a page index) leave; the block's rows are then those rows alone.
         let (data, rows, input) = match source.reads_row_ranges() {
             true => {
                 let candidates = source
-                    .candidates(b, &self.filter)
+                    .candidates(b, &filter)
                     .unwrap_or_else(|| std::iter::once(0..block_rows).collect());
                 let ranges = crate::prune::intersect(&candidates, std::slice::from_ref(&(lo..hi)));
                 let rows: usize = ranges.iter().map(ExactSizeIterator::len).sum();
@@ -709,7 +712,7 @@ impl Scan {
             stats: &mut self.stats,
             order: &mut self.order,
         };
-        let selected = match (&self.filter, &input) {
+        let selected = match (&filter, &input) {
             (Bound::Const(true), None) => None,
             (f, input) => Some(ev.eval(f, input.as_ref())?),
         };

@@ -280,3 +280,58 @@ fn bloom_filters_read_on_several_threads_at_once() {
         assert_eq!(got, want);
     }
 }
+
+/// Tests the statistics prove true for every row of a row group are not evaluated on it:
+/// a scan projecting another column reads only that column there, and its rows are the
+/// reference's (nulls keep a range test from being proved).
+#[test]
+fn tests_proven_true_by_statistics_are_not_evaluated() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = batch();
+    let pruned = write(
+        &dir.path().join("pruned.parquet"),
+        &batch,
+        EnabledStatistics::Chunk,
+        false,
+    );
+    let bare = write(
+        &dir.path().join("bare.parquet"),
+        &batch,
+        EnabledStatistics::None,
+        false,
+    );
+    let read = |table: &Table, filter: Option<&str>| {
+        let mut builder = table.scan().project(["u"]);
+        if let Some(f) = filter {
+            builder = builder.filter(parse_filter(f).unwrap());
+        }
+        let mut scan = builder.build().unwrap();
+        let got: Vec<RecordBatch> = scan.by_ref().map(|b| b.unwrap()).collect();
+        let got = arrow::compute::concat_batches(&got[0].schema(), &got).unwrap();
+        let expr = filter.map(|f| parse_filter(f).unwrap());
+        let want = common::filter_batch(&batch, expr.as_ref());
+        assert_eq!(got.column(0), want.column(1), "{filter:?}");
+        scan.stats().clone()
+    };
+    let u_only = read(&pruned, None);
+    // Holds for every row group: only u is read.
+    let s = read(&pruned, Some("id >= 0 and id <= 7999"));
+    assert_eq!(s.bytes_read, u_only.bytes_read, "{s} vs {u_only}");
+    let evaluated = read(&bare, Some("id >= 0 and id <= 7999"));
+    assert!(evaluated.bytes_read > s.bytes_read, "{evaluated} vs {s}");
+    // Holds for half the row groups and prunes the other half.
+    let s = read(&pruned, Some("id < 4000"));
+    assert_eq!((s.blocks_pruned, s.rows_matched), (4, 4000), "{s}");
+    assert_eq!(s.bytes_read * 2, u_only.bytes_read, "{s} vs {u_only}");
+    // A negated range outside every row group's bounds holds too.
+    let s = read(&pruned, Some("id not between -10 and -1"));
+    assert_eq!(s.bytes_read, u_only.bytes_read, "{s}");
+    // n is all null in the first half of the row groups: IS NULL holds there (and is
+    // evaluated in the second half).
+    let s = read(&pruned, Some("n is null and id < 4000"));
+    assert_eq!(s.bytes_read * 2, u_only.bytes_read, "{s} vs {u_only}");
+    read(&pruned, Some("n is null"));
+    // A range over n's values does not hold where n has nulls.
+    read(&pruned, Some("n >= 0 and n < 50"));
+    read(&pruned, Some("n >= 0 or id < 100"));
+}
