@@ -212,16 +212,28 @@ pub(crate) enum InputRead {
     Bytes(bytes::buf::Reader<Bytes>),
 }
 
+/// Reading past the end is an error, not an end: the `parquet` crate reads page headers
+/// through this, and its Thrift decoder skips a field by copying its declared length
+/// without checking that the bytes were there. A damaged header declaring a list of 2^31
+/// strings would otherwise be skipped string by string at the end of the file, for
+/// minutes. No valid page header reaches the end of the file.
 impl Read for InputRead {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
+        let n = match self {
             InputRead::File { file, pos } => {
                 let n = std::os::unix::fs::FileExt::read_at(file.as_ref(), buf, *pos)?;
                 *pos += n as u64;
-                Ok(n)
+                n
             }
-            InputRead::Bytes(r) => r.read(buf),
+            InputRead::Bytes(r) => r.read(buf)?,
+        };
+        if n == 0 && !buf.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "read past the end of the file",
+            ));
         }
+        Ok(n)
     }
 }
 

@@ -38,6 +38,7 @@ use sift_encoding::{
 };
 
 use crate::error::{Error, Result};
+use crate::parquet_input::InputRead;
 use crate::parquet_source::guarded;
 
 /// One column chunk of one row group, as Sift chunks (one per data page read), seen
@@ -190,11 +191,11 @@ impl Length for ChunkBytes {
 }
 
 impl ChunkReader for ChunkBytes {
-    type T = bytes::buf::Reader<Bytes>;
+    type T = InputRead;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
         use bytes::Buf;
-        Ok(self.slice(start, None)?.reader())
+        Ok(InputRead::Bytes(self.slice(start, None)?.reader()))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
