@@ -711,13 +711,6 @@ struct Outcome {
     failed: usize,
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
-}
-
 /// How long one damaged file may take for all its scans before it counts as a hang.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -757,7 +750,10 @@ fn run_scans(path: &Path, target: Target, current: &Mutex<String>) -> Outcome {
             problems.push(format!("{what}: allocated {largest} bytes"));
         }
         match r {
-            Err(p) => problems.push(format!("{what}: PANIC: {}", panic_message(p.as_ref()))),
+            Err(p) => problems.push(format!(
+                "{what}: PANIC: {}",
+                common::panic_message(p.as_ref())
+            )),
             Ok(Some(e)) if !e.contains(&file) => {
                 problems.push(format!("{what}: error does not name the file: {e}"))
             }

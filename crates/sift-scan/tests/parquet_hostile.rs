@@ -164,13 +164,6 @@ struct Variant {
     bytes: Vec<u8>,
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
-}
-
 /// What the scans of the damaged files did.
 #[derive(Default)]
 struct Tally {
@@ -191,9 +184,10 @@ fn run_scans(path: &Path, current: &Mutex<&'static str>) -> Tally {
                 .push(format!("{what}: allocated {largest} bytes"));
         }
         match r {
-            Err(p) => out
-                .problems
-                .push(format!("{what}: PANIC: {}", panic_message(p.as_ref()))),
+            Err(p) => out.problems.push(format!(
+                "{what}: PANIC: {}",
+                common::panic_message(p.as_ref())
+            )),
             Ok(Some(e)) if !e.contains(&file) => out
                 .problems
                 .push(format!("{what}: error does not name the file: {e}")),

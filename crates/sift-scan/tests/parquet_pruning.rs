@@ -65,6 +65,25 @@ fn write(path: &Path, batch: &RecordBatch, statistics: EnabledStatistics, bloom:
     Table::open(path).unwrap()
 }
 
+/// `batch` written in `dir` with `statistics` (and Bloom filters if `bloom`), and
+/// without statistics, Bloom filters or a page index.
+fn with_and_without_statistics(
+    dir: &Path,
+    batch: &RecordBatch,
+    statistics: EnabledStatistics,
+    bloom: bool,
+) -> (Table, Table) {
+    (
+        write(&dir.join("pruned.parquet"), batch, statistics, bloom),
+        write(
+            &dir.join("bare.parquet"),
+            batch,
+            EnabledStatistics::None,
+            false,
+        ),
+    )
+}
+
 /// Scans `table` with `filter`, checks the rows against the reference and returns the
 /// scan's statistics.
 fn scan(table: &Table, batch: &RecordBatch, filter: &str) -> ScanStats {
@@ -85,18 +104,8 @@ fn scan_expr(table: &Table, batch: &RecordBatch, expr: Expr) -> ScanStats {
 fn row_groups_pages_and_bloom_filters_prune() {
     let dir = tempfile::tempdir().unwrap();
     let batch = batch();
-    let pruned = write(
-        &dir.path().join("pruned.parquet"),
-        &batch,
-        EnabledStatistics::Page,
-        true,
-    );
-    let bare = write(
-        &dir.path().join("bare.parquet"),
-        &batch,
-        EnabledStatistics::None,
-        false,
-    );
+    let (pruned, bare) =
+        with_and_without_statistics(dir.path(), &batch, EnabledStatistics::Page, true);
     let everything = scan(&bare, &batch, "id >= 0");
     assert_eq!(everything.rows_scanned, 8000, "{everything}");
 
@@ -288,18 +297,8 @@ fn bloom_filters_read_on_several_threads_at_once() {
 fn tests_proven_true_by_statistics_are_not_evaluated() {
     let dir = tempfile::tempdir().unwrap();
     let batch = batch();
-    let pruned = write(
-        &dir.path().join("pruned.parquet"),
-        &batch,
-        EnabledStatistics::Chunk,
-        false,
-    );
-    let bare = write(
-        &dir.path().join("bare.parquet"),
-        &batch,
-        EnabledStatistics::None,
-        false,
-    );
+    let (pruned, bare) =
+        with_and_without_statistics(dir.path(), &batch, EnabledStatistics::Chunk, false);
     let read = |table: &Table, filter: Option<&str>| {
         let mut builder = table.scan().project(["u"]);
         if let Some(f) = filter {

@@ -330,6 +330,14 @@ pub fn write_sift_with(path: &Path, batch: &RecordBatch, options: WriteOptions) 
     w.finish().unwrap();
 }
 
+/// The message of a caught panic.
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
 /// The Parquet file at `path` as arrow-rs reads it, in one batch.
 pub fn read_parquet(path: &Path) -> RecordBatch {
     let file = std::fs::File::open(path).unwrap();
