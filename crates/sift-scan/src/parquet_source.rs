@@ -59,9 +59,8 @@ impl ParquetSource {
     fn with_input(path: PathBuf, input: ParquetInput) -> Result<ParquetSource> {
         let err = |e: &dyn std::fmt::Display| Error::Parquet(format!("{}: {e}", path.display()));
         // The page index (when the writer stored one) prunes pages; one that does not
-        // parse only costs that pruning, never the file.
-        // The footer is read without its embedded Arrow schema, which is then applied on
-        // its own (below).
+        // parse, or does not fit the column chunks, only costs that pruning, never the
+        // file. The footer is read without its embedded Arrow schema, applied on its own.
         let plain = plain_schema();
         let with_index = plain
             .clone()
@@ -70,10 +69,6 @@ impl ParquetSource {
             Ok(m) => m,
             Err(_) => ArrowReaderMetadata::load(&input, plain).map_err(|e| err(&e))?,
         };
-        // The embedded Arrow schema (the `ARROW:schema` key: string views, large types,
-        // time zones...) is decoded by arrow-ipc, which panics on some damaged ones
-        // rather than returning an error. Such a file is read with the Parquet schema
-        // alone, as readers that ignore the key do.
         let mut metadata = parquet_typed.metadata().clone();
         if !offset_index_fits(&metadata) {
             metadata = Arc::new(
@@ -86,6 +81,10 @@ impl ParquetSource {
         }
         let parquet_typed =
             ArrowReaderMetadata::try_new(metadata.clone(), plain_schema()).map_err(|e| err(&e))?;
+        // The embedded Arrow schema (the `ARROW:schema` key: string views, large types,
+        // time zones...) is decoded by arrow-ipc, which panics on some damaged ones
+        // rather than returning an error. Such a file is read with the Parquet schema
+        // alone, as readers that ignore the key do.
         let meta = match catch_unwind(AssertUnwindSafe(|| {
             ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
         })) {
@@ -314,22 +313,9 @@ impl ParquetSource {
                 self.path.display(),
                 field.name()
             );
-            let chunk = md.row_groups()[b].column(leaves.start);
-            let Some(range) = self.input.chunk_range(chunk) else {
-                return Err(Error::Parquet(format!(
-                    "{place}: the column chunk (offset {}, {} bytes) lies outside the file of {} bytes",
-                    chunk.data_page_offset(),
-                    chunk.compressed_size(),
-                    self.input.len()
-                )));
-            };
-            let start = range.start;
-            let bytes = self
-                .input
-                .bytes(start, range.end - start)
-                .map_err(|e| Error::Parquet(format!("{place}: {e}")))?;
+            let chunk = self.leaf_chunk(b, leaves.start, &place)?;
             let leaf = (b, leaves.start);
-            if let Some(p) = PagedColumn::read((start, bytes), md, leaf, field, rows, place)? {
+            if let Some(p) = PagedColumn::read(chunk, md, leaf, field, rows, place)? {
                 return Ok((ParquetColumn::Paged(p), self.chunk_bytes(b, col, rows)));
             }
         }
@@ -342,7 +328,7 @@ impl ParquetSource {
     /// [`crate::parquet_pages::check_repetition_levels`]).
     fn check_repetition_levels(&self, b: usize, col: usize) -> Result<()> {
         let md = self.meta.metadata();
-        let (Some(leaves), Some(group)) = (self.leaves(col), md.row_groups().get(b)) else {
+        let Some(leaves) = self.leaves(col) else {
             return Ok(());
         };
         let schema = md.file_metadata().schema_descr();
@@ -352,22 +338,35 @@ impl ParquetSource {
                 self.path.display(),
                 schema.column(leaf).path()
             );
-            let chunk = group.column(leaf);
-            let range = self.input.chunk_range(chunk).ok_or_else(|| {
-                Error::Parquet(format!("{place}: the column chunk lies outside the file"))
-            })?;
-            let bytes = self
-                .input
-                .bytes(range.start, range.end - range.start)
-                .map_err(|e| Error::Parquet(format!("{place}: {e}")))?;
-            crate::parquet_pages::check_repetition_levels(
-                (range.start, bytes),
-                md,
-                (b, leaf),
-                &place,
-            )?;
+            let chunk = self.leaf_chunk(b, leaf, &place)?;
+            crate::parquet_pages::check_repetition_levels(chunk, md, (b, leaf), &place)?;
         }
         Ok(())
+    }
+
+    /// The bytes of leaf column `leaf`'s chunk in row group `b`, with the file offset
+    /// they start at; `place` names the column in errors.
+    fn leaf_chunk(&self, b: usize, leaf: usize, place: &str) -> Result<(u64, bytes::Bytes)> {
+        let chunk = self
+            .meta
+            .metadata()
+            .row_groups()
+            .get(b)
+            .map(|g| g.column(leaf))
+            .ok_or_else(|| Error::Parquet(format!("{place}: no such row group")))?;
+        let Some(range) = self.input.chunk_range(chunk) else {
+            return Err(Error::Parquet(format!(
+                "{place}: the column chunk (offset {}, {} bytes) lies outside the file of {} bytes",
+                chunk.data_page_offset(),
+                chunk.compressed_size(),
+                self.input.len()
+            )));
+        };
+        let bytes = self
+            .input
+            .bytes(range.start, range.end - range.start)
+            .map_err(|e| Error::Parquet(format!("{place}: {e}")))?;
+        Ok((range.start, bytes))
     }
 
     /// Whether the pages of column `col` in row group `b` are read in place
