@@ -272,14 +272,30 @@ fn widen_big_endian(buf: &[u8], width: usize) -> Option<Bytes> {
     if width == 0 || width > 8 || !buf.len().is_multiple_of(width) {
         return None;
     }
-    let mut out = Vec::with_capacity(buf.len() / width * 8);
-    for v in buf.chunks_exact(width) {
-        // Sign-extend from the top byte, then shift the value's bytes in.
-        let fill = if v[0] & 0x80 != 0 { -1i64 } else { 0 };
-        let x = v.iter().fold(fill, |acc, &b| (acc << 8) | i64::from(b));
-        out.extend_from_slice(&x.to_le_bytes());
+    let mut out = vec![0u8; buf.len() / width * 8];
+    match width {
+        1 => widen::<1>(buf, &mut out),
+        2 => widen::<2>(buf, &mut out),
+        3 => widen::<3>(buf, &mut out),
+        4 => widen::<4>(buf, &mut out),
+        5 => widen::<5>(buf, &mut out),
+        6 => widen::<6>(buf, &mut out),
+        7 => widen::<7>(buf, &mut out),
+        _ => widen::<8>(buf, &mut out),
     }
     Some(Bytes::from(out))
+}
+
+/// [`widen_big_endian`] at a width known when compiled (a loop without branches per
+/// value): each value's bytes become the top bytes of a big-endian `i64`, and an
+/// arithmetic shift brings them down with their sign.
+fn widen<const W: usize>(buf: &[u8], out: &mut [u8]) {
+    for (v, o) in buf.chunks_exact(W).zip(out.chunks_exact_mut(8)) {
+        let mut be = [0u8; 8];
+        be[..W].copy_from_slice(v);
+        let x = i64::from_be_bytes(be) >> (64 - 8 * W);
+        o.copy_from_slice(&x.to_le_bytes());
+    }
 }
 
 /// The layout of the values of leaf `descr` read as Arrow field `field`, when this module
