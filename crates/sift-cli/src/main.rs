@@ -73,6 +73,15 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A panic the scan catches (the `parquet` crate's decoders on a damaged file) becomes
+    // an error naming the file, printed below; the panic's own message would only come
+    // first. Every other panic is printed as always.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !sift_scan::catching_panics() {
+            report(info);
+        }
+    }));
     let cli = Cli::parse();
     let ui = Ui::new(cli.quiet);
     // Ctrl-C or `kill` must not leave an output's temporary file behind. Only commands

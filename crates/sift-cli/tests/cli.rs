@@ -1742,3 +1742,21 @@ fn nested_columns_convert_filter_and_print() {
         "{\"id\":10,\"tags\":[1,2]}\n{\"id\":11}\n{\"id\":12,\"tags\":[]}\n{\"id\":13,\"tags\":[7]}\n"
     );
 }
+
+/// A damaged Parquet file on which the `parquet` crate's decoder panics (the scan catches
+/// it): one clean error naming the file and column, no panic message before it.
+#[test]
+fn damaged_parquet_is_a_clean_error() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/damaged-parquet/levels-past-the-bitmap.parquet");
+    let o = sift([
+        "scan".as_ref(),
+        path.as_os_str(),
+        "-o".as_ref(),
+        "none".as_ref(),
+    ]);
+    let err = clean_failure(&o);
+    assert!(err.contains("levels-past-the-bitmap.parquet"), "{err}");
+    assert!(err.contains("column flba_field"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -37,3 +37,24 @@ pub(crate) fn shorten(text: &str) -> String {
         None => text.to_string(),
     }
 }
+
+thread_local! {
+    // How deep this thread is in calls whose panics the scan catches.
+    static CATCHING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether this thread is inside a call whose panics the scan catches and reports as
+/// errors naming the file (a third-party decoder on damaged input). A program's panic hook
+/// can stay silent for those: the error follows.
+pub fn catching_panics() -> bool {
+    CATCHING.with(|c| c.get() > 0)
+}
+
+/// Runs `f`, catching its panic; [`catching_panics`] is true meanwhile.
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
+pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
+    CATCHING.with(|c| c.set(c.get() + 1));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CATCHING.with(|c| c.set(c.get() - 1));
+    r
+}

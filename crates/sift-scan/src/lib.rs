@@ -46,7 +46,7 @@ pub use bind::field_type_at;
 pub use dataset::{
     Dataset, DatasetFile, DatasetScan, DatasetScanBuilder, FileCounts, FileScan, Opener,
 };
-pub use error::{Error, Result};
+pub use error::{Error, Result, catching_panics};
 pub use expr::{CmpOp, Column, Expr, Literal, Udf, UdfFn, col};
 pub use keys::{BLOOM_FPR, EXACT_KEYS, KeyCollector, KeyDomain, KeyFilter, MAX_KEYS};
 pub use parse::parse_filter;

@@ -5,7 +5,6 @@
 
 use std::cell::{Cell, OnceCell};
 use std::ops::Range;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -85,9 +84,9 @@ impl ParquetSource {
         // time zones...) is decoded by arrow-ipc, which panics on some damaged ones
         // rather than returning an error. Such a file is read with the Parquet schema
         // alone, as readers that ignore the key do.
-        let meta = match catch_unwind(AssertUnwindSafe(|| {
+        let meta = match crate::error::catch(|| {
             ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
-        })) {
+        }) {
             Ok(typed) => typed.map_err(|e| err(&e))?,
             Err(_) => parquet_typed,
         };
@@ -505,7 +504,7 @@ fn offset_index_fits(md: &ParquetMetaData) -> bool {
 pub(crate) fn guarded<T>(
     f: impl FnOnce() -> parquet::errors::Result<T>,
 ) -> std::result::Result<T, String> {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match crate::error::catch(f) {
         Ok(r) => r.map_err(|e| e.to_string()),
         Err(p) => Err(format!(
             "the parquet decoder failed on damaged data ({})",
