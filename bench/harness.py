@@ -993,6 +993,29 @@ def private_sift_copy(sift_bin: Path, tmpdir: Path) -> tuple[Path, dict]:
     return dst, {"path": str(sift_bin), "mtime": st.st_mtime}
 
 
+def sift_binary(arg: str, default: Path, missing_reason: str,
+                tmpdir: Path) -> tuple[Path | None, dict | None, str]:
+    """The sift binary `arg` (`none`: no binary; empty: `default`), privately copied into
+    `tmpdir`: (the copy or None, its origin, why it is unavailable, else "")."""
+    if arg.lower() == "none":
+        return None, None, missing_reason or "--sift none"
+    path = Path(arg or default).expanduser().resolve()
+    if not path.is_file():
+        return None, None, missing_reason or f"sift binary not found at {path}"
+    copy, origin = private_sift_copy(path, tmpdir)
+    return copy, origin, ""
+
+
+def sql_unavailable(sift_bin: Path, env: dict, options: tuple[str, ...] = ()) -> str:
+    """Why `sift_bin` cannot run `sift sql` with `options` ("" when it can)."""
+    p = subprocess.run([str(sift_bin), "sql", "--help"], capture_output=True, text=True,
+                       env=env)
+    if p.returncode != 0:
+        return "the sift binary has no `sql` subcommand"
+    missing = [o for o in options if o not in p.stdout]
+    return f"`sift sql` has no {missing[0]} option" if missing else ""
+
+
 def run_dataset(ds: Dataset, formats: list[Format], args, sift_bin: Path | None) -> None:
     load = [os.getloadavg()[0]]
     ref = ds.ref

@@ -1442,22 +1442,13 @@ def main() -> int:
         # A private copy of the binary: a concurrent rebuild cannot swap it mid-run.
         sift_bin, origin, reason = None, None, ""
         want_sift = any(e in SIFT_ENGINES for e in args.engine_keys)
-        path = Path(args.sift or Path.home() / ".cache/sift-target/release/sift").expanduser()
-        if args.sift.lower() == "none":
-            reason = args.sift_missing_reason or "--sift none"
-        elif not path.is_file():
-            reason = args.sift_missing_reason or f"sift binary not found at {path}"
-        elif want_sift:
-            sift_bin = tmpdir / "sift"
-            shutil.copy2(path, sift_bin)
-            origin = {"path": str(path.resolve()), "mtime": path.stat().st_mtime}
-            p = subprocess.run([str(sift_bin), "sql", "--help"], capture_output=True,
-                               text=True, env=sift_env())
-            if p.returncode != 0:
-                reason = "the sift binary has no `sql` subcommand"
-            elif "--parquet-reader" not in p.stdout:
-                reason = "`sift sql` has no --parquet-reader option"
-        if reason and want_sift:
+        if want_sift:
+            sift_bin, origin, reason = harness.sift_binary(
+                args.sift, Path.home() / ".cache/sift-target/release/sift",
+                args.sift_missing_reason, tmpdir)
+        if sift_bin:
+            reason = harness.sql_unavailable(sift_bin, sift_env(), ("--parquet-reader",))
+        if reason:
             log(f"sift engines unavailable: {reason}")
 
         files: dict[str, dict] = {}

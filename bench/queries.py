@@ -559,16 +559,11 @@ def sift_query_support(sift_bin: Path) -> str:
 
 def resolve_sift(args, tmpdir: Path) -> tuple[Path | None, dict | None, str]:
     """(private copy of the sift binary or None, its origin, reason it is unavailable)."""
-    if args.sift.lower() == "none":
-        return None, None, args.sift_missing_reason or "--sift none"
     target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO_DIR / "target")
     if not target.is_absolute():
         target = REPO_DIR / target
-    path = Path(args.sift or target / "release" / "sift").resolve()
-    if not path.is_file():
-        return None, None, args.sift_missing_reason or f"sift binary not found at {path}"
-    copy, origin = harness.private_sift_copy(path, tmpdir)
-    return copy, origin, ""
+    return harness.sift_binary(args.sift, target / "release" / "sift",
+                               args.sift_missing_reason, tmpdir)
 
 
 def prepare_tables(queries: list[Query], args, sift_bin, sift_mtime, sift_reason,

@@ -1003,20 +1003,11 @@ def main() -> int:
     run = Run()
     try:
         # A private copy of the binary: a concurrent rebuild cannot swap it mid-run.
-        sift_bin, origin, reason = None, None, ""
-        path = Path(args.sift or Path.home() / ".cache/sift-target/release/sift").expanduser()
-        if args.sift.lower() == "none":
-            reason = args.sift_missing_reason or "--sift none"
-        elif not path.is_file():
-            reason = args.sift_missing_reason or f"sift binary not found at {path}"
-        else:
-            sift_bin = tmpdir / "sift"
-            shutil.copy2(path, sift_bin)
-            origin = {"path": str(path.resolve()), "mtime": path.stat().st_mtime}
-            p = subprocess.run([str(sift_bin), "sql", "--help"], capture_output=True,
-                               text=True, env=child_env())
-            if p.returncode != 0:
-                reason = "the sift binary has no `sql` subcommand"
+        sift_bin, origin, reason = harness.sift_binary(
+            args.sift, Path.home() / ".cache/sift-target/release/sift",
+            args.sift_missing_reason, tmpdir)
+        if sift_bin:
+            reason = harness.sql_unavailable(sift_bin, child_env())
         if reason:
             log(f"sift engines unavailable: {reason}")
         data = prepare_data(args, sift_bin, origin and origin["mtime"], reason)
