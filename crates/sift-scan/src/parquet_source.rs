@@ -64,11 +64,11 @@ impl ParquetSource {
         let with_index = plain
             .clone()
             .with_page_index_policy(PageIndexPolicy::Optional);
-        let parquet_typed = match ArrowReaderMetadata::load(&input, with_index) {
+        let loaded = match ArrowReaderMetadata::load(&input, with_index) {
             Ok(m) => m,
             Err(_) => ArrowReaderMetadata::load(&input, plain).map_err(|e| err(&e))?,
         };
-        let mut metadata = parquet_typed.metadata().clone();
+        let mut metadata = loaded.metadata().clone();
         if !offset_index_fits(&metadata) {
             metadata = Arc::new(
                 ParquetMetaData::clone(&metadata)
@@ -78,18 +78,17 @@ impl ParquetSource {
                     .build(),
             );
         }
-        let parquet_typed =
-            ArrowReaderMetadata::try_new(metadata.clone(), plain_schema()).map_err(|e| err(&e))?;
         // The embedded Arrow schema (the `ARROW:schema` key: string views, large types,
         // time zones...) is decoded by arrow-ipc, which panics on some damaged ones
         // rather than returning an error. Such a file is read with the Parquet schema
         // alone, as readers that ignore the key do.
         let meta = match crate::error::catch(|| {
-            ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
+            ArrowReaderMetadata::try_new(metadata.clone(), ArrowReaderOptions::new())
         }) {
-            Ok(typed) => typed.map_err(|e| err(&e))?,
-            Err(_) => parquet_typed,
-        };
+            Ok(typed) => typed,
+            Err(_) => ArrowReaderMetadata::try_new(metadata, plain_schema()),
+        }
+        .map_err(|e| err(&e))?;
         input.index_chunks(meta.metadata());
         Ok(ParquetSource {
             zones: ParquetZones::new(&meta, input.clone()),
