@@ -174,9 +174,14 @@ impl Dict {
         }
     }
 
+    /// The context's [`DictionaryMemo`](crate::DictionaryMemo) when this node is the root
+    /// dictionary (the one shared with chunks filtered before).
+    fn memo<'c>(ctx: &Ctx<'c>, id: NodeId) -> Option<&'c crate::DictionaryMemo> {
+        ctx.memo.filter(|_| id == 0)
+    }
+
     /// The verdicts on the `len` entries: `compute`'s, or, for the root dictionary, those
-    /// of the dictionary it shares with chunks filtered before (the context's
-    /// [`DictionaryMemo`](crate::DictionaryMemo)).
+    /// kept in the memo.
     fn verdicts(
         &self,
         ctx: &Ctx<'_>,
@@ -184,7 +189,7 @@ impl Dict {
         len: usize,
         compute: impl FnOnce() -> Result<Vec<bool>>,
     ) -> Result<std::rc::Rc<[bool]>> {
-        match ctx.memo.filter(|_| id == 0) {
+        match Self::memo(ctx, id) {
             Some(memo) => memo.mask(len, compute),
             None => Ok(compute()?.into()),
         }
@@ -224,7 +229,7 @@ impl Dict {
         }
         // Any other set: tested code by code on the codes' own encoding where it can
         // (without materialising the codes), else on the decoded codes.
-        let set = match ctx.memo.filter(|_| id == 0) {
+        let set = match Self::memo(ctx, id) {
             Some(memo) => memo.code_set(mask),
             None => std::rc::Rc::new(CodeMask::new(mask)),
         };
