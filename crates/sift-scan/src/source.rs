@@ -1,6 +1,7 @@
 //! Where blocks come from: a Sift file (encoded chunks, evaluated in place) or, with the
-//! `parquet` feature, a Parquet file (row groups decoded by the `parquet` crate, evaluated
-//! on Arrow arrays; `parquet_source.rs`).
+//! `parquet` feature, a Parquet file (row groups whose pages are read in place as Sift
+//! chunks where `parquet_pages.rs` can, else decoded by the `parquet` crate;
+//! `parquet_source.rs`).
 
 use std::ops::Range;
 use std::path::Path;
