@@ -135,8 +135,8 @@ pub(crate) fn check_repetition_levels(
     while let Some(page) =
         guarded(|| pages.get_next_page()).map_err(|e| err(&format!("page {page_no}: {e}")))?
     {
-        // The page, where its repetition levels lie in it, and its value count.
-        let (buf, levels, count) = match page {
+        // The page's repetition levels and its value count.
+        let (levels, count) = match page {
             Page::DictionaryPage { .. } => continue,
             Page::DataPage {
                 buf,
@@ -150,32 +150,48 @@ pub(crate) fn check_repetition_levels(
                     page_no += 1;
                     continue;
                 }
-                let len = buf
-                    .get(..4)
-                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
-                (
-                    buf,
-                    len.and_then(|len| Some(4..4usize.checked_add(len)?)),
-                    num_values,
-                )
+                (v1_levels(&buf, "repetition").map(|(l, _)| l), num_values)
             }
             Page::DataPageV2 {
                 buf,
                 num_values,
                 rep_levels_byte_len,
                 ..
-            } => (buf, Some(0..rep_levels_byte_len as usize), num_values),
-        };
-        let checked = match levels.and_then(|r| buf.get(r)) {
-            None => Err("repetition levels cut short".to_string()),
-            Some(levels) => {
-                sift_encoding::encodings::hybrid::check_stream(bits, levels, count as usize)
+            } => {
+                let len = rep_levels_byte_len as usize;
+                let levels = match len <= buf.len() {
+                    true => Ok(buf.slice(..len)),
+                    false => Err(format!(
+                        "repetition levels of {len} bytes in a page of {}",
+                        buf.len()
+                    )),
+                };
+                (levels, num_values)
             }
         };
+        let checked = levels
+            .and_then(|l| sift_encoding::encodings::hybrid::check_stream(bits, &l, count as usize));
         checked.map_err(|e| err(&format!("page {page_no}: repetition levels: {e}")))?;
         page_no += 1;
     }
     Ok(())
+}
+
+/// The RLE levels at the start of a version-1 page's `buf` (a 4-byte little-endian
+/// length, then the run stream) and the bytes after them; `what` names the levels in
+/// errors.
+fn v1_levels(buf: &Bytes, what: &str) -> std::result::Result<(Bytes, Bytes), String> {
+    let Some(len) = buf.get(..4) else {
+        return Err(format!("{what} levels cut short"));
+    };
+    let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+    if len > buf.len() - 4 {
+        return Err(format!(
+            "{what} levels of {len} bytes in a page of {}",
+            buf.len()
+        ));
+    }
+    Ok((buf.slice(4..4 + len), buf.slice(4 + len..)))
 }
 
 /// The bytes of one column chunk, addressed by file offsets as the page reader asks.
@@ -433,17 +449,9 @@ impl PagedColumn {
                             if def_level_encoding != Encoding::RLE {
                                 return Ok(None);
                             }
-                            let Some(len) = buf.get(..4) else {
-                                return Err(perr(&"definition levels cut short"));
-                            };
-                            let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
-                            if 4 + len > buf.len() {
-                                return Err(perr(&format!(
-                                    "definition levels of {len} bytes in a page of {}",
-                                    buf.len()
-                                )));
-                            }
-                            (Some(buf.slice(4..4 + len)), buf.slice(4 + len..))
+                            let (levels, values) =
+                                v1_levels(&buf, "definition").map_err(|e| perr(&e))?;
+                            (Some(levels), values)
                         }
                     };
                     (values, count, encoding, levels)
