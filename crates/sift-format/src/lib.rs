@@ -18,6 +18,7 @@
 //! table. Opening a file reads the tail (one range, two if the footer is larger than the
 //! first guess) and decodes nothing per column; records are decoded when first used.
 
+mod aligned;
 mod error;
 mod footer;
 mod nested;
@@ -26,6 +27,7 @@ mod reader;
 mod schema;
 mod writer;
 
+pub use aligned::{AlignedWriter, WRITE_ALIGN};
 pub use error::{Error, Result};
 pub use footer::{
     BlockMeta, ChunkMeta, FOOTER_HEADER_LEN, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN,

@@ -1,7 +1,7 @@
 //! The streaming writer: Arrow batches in, a Sift file out, atomically.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -12,6 +12,7 @@ use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use sift_encoding::{EncodeOptions, encode_array_with, encode_lookups};
 
+use crate::aligned::AlignedWriter;
 use crate::error::{Error, Result, io_err};
 use crate::footer::{BlockMeta, ChunkMeta, Footer, MAGIC, Segment};
 use crate::nested::{Layout, max_elements, shred};
@@ -72,7 +73,7 @@ pub struct WriteSummary {
 pub struct SiftWriter {
     // Declared before `tmp`, so that an unfinished writer closes its file before
     // `TempFile`'s drop removes it.
-    out: Option<BufWriter<File>>,
+    out: Option<AlignedWriter<File>>,
     tmp: TempFile,
     schema: SchemaRef,
     /// `schema` with top-level dictionary columns as their value type: what blocks are cut
@@ -133,7 +134,7 @@ impl SiftWriter {
             schema.metadata().clone(),
         ));
         let (tmp, file) = TempFile::create(path)?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut out = AlignedWriter::new(file);
         out.write_all(&MAGIC).map_err(io_err(tmp.path()))?;
         Ok(Self {
             out: Some(out),
@@ -347,10 +348,7 @@ impl SiftWriter {
             return Err(Error::Invalid("writer already finished".into()));
         };
         out.write_all(&bytes).map_err(io_err(self.tmp.path()))?;
-        let file = out.into_inner().map_err(|e| Error::Io {
-            path: self.tmp.path().to_path_buf(),
-            error: e.into_error(),
-        })?;
+        let file = out.into_inner().map_err(io_err(self.tmp.path()))?;
         // On failure here the temporary file is removed when `self.tmp` drops.
         let len = self.tmp.commit(file)?;
         Ok(WriteSummary {

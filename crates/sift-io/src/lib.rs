@@ -3,7 +3,7 @@
 //! format, atomically. The command-line tool and the Python package convert through here.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -15,7 +15,9 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
-use sift_format::{SiftFile, SiftWriter, TempFile, WriteOptions, check_unique_names};
+use sift_format::{
+    AlignedWriter, SiftFile, SiftWriter, TempFile, WriteOptions, check_unique_names,
+};
 
 /// A file format, recognized by the file name's extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -335,9 +337,9 @@ pub struct Output {
 
 enum Sink {
     Sift(SiftWriter),
-    Parquet(ArrowWriter<File>, TempFile),
-    ArrowFile(FileWriter<BufWriter<File>>, TempFile),
-    ArrowStream(StreamWriter<BufWriter<File>>, TempFile),
+    Parquet(ArrowWriter<AlignedWriter<File>>, TempFile),
+    ArrowFile(FileWriter<AlignedWriter<File>>, TempFile),
+    ArrowStream(StreamWriter<AlignedWriter<File>>, TempFile),
 }
 
 impl Output {
@@ -362,19 +364,20 @@ impl Output {
                     .set_compression(options.compression.codec())
                     .build();
                 let writer =
-                    ArrowWriter::try_new(file, schema.clone(), Some(props)).with_context(ctx)?;
+                    ArrowWriter::try_new(AlignedWriter::new(file), schema.clone(), Some(props))
+                        .with_context(ctx)?;
                 Sink::Parquet(writer, tmp)
             }
             Format::ArrowFile => {
                 let (tmp, file) = TempFile::create(path).with_context(ctx)?;
-                let writer = FileWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema)
-                    .with_context(ctx)?;
+                let writer =
+                    FileWriter::try_new(AlignedWriter::new(file), schema).with_context(ctx)?;
                 Sink::ArrowFile(writer, tmp)
             }
             Format::ArrowStream => {
                 let (tmp, file) = TempFile::create(path).with_context(ctx)?;
-                let writer = StreamWriter::try_new(BufWriter::with_capacity(1 << 20, file), schema)
-                    .with_context(ctx)?;
+                let writer =
+                    StreamWriter::try_new(AlignedWriter::new(file), schema).with_context(ctx)?;
                 Sink::ArrowStream(writer, tmp)
             }
             Format::Csv => bail!(
@@ -406,7 +409,11 @@ impl Output {
         match self.sink {
             Sink::Sift(w) => Ok(w.finish().with_context(ctx)?.bytes),
             Sink::Parquet(w, tmp) => {
-                let file = w.into_inner().with_context(ctx)?;
+                let file = w
+                    .into_inner()
+                    .with_context(ctx)?
+                    .into_inner()
+                    .with_context(ctx)?;
                 Ok(tmp.commit(file).with_context(ctx)?)
             }
             Sink::ArrowFile(mut w, tmp) => {
@@ -415,7 +422,6 @@ impl Output {
                     .into_inner()
                     .with_context(ctx)?
                     .into_inner()
-                    .map_err(|e| e.into_error())
                     .with_context(ctx)?;
                 Ok(tmp.commit(file).with_context(ctx)?)
             }
@@ -425,7 +431,6 @@ impl Output {
                     .into_inner()
                     .with_context(ctx)?
                     .into_inner()
-                    .map_err(|e| e.into_error())
                     .with_context(ctx)?;
                 Ok(tmp.commit(file).with_context(ctx)?)
             }
