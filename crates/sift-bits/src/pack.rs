@@ -68,40 +68,43 @@ pub struct ShortBuffer {
     pub available: usize,
 }
 
-/// Unpacks `out.len()` values of `width` bits from `packed`, calling `map` on each code.
+/// Appends `count` values of `width` bits from `packed` to `out`, calling `map` on each code.
 ///
 /// `map` lets callers fuse the frame-of-reference addition and the narrowing cast into the
 /// same pass. The codes are decoded by the dispatched SIMD unpacker ([`crate::unpack`]) in
 /// chunks of 256 values that stay in L1, then mapped; chunk starts are word-aligned because
-/// 256 values of any width fill whole words.
+/// 256 values of any width fill whole words. Appending (rather than filling a slice) spares
+/// callers a zeroed buffer that would be overwritten: on a whole-file read, zeroing every
+/// decoded column first cost as much memory traffic as writing it.
 #[inline]
 pub fn unpack_map<T, F: Fn(u64) -> T>(
     packed: &[u64],
     width: u32,
-    out: &mut [T],
+    count: usize,
+    out: &mut Vec<T>,
     map: F,
 ) -> Result<(), ShortBuffer> {
     const CHUNK: usize = 256;
     let width = width.min(64);
-    let needed = packed_words(out.len(), width).unwrap_or(usize::MAX);
+    let needed = packed_words(count, width).unwrap_or(usize::MAX);
     if packed.len() < needed {
         return Err(ShortBuffer {
             needed,
             available: packed.len(),
         });
     }
+    out.reserve(count);
     let mut buf = [0u64; CHUNK];
     let words_per_chunk = CHUNK / 64 * width as usize;
-    for (c, out_chunk) in out.chunks_mut(CHUNK).enumerate() {
+    for c in 0..count.div_ceil(CHUNK) {
+        let len = CHUNK.min(count - c * CHUNK);
         let src = packed.get(c * words_per_chunk..).unwrap_or(&[]);
-        let codes = &mut buf[..out_chunk.len()];
+        let codes = &mut buf[..len];
         crate::unpack::unpack_to(src, width, codes).map_err(|_| ShortBuffer {
             needed,
             available: packed.len(),
         })?;
-        for (o, &v) in out_chunk.iter_mut().zip(codes.iter()) {
-            *o = map(v);
-        }
+        out.extend(codes.iter().map(|&v| map(v)));
     }
     Ok(())
 }

@@ -335,9 +335,11 @@ impl Encoding for For {
     ) -> Result<Option<Vec<T>>> {
         let base = base_as::<T>(self.base)?;
         let words = self.words(ctx, count)?;
-        let mut out = vec![T::default(); count];
-        pack::unpack_map(&words, u32::from(self.bits), &mut out, |c| base.add_code(c))
-            .map_err(|e| corrupt(format!("packed buffer too short: {e:?}")))?;
+        let mut out = Vec::new();
+        pack::unpack_map(&words, u32::from(self.bits), count, &mut out, |c| {
+            base.add_code(c)
+        })
+        .map_err(|e| corrupt(format!("packed buffer too short: {e:?}")))?;
         Ok(Some(out))
     }
 
