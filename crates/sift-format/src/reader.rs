@@ -212,7 +212,16 @@ pub fn map_file(file: &File) -> std::io::Result<memmap2::Mmap> {
     // immutable once written (writers rename a finished file into place), so the bytes do
     // not change under us; a file truncated by another process while open would fault,
     // the caveat every mmap-based reader accepts.
-    unsafe { memmap2::Mmap::map(file) }
+    let map = unsafe { memmap2::Mmap::map(file) }?;
+    // Pages this mapping faults in from storage are read ahead into 2 MiB folios, which
+    // later scans (in any process) map with one entry per 2 MiB instead of one fault per
+    // few pages: on lineitem SF1 (Linux 6.18, ext4), a fresh process's first Q6 took 5 ms
+    // instead of 9 after Sift had read the file from storage, and that read itself 47–74 ms
+    // instead of 162. The price is reading ahead up to 2 MiB around a cold page. A hint:
+    // where the kernel or file system cannot honour it, nothing changes.
+    #[cfg(target_os = "linux")]
+    let _ = map.advise(memmap2::Advice::HugePage);
+    Ok(map)
 }
 
 /// A file shorter than magic and trailer is not a Sift file.
