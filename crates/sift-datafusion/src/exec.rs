@@ -9,13 +9,16 @@ use std::sync::Arc;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::common::config::ConfigOptions;
+use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result, Statistics};
 use datafusion::execution::TaskContext;
-use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
+use datafusion::physical_expr::{EquivalenceProperties, split_conjunction};
 use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
+use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::filter_pushdown::{
     ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
 };
@@ -25,7 +28,7 @@ use datafusion::physical_plan::metrics::{
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
-    ReplaceChildrenOptions, SendableRecordBatchStream, StatisticsArgs,
+    ReplaceChildrenOptions, SendableRecordBatchStream, StatisticsArgs, apply_expression_roots,
 };
 use sift_scan::{Expr as Filter, FileScan, ScanStats};
 
@@ -54,6 +57,9 @@ pub struct SiftScanExec {
     /// ([`JoinFilters`](crate::JoinFilters)).
     join_filters: Vec<JoinFilter>,
     limit: Option<usize>,
+    /// The share of rows the pushed filter is estimated to keep, for the statistics the
+    /// optimizer orders joins by ([`SiftScanExec::with_filter_estimate`]).
+    selectivity: Option<f64>,
     /// Columns read as dictionary arrays (for grouping on their codes).
     dictionary: Vec<String>,
     /// Decimal columns read as their unscaled `Int64` values (for arithmetic on them).
@@ -94,6 +100,7 @@ impl SiftScanExec {
             dynamic: Vec::new(),
             join_filters: Vec::new(),
             limit,
+            selectivity: None,
             dictionary: Vec::new(),
             unscaled: Vec::new(),
             partitions,
@@ -105,6 +112,35 @@ impl SiftScanExec {
     /// The filter evaluated inside the scan, in Sift's filter syntax.
     pub fn filter(&self) -> Option<&Filter> {
         self.filter.as_ref()
+    }
+
+    /// The scan with its statistics scaled by the share of rows `predicate` (the pushed
+    /// filter, as DataFusion planned it over the table's columns) keeps, estimated as
+    /// DataFusion's `FilterExec` estimates it: from the zone maps' bounds where the
+    /// predicate allows interval analysis, else the session's default selectivity. Without
+    /// it a filtered scan would report every row of its files, and a join would be built
+    /// on a large table whose filter keeps a few rows (TPC-H Q12's lineitem) rather than on
+    /// the other side.
+    pub(crate) fn with_filter_estimate(
+        mut self,
+        predicate: Arc<dyn PhysicalExpr>,
+        default_selectivity: u8,
+    ) -> Result<SiftScanExec> {
+        let blocks: Vec<(usize, usize)> = (self.partitions.iter().flatten())
+            .map(|b| (b.file, b.block))
+            .collect();
+        let table = blocks_statistics(&self.files.files, &self.table_schema, &blocks);
+        let Precision::Exact(rows) = table.num_rows else {
+            return Ok(self);
+        };
+        let input = Arc::new(EmptyExec::new(Arc::clone(&self.table_schema)));
+        let estimate = FilterExec::try_new(predicate, input)?
+            .with_default_selectivity(default_selectivity)?
+            .statistics_from_inputs(&[Arc::new(table)], &StatisticsArgs::new())?;
+        if let (Some(&kept), true) = (estimate.num_rows.get_value(), rows > 0) {
+            self.selectivity = Some((kept as f64 / rows as f64).clamp(0.0, 1.0));
+        }
+        Ok(self)
     }
 
     /// The scan with `filters` added to its join filters.
@@ -317,11 +353,13 @@ impl ExecutionPlan for SiftScanExec {
         vec![]
     }
 
+    /// The dynamic filters the scan consumes: a hash join fills its filter only when it
+    /// finds the filter among the expressions of its probe side.
     fn apply_expressions(
         &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
+        apply_expression_roots(&self.dynamic, f)
     }
 
     fn replace_children(
@@ -430,6 +468,10 @@ impl ExecutionPlan for SiftScanExec {
         let mut stats = self.blocks_statistics(&blocks);
         if self.filter.is_some() || !self.join_filters.is_empty() {
             stats = stats.to_inexact();
+        }
+        if let (Some(share), Some(_)) = (self.selectivity, &self.filter) {
+            stats.num_rows = stats.num_rows.with_estimated_selectivity(share);
+            stats.total_byte_size = stats.total_byte_size.with_estimated_selectivity(share);
         }
         if let Some(limit) = self.limit {
             stats = stats.with_fetch(Some(limit), 0, 1)?;
@@ -544,9 +586,13 @@ impl PartitionScan {
         };
         let mut filters: Vec<Filter> = self.filter.iter().cloned().collect();
         for d in &self.dynamic {
-            // A filter that does not translate (a hash table lookup) is left out too.
+            // Conjuncts that do not translate (a hash table lookup) are left out: a dynamic
+            // filter only spares rows the join drops anyway, so a weaker one is still right.
             let now = snapshot_physical_expr(Arc::clone(d))?;
-            if let Some(f) = physical_to_sift(&now, &self.table_schema).filter(applies) {
+            let parts = split_conjunction(&now)
+                .into_iter()
+                .filter_map(|c| physical_to_sift(c, &self.table_schema).filter(applies));
+            if let Some(f) = Filter::all(parts.collect()) {
                 self.counters.dynamic_filters.add(1);
                 filters.push(f);
             }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
-use datafusion::common::{DataFusionError, Result, Statistics};
+use datafusion::common::{DFSchema, DataFusionError, Result, Statistics};
+use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use sift_scan::{Dataset, Table};
@@ -169,6 +170,7 @@ impl TableProvider for SiftTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         // Only filters reported Exact arrive here; each translates.
+        let logical = filters;
         let filters = filters
             .iter()
             .map(|f| {
@@ -185,7 +187,7 @@ impl TableProvider for SiftTable {
             .keep(filter.as_ref())
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let partitions = state.config().target_partitions().max(1);
-        Ok(Arc::new(SiftScanExec::new(
+        let scan = SiftScanExec::new(
             self.files.clone(),
             kept,
             self.schema.clone(),
@@ -193,7 +195,14 @@ impl TableProvider for SiftTable {
             filter,
             limit,
             partitions,
-        )?))
+        )?;
+        let Some(predicate) = conjunction(logical.iter().cloned()) else {
+            return Ok(Arc::new(scan));
+        };
+        let df_schema = DFSchema::try_from(self.schema.as_ref().clone())?;
+        let predicate = state.create_physical_expr(predicate, &df_schema)?;
+        let selectivity = state.config_options().optimizer.default_filter_selectivity;
+        Ok(Arc::new(scan.with_filter_estimate(predicate, selectivity)?))
     }
 
     fn statistics(&self) -> Option<Statistics> {
