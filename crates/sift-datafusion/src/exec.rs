@@ -13,7 +13,7 @@ use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result, Statistics};
 use datafusion::execution::TaskContext;
-use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
+use datafusion::physical_expr::expressions::{DynamicFilterPhysicalExpr, InListExpr};
 use datafusion::physical_expr::{EquivalenceProperties, split_conjunction};
 use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
 use datafusion::physical_plan::empty::EmptyExec;
@@ -585,18 +585,30 @@ impl PartitionScan {
                 .all(|c| file_schema.field_with_name(c).is_ok())
         };
         let mut filters: Vec<Filter> = self.filter.iter().cloned().collect();
+        // A dynamic filter's key lists (a hash join's few build keys, as `IN`) are tested on
+        // rows; its bounds (a join's key range, a TopK's threshold) only skip blocks, since
+        // a range that most rows pass costs a row-level test and a selection on every
+        // block. Conjuncts that do not translate (a hash table lookup) are left out: a
+        // dynamic filter only spares rows the operators above drop anyway.
+        let mut prune = Vec::new();
         for d in &self.dynamic {
-            // Conjuncts that do not translate (a hash table lookup) are left out: a dynamic
-            // filter only spares rows the join drops anyway, so a weaker one is still right.
             let now = snapshot_physical_expr(Arc::clone(d))?;
-            let parts = split_conjunction(&now)
-                .into_iter()
-                .filter_map(|c| physical_to_sift(c, &self.table_schema).filter(applies));
-            if let Some(f) = Filter::all(parts.collect()) {
+            let mut used = false;
+            for c in split_conjunction(&now) {
+                let Some(f) = physical_to_sift(c, &self.table_schema).filter(applies) else {
+                    continue;
+                };
+                used = true;
+                match c.downcast_ref::<InListExpr>() {
+                    Some(_) => filters.push(f),
+                    None => prune.push(f),
+                }
+            }
+            if used {
                 self.counters.dynamic_filters.add(1);
-                filters.push(f);
             }
         }
+        let prune = Filter::all(prune);
         for j in &self.join_filters {
             if let Some(f) = j.filter()?.filter(applies) {
                 self.counters.join_filters.add(1);
@@ -616,9 +628,12 @@ impl PartitionScan {
         let scan = self
             .files
             .scan(file, self.schema.clone(), filter.as_ref(), |b| {
-                let b = (b.rows(rows))
+                let mut b = (b.rows(rows))
                     .read_dictionary(dictionary)
                     .read_unscaled(unscaled);
+                if let Some(p) = prune {
+                    b = b.prune_with(p);
+                }
                 match remaining {
                     Some(n) => b.limit(n),
                     None => b,

@@ -144,6 +144,7 @@ pub struct ScanBuilder {
     table: Result<Table>,
     projection: Option<Vec<String>>,
     filter: Option<Expr>,
+    prune: Option<Expr>,
     limit: Option<u64>,
     batch_size: Option<usize>,
     rows: Option<Range<u64>>,
@@ -159,6 +160,7 @@ impl ScanBuilder {
             table,
             projection: None,
             filter: None,
+            prune: None,
             limit: None,
             batch_size: None,
             rows: None,
@@ -177,6 +179,17 @@ impl ScanBuilder {
     /// Only rows where `expr` is true (ANDed with an earlier filter).
     pub fn filter(mut self, expr: Expr) -> Self {
         self.filter = Some(match self.filter.take() {
+            Some(f) => f.and(expr),
+            None => expr,
+        });
+        self
+    }
+
+    /// Skips the blocks whose zone maps prove `expr` false (ANDed with an earlier one),
+    /// without evaluating it on rows: for a condition that every row may pass but whole
+    /// blocks may fail, such as the key bounds a hash join learns from its build side.
+    pub fn prune_with(mut self, expr: Expr) -> Self {
+        self.prune = Some(match self.prune.take() {
             Some(f) => f.and(expr),
             None => expr,
         });
@@ -250,11 +263,13 @@ impl ScanBuilder {
                 })
                 .collect::<Result<Vec<usize>>>()?,
         };
-        let filter = match &self.filter {
-            Some(e) => bind(e, &schema)
-                .map_err(|e| Error::Type(format!("{}: {e}", table.path.display())))?,
-            None => Bound::Const(true),
+        let bound = |e: &Option<Expr>| match e {
+            Some(e) => {
+                bind(e, &schema).map_err(|e| Error::Type(format!("{}: {e}", table.path.display())))
+            }
+            None => Ok(Bound::Const(true)),
         };
+        let (filter, prune) = (bound(&self.filter)?, bound(&self.prune)?);
         let leaves = filter.leaves();
         let mut needed: Vec<usize> = projection.clone();
         for l in &leaves {
@@ -335,6 +350,7 @@ impl ScanBuilder {
             reads,
             needed,
             filter,
+            prune,
             order,
             schema: out_schema,
             range,
@@ -441,6 +457,8 @@ pub struct Scan {
     reads: Vec<Read>,
     needed: Vec<usize>,
     filter: Bound,
+    /// Tested on zone maps only ([`ScanBuilder::prune_with`]).
+    prune: Bound,
     order: Order,
     schema: SchemaRef,
     range: Range<u64>,
@@ -477,6 +495,7 @@ impl Scan {
             reads: vec![],
             needed: vec![],
             filter: Bound::Const(false),
+            prune: Bound::Const(true),
             order: Order::default(),
             schema: SchemaRef::new(arrow_schema::Schema::empty()),
             range: 0..0,
@@ -505,6 +524,7 @@ impl Scan {
             reads: self.reads.clone(),
             needed: self.needed.clone(),
             filter: self.filter.clone(),
+            prune: self.prune.clone(),
             order: self.order.clone(),
             schema: self.schema.clone(),
             range: self.range.clone(),
@@ -601,7 +621,7 @@ impl Scan {
             stats: source.stats(b, c),
             members: source.members(b, c),
         };
-        prunes(&self.filter, &zone)
+        prunes(&self.filter, &zone) || prunes(&self.prune, &zone)
     }
 
     /// For a file read by range: unless block `b` is fetched (or being fetched by another

@@ -1773,3 +1773,38 @@ fn threads_keep_order_and_statistics() {
         assert_eq!(stats.rows_matched, 1_234);
     }
 }
+
+/// `prune_with` skips the blocks whose zone maps prove its condition false and returns
+/// every row of the others, tested or not; with `filter`, only the filter is tested on rows.
+#[test]
+fn prune_with_skips_blocks_and_keeps_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("ids.sift");
+    let ids = Int64Array::from_iter_values(0..10_000);
+    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+    let batch = RecordBatch::try_new(schema, vec![Arc::new(ids)]).expect("batch");
+    common::write_sift(&path, &batch, 1000);
+    let table = Table::open(&path).expect("open");
+    let run = |scan: sift_scan::ScanBuilder| {
+        let mut scan = scan.build().expect("scan");
+        let got: Vec<RecordBatch> = scan.by_ref().map(|b| b.expect("batch")).collect();
+        let got = concat_batches(&batch.schema(), &got).expect("concat");
+        let ids = got.column(0).as_primitive::<Int64Type>();
+        (ids.values().to_vec(), scan.stats().clone())
+    };
+    let range = parse_filter("id between 2500 and 4500").expect("parse");
+    // Blocks 2, 3 and 4 hold ids in the range: all their rows come back.
+    let (ids, stats) = run(table.scan().prune_with(range.clone()));
+    assert_eq!(ids, (2000..5000).collect::<Vec<i64>>());
+    assert_eq!(
+        (stats.blocks_total, stats.blocks_pruned),
+        (10, 7),
+        "{stats}"
+    );
+    let (ids, stats) = run(table
+        .scan()
+        .filter(parse_filter("id >= 3000").expect("parse"))
+        .prune_with(range));
+    assert_eq!(ids, (3000..5000).collect::<Vec<i64>>());
+    assert_eq!(stats.blocks_pruned, 8, "{stats}");
+}
