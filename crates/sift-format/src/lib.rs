@@ -27,7 +27,7 @@ mod reader;
 mod schema;
 mod writer;
 
-pub use aligned::{AlignedWriter, WRITE_ALIGN};
+pub use aligned::AlignedWriter;
 pub use error::{Error, Result};
 pub use footer::{
     BlockMeta, ChunkMeta, FOOTER_HEADER_LEN, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN,
