@@ -126,10 +126,7 @@ impl SiftScanExec {
         predicate: Arc<dyn PhysicalExpr>,
         default_selectivity: u8,
     ) -> Result<SiftScanExec> {
-        let blocks: Vec<(usize, usize)> = (self.partitions.iter().flatten())
-            .map(|b| (b.file, b.block))
-            .collect();
-        let table = blocks_statistics(&self.files.files, &self.table_schema, &blocks);
+        let table = blocks_statistics(&self.files.files, &self.table_schema, &self.all_blocks());
         let Precision::Exact(rows) = table.num_rows else {
             return Ok(self);
         };
@@ -187,10 +184,14 @@ impl SiftScanExec {
     /// Statistics of the scanned columns over every block, before any filter: bounds that
     /// hold for every row the scan can return.
     pub(crate) fn bounds(&self) -> Statistics {
-        let blocks: Vec<(usize, usize)> = (self.partitions.iter().flatten())
+        self.blocks_statistics(&self.all_blocks())
+    }
+
+    /// Every block the scan reads, as (file, block), over all partitions.
+    fn all_blocks(&self) -> Vec<(usize, usize)> {
+        (self.partitions.iter().flatten())
             .map(|b| (b.file, b.block))
-            .collect();
-        self.blocks_statistics(&blocks)
+            .collect()
     }
 
     /// Statistics of the scanned columns over `blocks` (file, block), before any filter.
@@ -458,12 +459,7 @@ impl ExecutionPlan for SiftScanExec {
                 .partitions
                 .get(p)
                 .map_or_else(Vec::new, |p| p.iter().map(|b| (b.file, b.block)).collect()),
-            None => self
-                .partitions
-                .iter()
-                .flatten()
-                .map(|b| (b.file, b.block))
-                .collect(),
+            None => self.all_blocks(),
         };
         let mut stats = self.blocks_statistics(&blocks);
         if self.filter.is_some() || !self.join_filters.is_empty() {

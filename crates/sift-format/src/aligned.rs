@@ -46,6 +46,15 @@ impl<W: Write> AlignedWriter<W> {
         self.written += bytes.len() as u64;
         Ok(())
     }
+
+    /// Hands the buffered bytes to `inner` and empties the buffer, keeping its allocation.
+    fn emit_buffer(&mut self) -> io::Result<()> {
+        let piece = std::mem::take(&mut self.buf);
+        let result = self.emit(&piece);
+        self.buf = piece;
+        self.buf.clear();
+        result
+    }
 }
 
 impl<W: Write> Write for AlignedWriter<W> {
@@ -68,11 +77,7 @@ impl<W: Write> Write for AlignedWriter<W> {
             } else {
                 self.buf.extend_from_slice(&data[..to_boundary]);
                 data = &data[to_boundary..];
-                let piece = std::mem::take(&mut self.buf);
-                let result = self.emit(&piece);
-                self.buf = piece;
-                self.buf.clear();
-                result?;
+                self.emit_buffer()?;
             }
         }
         Ok(len)
@@ -80,11 +85,7 @@ impl<W: Write> Write for AlignedWriter<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         if !self.buf.is_empty() {
-            let piece = std::mem::take(&mut self.buf);
-            let result = self.emit(&piece);
-            self.buf = piece;
-            self.buf.clear();
-            result?;
+            self.emit_buffer()?;
         }
         self.inner.flush()
     }

@@ -158,15 +158,8 @@ pub(crate) fn check_repetition_levels(
                 rep_levels_byte_len,
                 ..
             } => {
-                let len = rep_levels_byte_len as usize;
-                let levels = match len <= buf.len() {
-                    true => Ok(buf.slice(..len)),
-                    false => Err(format!(
-                        "repetition levels of {len} bytes in a page of {}",
-                        buf.len()
-                    )),
-                };
-                (levels, num_values)
+                let levels = split_levels(&buf, 0, rep_levels_byte_len as usize, "repetition");
+                (levels.map(|(l, _)| l), num_values)
             }
         };
         let checked = levels
@@ -185,13 +178,24 @@ fn v1_levels(buf: &Bytes, what: &str) -> std::result::Result<(Bytes, Bytes), Str
         return Err(format!("{what} levels cut short"));
     };
     let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
-    if len > buf.len() - 4 {
+    split_levels(buf, 4, len, what)
+}
+
+/// The `len` bytes of levels at offset `at` of a page's `buf` (`at <= buf.len()`) and the
+/// bytes after them; `what` names the levels in errors.
+fn split_levels(
+    buf: &Bytes,
+    at: usize,
+    len: usize,
+    what: &str,
+) -> std::result::Result<(Bytes, Bytes), String> {
+    if len > buf.len() - at {
         return Err(format!(
             "{what} levels of {len} bytes in a page of {}",
             buf.len()
         ));
     }
-    Ok((buf.slice(4..4 + len), buf.slice(4 + len..)))
+    Ok((buf.slice(at..at + len), buf.slice(at + len..)))
 }
 
 /// The bytes of one column chunk, addressed by file offsets as the page reader asks.
@@ -469,15 +473,10 @@ impl PagedColumn {
                     if num_rows != num_values || rep_levels_byte_len != 0 {
                         return Ok(None);
                     }
-                    let def = def_levels_byte_len as usize;
-                    if def > buf.len() {
-                        return Err(perr(&format!(
-                            "definition levels of {def} bytes in a page of {}",
-                            buf.len()
-                        )));
-                    }
-                    let levels = nullable.then(|| buf.slice(..def));
-                    (buf.slice(def..), count, encoding, levels)
+                    let (levels, values) =
+                        split_levels(&buf, 0, def_levels_byte_len as usize, "definition")
+                            .map_err(|e| perr(&e))?;
+                    (values, count, encoding, nullable.then_some(levels))
                 }
             };
             let page_rows = row..row.saturating_add(count);

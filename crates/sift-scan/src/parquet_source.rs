@@ -1,8 +1,9 @@
 //! Parquet files as a scan source (feature `parquet`): row groups (only the pages of the
 //! candidate rows, when the file has a page index) whose columns are read when first asked
 //! for, page by page in place (`parquet_pages.rs`) where the pages allow, else decoded by
-//! the `parquet` crate, which a damaged file must not make panic or hang the scan. Pruning reads the file's metadata through `parquet_zones.rs`; the
-//! bytes come from a local file or an object store through `parquet_input.rs`.
+//! the `parquet` crate, which a damaged file must not make panic or hang the scan.
+//! Pruning reads the file's metadata through `parquet_zones.rs`; the bytes come from a
+//! local file or an object store through `parquet_input.rs`.
 
 use std::cell::{Cell, OnceCell};
 use std::ops::Range;

@@ -178,10 +178,7 @@ impl ScanBuilder {
 
     /// Only rows where `expr` is true (ANDed with an earlier filter).
     pub fn filter(mut self, expr: Expr) -> Self {
-        self.filter = Some(match self.filter.take() {
-            Some(f) => f.and(expr),
-            None => expr,
-        });
+        self.filter = Some(conjoin(self.filter.take(), expr));
         self
     }
 
@@ -189,10 +186,7 @@ impl ScanBuilder {
     /// without evaluating it on rows: for a condition that every row may pass but whole
     /// blocks may fail, such as the key bounds a hash join learns from its build side.
     pub fn prune_with(mut self, expr: Expr) -> Self {
-        self.prune = Some(match self.prune.take() {
-            Some(f) => f.and(expr),
-            None => expr,
-        });
+        self.prune = Some(conjoin(self.prune.take(), expr));
         self
     }
 
@@ -447,6 +441,14 @@ enum Read {
     Dictionary,
     /// A decimal's unscaled values as `Int64` ([`ScanBuilder::read_unscaled`]).
     Unscaled,
+}
+
+/// `earlier AND expr`, or `expr` alone.
+fn conjoin(earlier: Option<Expr>, expr: Expr) -> Expr {
+    match earlier {
+        Some(f) => f.and(expr),
+        None => expr,
+    }
 }
 
 /// A running scan: an iterator of record batches.
