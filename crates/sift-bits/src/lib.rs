@@ -45,6 +45,7 @@ pub mod code_set;
 pub mod compact;
 pub mod dispatch;
 pub mod error;
+pub mod extreme;
 pub mod float;
 pub mod levels;
 pub mod pack;

@@ -982,8 +982,12 @@ impl State {
         // Rows per group, for every aggregate whose values are all valid, and the batch's
         // sums per argument (`SUM(x)` and `AVG(x)` share theirs).
         let mut rows = vec![0u64; groups];
-        for &g in &ids {
-            rows[g as usize] += 1;
+        if let [all] = rows.as_mut_slice() {
+            *all = ids.len() as u64;
+        } else {
+            for &g in &ids {
+                rows[g as usize] += 1;
+            }
         }
         let mut sums: HashMap<usize, Vec<i128>> = HashMap::new();
         for (a, acc) in spec.aggregates.iter().zip(&mut self.accs) {
@@ -1377,8 +1381,8 @@ fn accumulate(a: &Aggregate, acc: &mut Acc, batch: &Batch, sums: &mut HashMap<us
 }
 
 /// Folds the integer values `v` of the valid rows (all if `nulls` is `None`) into their
-/// groups' extremes: with one group, the batch's extreme first (a loop the compiler
-/// vectorises), then one comparison.
+/// groups' extremes: with one group, the batch's extreme first (`sift_bits::extreme`,
+/// SIMD masked by the validity bits), then one comparison.
 fn extremes(acc: &mut Acc, ids: &[u32], v: &[i64], nulls: Option<&NullBuffer>, max: bool) {
     let one = acc.set.len() == 1;
     let mut fold = |g: usize, x: i64| {
@@ -1388,15 +1392,23 @@ fn extremes(acc: &mut Acc, ids: &[u32], v: &[i64], nulls: Option<&NullBuffer>, m
             acc.set[g] = true;
         }
     };
-    let pick = |it: &mut dyn Iterator<Item = i64>| if max { it.max() } else { it.min() };
+    let level = sift_bits::Level::active();
     match (one, nulls) {
         (true, None) => {
-            if let Some(x) = pick(&mut v.iter().copied()) {
+            if let Some(x) = sift_bits::extreme::extreme_i64(level, v, None, max) {
+                fold(0, x);
+            }
+        }
+        // Validity bits starting on a byte: handed to the kernel as they are.
+        (true, Some(n)) if n.offset() % 8 == 0 => {
+            let bytes = &n.inner().values()[n.offset() / 8..];
+            if let Some(x) = sift_bits::extreme::extreme_i64(level, v, Some(bytes), max) {
                 fold(0, x);
             }
         }
         (true, Some(n)) => {
-            if let Some(x) = pick(&mut n.valid_indices().map(|r| v[r])) {
+            let valid = n.valid_indices().map(|r| v[r]);
+            if let Some(x) = if max { valid.max() } else { valid.min() } {
                 fold(0, x);
             }
         }
