@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 use sift_bits::Bitmap;
 
+use crate::Node;
 use crate::byte_values::{ByteValues, gather};
 use crate::domain::{Domain, Strings, Value, decode_indices, select_indices};
 use crate::encoding::{DECODE_ROW_COST, Encoding};
@@ -174,6 +175,25 @@ impl Dict {
         }
     }
 
+    /// The codes of all `count` values, or of those selected by `sel`, looked up in
+    /// `dict` as they are unpacked, when the codes are a Parquet hybrid stream (a
+    /// dictionary-encoded Parquet page): `None` for codes of any other encoding, and for
+    /// a code past the dictionary (the caller's own path then reports it).
+    fn lookup<V: Copy>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        sel: Option<&Bitmap>,
+        dict: &[V],
+    ) -> Result<Option<Vec<V>>> {
+        let codes = ctx.child(id, self.codes)?;
+        match ctx.node(codes, 0)? {
+            Node::Hybrid(h) => h.lookup(ctx, codes, count, sel, dict),
+            _ => Ok(None),
+        }
+    }
+
     /// The context's [`DictionaryMemo`](crate::DictionaryMemo) when this node is the root
     /// dictionary (the one shared with chunks filtered before).
     fn memo<'c>(ctx: &Ctx<'c>, id: NodeId) -> Option<&'c crate::DictionaryMemo> {
@@ -279,6 +299,9 @@ impl Encoding for Dict {
     ) -> Result<Option<Vec<V>>> {
         let len = self.checked_len(ctx, count)?;
         let dict = self.entries::<V>(ctx, id, len, depth)?;
+        if let Some(values) = self.lookup(ctx, id, count, None, &dict)? {
+            return Ok(Some(values));
+        }
         let codes = self.codes(ctx, id, count, len, depth, None)?;
         Ok(Some(codes.into_iter().map(|c| dict[c as usize]).collect()))
     }
@@ -305,6 +328,14 @@ impl Encoding for Dict {
         sel: &Bitmap,
     ) -> Result<Option<Vec<V>>> {
         let len = self.checked_len(ctx, count)?;
+        // As many codes selected as the sparse path below needs to pay off: the whole
+        // dictionary is decoded either way.
+        if sel.count_ones().saturating_mul(4) >= len {
+            let dict = self.entries::<V>(ctx, id, len, depth)?;
+            if let Some(values) = self.lookup(ctx, id, count, Some(sel), &dict)? {
+                return Ok(Some(values));
+            }
+        }
         let codes = self.codes(ctx, id, count, len, depth, Some(sel))?;
         let (dict, codes) = match sparse(&codes, len) {
             Some((used, codes)) => {

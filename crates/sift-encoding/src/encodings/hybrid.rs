@@ -31,6 +31,10 @@
 //! and unpacks a denser one into L1 to compact it (`compact`); spans without selected rows
 //! are not even copied. (The fused `select::unpack_selected_into` sets up block-sized
 //! buffers on every call, which costs more than it saves on spans this short.)
+//!
+//! Under a `Dict` (a dictionary-encoded Parquet page), the codes are looked up in the
+//! dictionary's entries as each span is unpacked ([`Hybrid::lookup`]), so that they never
+//! exist as a column of 64-bit integers to be checked and mapped in further passes.
 
 use serde::{Deserialize, Serialize};
 use sift_bits::compact::SLACK;
@@ -410,6 +414,7 @@ impl Hybrid {
     /// The run stream and its run table for the first `count` values.
     fn runs<'a>(&self, ctx: &Ctx<'a>, id: NodeId, count: usize) -> Result<(&'a [u8], Vec<Run>)> {
         let bytes = ctx.bufs.get(self.buffer, 0)?;
+        sift_bits::select::prefetch_bytes(bytes);
         let runs = parse(self.bits, bytes, count).map_err(self.context(id))?;
         Ok((bytes, runs))
     }
@@ -526,6 +531,65 @@ impl Hybrid {
 
     /// The values selected by `sel` (over `count` values).
     fn selected(&self, ctx: &Ctx<'_>, id: NodeId, count: usize, sel: &Bitmap) -> Result<Vec<u64>> {
+        let mut out = Vec::with_capacity(sel.count_ones());
+        self.select_into(ctx, id, count, sel, &mut out)?;
+        Ok(out)
+    }
+
+    /// The codes of all `count` values (`sel` = `None`) or of those `sel` selects, each
+    /// looked up in `table` (a dictionary's entries) as it is unpacked, a span at a time
+    /// in L1: the codes are never held as 64-bit integers, and their check against the
+    /// table's length is a pass over the span. `None` if a code lies past the table.
+    pub(crate) fn lookup<V: Copy>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        sel: Option<&Bitmap>,
+        table: &[V],
+    ) -> Result<Option<Vec<V>>> {
+        let mut sink = Lookup {
+            table,
+            out: Vec::with_capacity(sel.map_or(count, Bitmap::count_ones)),
+            beyond: false,
+        };
+        match sel {
+            Some(sel) => self.select_into(ctx, id, count, sel, &mut sink)?,
+            None => {
+                let (bytes, runs) = self.runs(ctx, id, count)?;
+                let bits = u32::from(self.bits);
+                let mut narrow: Vec<u32> = Vec::new();
+                self.walk(
+                    bytes,
+                    &runs,
+                    |_, _| true,
+                    |_, len, seg| {
+                        match seg {
+                            Segment::Repeat(v) => sink.repeat(v, len),
+                            Segment::Packed(packed) => {
+                                narrow.resize(len, 0);
+                                sift_bits::unpack::unpack_to(packed, bits, &mut narrow)
+                                    .map_err(|e| corrupt(format!("packed run: {e}")))?;
+                                sink.narrow(&narrow);
+                            }
+                        }
+                        Ok(())
+                    },
+                )?;
+            }
+        }
+        Ok((!sink.beyond).then_some(sink.out))
+    }
+
+    /// The values selected by `sel` (over `count` values), handed to `sink` in order.
+    fn select_into(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        sel: &Bitmap,
+        sink: &mut impl CodeSink,
+    ) -> Result<()> {
         if sel.len() != count {
             return Err(self.context(id)(format!(
                 "selection of {} values for {count}",
@@ -536,25 +600,23 @@ impl Hybrid {
         let (bits, level) = (u32::from(self.bits), Level::active());
         let words = sel.words();
         let ones = sel.count_ones();
-        let mut out = Vec::with_capacity(ones);
+        // Values gathered one by one, handed over a run or span at a time.
+        let mut picked: Vec<u64> = Vec::new();
         if ones * GATHER_EVERY <= count {
             // Sparse: each selected value read where its run stores it, with no span
             // copied (spans would all be copied: at one value in 16, every span of
             // 8,192 holds some).
             for run in &runs {
                 match run.kind {
-                    Kind::Repeat(v) => {
-                        out.extend(std::iter::repeat_n(
-                            v,
-                            count_range(words, run.start, run.len),
-                        ));
-                    }
+                    Kind::Repeat(v) => sink.repeat(v, count_range(words, run.start, run.len)),
                     Kind::Packed(at) => {
-                        gather_stream(bytes, at, bits, words, run.start, run.len, &mut out)
+                        picked.clear();
+                        gather_stream(bytes, at, bits, words, run.start, run.len, &mut picked);
+                        sink.wide(&picked);
                     }
                 }
             }
-            return Ok(out);
+            return Ok(());
         }
         let mut part = Vec::new();
         let (mut narrow, mut kept): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
@@ -564,17 +626,17 @@ impl Hybrid {
             |start, len| count_range(words, start, len) > 0,
             |start, len, seg| {
                 match seg {
-                    Segment::Repeat(v) => {
-                        out.extend(std::iter::repeat_n(v, count_range(words, start, len)));
-                    }
+                    Segment::Repeat(v) => sink.repeat(v, count_range(words, start, len)),
                     Segment::Packed(packed) => {
                         bits_range(words, start, len, &mut part);
                         let ones = count_range(words, start, len);
                         if ones * GATHER_EVERY <= len {
-                            gather(packed, bits, &part, &mut out);
+                            picked.clear();
+                            gather(packed, bits, &part, &mut picked);
+                            sink.wide(&picked);
                         } else {
                             // Unpacked into L1 (codes are at most 32 bits), then compacted
-                            // (VPCOMPRESS where available) and widened.
+                            // (VPCOMPRESS where available).
                             narrow.resize(len, 0u32);
                             sift_bits::unpack::unpack_to(packed, bits, &mut narrow[..len])
                                 .map_err(|e| corrupt(format!("packed run: {e}")))?;
@@ -585,14 +647,13 @@ impl Hybrid {
                                 &part,
                                 &mut kept,
                             );
-                            out.extend(kept[..k.min(ones)].iter().map(|&v| u64::from(v)));
+                            sink.narrow(&kept[..k.min(ones)]);
                         }
                     }
                 }
                 Ok(())
             },
-        )?;
-        Ok(out)
+        )
     }
 
     /// The values in `lo..=hi` (both within the codes' span, `lo <= hi`).
@@ -754,6 +815,65 @@ fn values<V: Value>(codes: Vec<u64>, boolean: bool) -> Option<Vec<V>> {
                 .collect(),
         ),
         _ => None,
+    }
+}
+
+/// Where decoded or selected codes go, in order.
+trait CodeSink {
+    /// `n` copies of `code`.
+    fn repeat(&mut self, code: u64, n: usize);
+    /// Codes read one by one.
+    fn wide(&mut self, codes: &[u64]);
+    /// Codes unpacked a span at a time.
+    fn narrow(&mut self, codes: &[u32]);
+}
+
+impl CodeSink for Vec<u64> {
+    fn repeat(&mut self, code: u64, n: usize) {
+        self.extend(std::iter::repeat_n(code, n));
+    }
+
+    fn wide(&mut self, codes: &[u64]) {
+        self.extend_from_slice(codes);
+    }
+
+    fn narrow(&mut self, codes: &[u32]) {
+        self.extend(codes.iter().map(|&c| u64::from(c)));
+    }
+}
+
+/// Codes looked up in a dictionary's entries as they arrive; a code past the entries
+/// sets `beyond` (and is not looked up).
+struct Lookup<'t, V> {
+    table: &'t [V],
+    out: Vec<V>,
+    beyond: bool,
+}
+
+impl<V: Copy> CodeSink for Lookup<'_, V> {
+    fn repeat(&mut self, code: u64, n: usize) {
+        match usize::try_from(code).ok().and_then(|c| self.table.get(c)) {
+            Some(&v) => self.out.extend(std::iter::repeat_n(v, n)),
+            None => self.beyond |= n > 0,
+        }
+    }
+
+    fn wide(&mut self, codes: &[u64]) {
+        for &c in codes {
+            self.repeat(c, 1);
+        }
+    }
+
+    fn narrow(&mut self, codes: &[u32]) {
+        // One pass without a branch per code (it vectorises), then the lookups, whose
+        // bounds checks the branch predictor then always gets right.
+        let top = codes.iter().fold(0u32, |m, &c| m.max(c));
+        if top as usize >= self.table.len() && !codes.is_empty() {
+            self.beyond = true;
+            return;
+        }
+        self.out
+            .extend(codes.iter().map(|&c| self.table[c as usize]));
     }
 }
 
@@ -1032,6 +1152,24 @@ mod tests {
             }
             let want: Vec<i64> = sel.iter_ones().map(|i| ints[i]).collect();
             prop_assert_eq!(i64::select(ctx, 1, count, 0, sel).map_err(fail)?, want);
+            // Looked up in a table holding every code, and in one a code short (when the
+            // values are small enough to tabulate).
+            let top = values.iter().copied().max().unwrap_or(0);
+            if top < 1 << 16 {
+                let h = node.clone().into_hybrid();
+                let table: Vec<i64> = (0..=top as i64).map(|c| c * 7 - 3).collect();
+                let looked = |sel: Option<&Bitmap>, table: &[i64]| {
+                    h.lookup(ctx, 1, count, sel, table).map_err(fail)
+                };
+                let all: Vec<i64> = values.iter().map(|&v| table[v as usize]).collect();
+                let some: Vec<i64> = sel.iter_ones().map(|i| all[i]).collect();
+                prop_assert_eq!(looked(None, &table)?, Some(all));
+                prop_assert_eq!(looked(Some(sel), &table)?, Some(some));
+                let short = &table[..top as usize];
+                let top_selected = sel.iter_ones().any(|i| values[i] == top);
+                prop_assert_eq!(looked(None, short)?.is_none(), count > 0);
+                prop_assert_eq!(looked(Some(sel), short)?.is_none(), top_selected);
+            }
             for &(lo, hi) in ranges {
                 for negate in [false, true] {
                     let want = bitmap(
