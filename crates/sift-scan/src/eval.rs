@@ -18,19 +18,9 @@ use crate::bind::{Bound, Leaf, LeafOp};
 use crate::error::{Error, Result};
 use crate::expr::CmpOp;
 use crate::order::Order;
+use crate::scan::Read;
 use crate::source::{BlockData, ColumnData};
 use crate::stats::ScanStats;
-
-/// What a column is read as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Output {
-    /// Its values, in its own type.
-    Values,
-    /// Codes over a stored dictionary where the chunk has one.
-    Dictionary,
-    /// A decimal's unscaled 64-bit values where the chunk stores them so.
-    Unscaled,
-}
 
 /// Below this fraction of selected rows, a later predicate selects its codes first and
 /// evaluates only those; above it, it scans the encoded chunk and intersects. The packed
@@ -205,34 +195,34 @@ impl BlockEval<'_, '_> {
 
     /// The values of column `col` at the rows of `sel` (all rows if `None`).
     pub(crate) fn project(&mut self, col: usize, sel: Option<&Bitmap>) -> Result<ArrayRef> {
-        self.read(col, sel, Output::Values)
+        let pieces = self.read(col, sel, Read::Values)?;
+        concat_pieces(pieces)
     }
 
-    /// Column `col` (a string or binary column) as an Arrow dictionary array: codes over
-    /// the block's stored dictionary when the chunk is dictionary-encoded, otherwise the
-    /// decoded values dictionary-encoded by Arrow.
-    pub(crate) fn project_dictionary(
+    /// Column `col` at the rows of `sel` as `read` asks (see [`Read`]), in consecutive
+    /// pieces: one array, or for a Parquet column read page by page one per page with
+    /// selected rows, which the caller may hand on without joining them.
+    pub(crate) fn project_pieces(
         &mut self,
         col: usize,
         sel: Option<&Bitmap>,
-    ) -> Result<ArrayRef> {
-        let out = self.read(col, sel, Output::Dictionary)?;
-        if matches!(out.data_type(), DataType::Dictionary(..)) {
-            return Ok(out);
-        }
-        let dt = sift_encoding::dictionary_type(out.data_type());
-        Ok(arrow_cast::cast(&out, &dt)?)
+        read: Read,
+    ) -> Result<Vec<ArrayRef>> {
+        let pieces = self.read(col, sel, read)?;
+        pieces
+            .into_iter()
+            .map(|out| match read {
+                Read::Values => Ok(out),
+                Read::Dictionary => as_dictionary(out),
+                Read::Unscaled => self.as_unscaled(col, out),
+            })
+            .collect()
     }
 
-    /// Column `col` (a decimal column of precision 18 or less) as `Int64` unscaled values:
-    /// straight from the stored 64-bit integers where the chunk holds them, otherwise
-    /// decoded and narrowed (a value beyond 64 bits is an error).
-    pub(crate) fn project_unscaled(
-        &mut self,
-        col: usize,
-        sel: Option<&Bitmap>,
-    ) -> Result<ArrayRef> {
-        let out = self.read(col, sel, Output::Unscaled)?;
+    /// A decimal column's values (of precision 18 or less) as `Int64` unscaled values:
+    /// as they are when read so (straight from the stored 64-bit integers), otherwise
+    /// narrowed (a value beyond 64 bits is an error).
+    fn as_unscaled(&self, col: usize, out: ArrayRef) -> Result<ArrayRef> {
         if out.data_type() == &DataType::Int64 {
             return Ok(out);
         }
@@ -260,10 +250,10 @@ impl BlockEval<'_, '_> {
     }
 
     /// Column `col` at the rows of `sel`, as `output` asks where the chunk allows: with
-    /// [`Output::Dictionary`], a chunk dictionary-encoded at its root comes out as its
+    /// [`Read::Dictionary`], a chunk dictionary-encoded at its root comes out as its
     /// codes over its stored dictionary.
-    fn read(&mut self, col: usize, sel: Option<&Bitmap>, output: Output) -> Result<ArrayRef> {
-        let dictionary = output == Output::Dictionary;
+    fn read(&mut self, col: usize, sel: Option<&Bitmap>, output: Read) -> Result<Vec<ArrayRef>> {
+        let dictionary = output == Read::Dictionary;
         // Selecting every row is reading them all.
         let sel = sel.filter(|s| s.count_ones() != self.rows);
         // A nested column: assembled from its nodes, a selection reaching only the
@@ -274,7 +264,7 @@ impl BlockEval<'_, '_> {
             let (array, counts) = file.read_nested(*block, col, sel, false)?;
             self.stats.values_decoded += counts.values;
             self.stats.bytes_read += counts.bytes;
-            return Ok(array);
+            return Ok(vec![array]);
         }
         // A Parquet column decoded by the `parquet` crate, read at the selected rows only.
         #[cfg(feature = "parquet")]
@@ -282,7 +272,7 @@ impl BlockEval<'_, '_> {
             && let Some(out) = block.selected(col, s)?
         {
             self.stats.values_decoded += out.len() as u64;
-            return Ok(out);
+            return Ok(vec![out]);
         }
         let data = match dictionary {
             true => self.data.dictionary_column(col)?,
@@ -294,7 +284,14 @@ impl BlockEval<'_, '_> {
                 None => a,
             },
             #[cfg(feature = "parquet")]
-            ColumnData::Paged(c) => c.decode_rows(sel)?,
+            ColumnData::Paged(c) => {
+                let pieces = c.decode_pieces(sel, output == Read::Unscaled)?;
+                for p in &pieces {
+                    self.check_nulls(col, p)?;
+                    self.stats.values_decoded += p.len() as u64;
+                }
+                return Ok(pieces);
+            }
             ColumnData::Encoded(c) => {
                 let view = c.view();
                 self.stats.bytes_read += match sel {
@@ -303,9 +300,9 @@ impl BlockEval<'_, '_> {
                 };
                 // The output asked for, where the chunk can give it directly.
                 let direct = match output {
-                    Output::Dictionary => view.decode_dictionary(sel),
-                    Output::Unscaled => view.decode_unscaled(sel),
-                    Output::Values => Ok(None),
+                    Read::Dictionary => view.decode_dictionary(sel),
+                    Read::Unscaled => view.decode_unscaled(sel),
+                    Read::Values => Ok(None),
                 };
                 direct
                     .and_then(|d| match d {
@@ -317,7 +314,7 @@ impl BlockEval<'_, '_> {
         };
         self.check_nulls(col, &out)?;
         self.stats.values_decoded += out.len() as u64;
-        Ok(out)
+        Ok(vec![out])
     }
 
     /// Refuses nulls decoded in a column the schema declares non-nullable (a damaged
@@ -373,6 +370,26 @@ fn payload_bytes(c: &sift_format::ChunkRef<'_>, sel: &Bitmap) -> u64 {
         .filter(|w| w.iter().any(|&x| x != 0))
         .count();
     total * touched as u64 / minis as u64
+}
+
+/// A string or binary column's values as an Arrow dictionary array: as they are when
+/// read so (codes over the block's stored dictionary, for a chunk dictionary-encoded at
+/// its root), otherwise dictionary-encoded by Arrow.
+fn as_dictionary(out: ArrayRef) -> Result<ArrayRef> {
+    if matches!(out.data_type(), DataType::Dictionary(..)) {
+        return Ok(out);
+    }
+    let dt = sift_encoding::dictionary_type(out.data_type());
+    Ok(arrow_cast::cast(&out, &dt)?)
+}
+
+/// Consecutive pieces of one column as one array.
+pub(crate) fn concat_pieces(mut pieces: Vec<ArrayRef>) -> Result<ArrayRef> {
+    if pieces.len() == 1 {
+        return Ok(pieces.swap_remove(0));
+    }
+    let refs: Vec<&dyn Array> = pieces.iter().map(|a| a.as_ref()).collect();
+    Ok(arrow_select::concat::concat(&refs)?)
 }
 
 fn and_input(mut bm: Bitmap, input: Option<&Bitmap>) -> Bitmap {

@@ -703,6 +703,19 @@ impl PagedColumn {
     /// All rows (`sel` = `None`) or the rows set in `sel`, decoding only the selected
     /// values of the pages holding selected rows.
     pub(crate) fn decode_rows(&self, sel: Option<&Bitmap>) -> Result<ArrayRef> {
+        crate::eval::concat_pieces(self.decode_pieces(sel, false)?)
+    }
+
+    /// [`decode_rows`](Self::decode_rows) as one array per page with selected rows (an
+    /// empty array when no page has any), in order: what a scan hands on as it is, so
+    /// that a row group's pages are not copied into one array. With `unscaled`, a
+    /// decimal column's pages come out as `Int64` arrays of their unscaled values, as the
+    /// pages hold them.
+    pub(crate) fn decode_pieces(
+        &self,
+        sel: Option<&Bitmap>,
+        unscaled: bool,
+    ) -> Result<Vec<ArrayRef>> {
         if let Some(s) = sel
             && s.len() != self.rows()
         {
@@ -717,25 +730,28 @@ impl PagedColumn {
         let mut at = 0;
         for (i, p) in self.pages.iter().enumerate() {
             let chunk = self.chunk(i);
+            let decode = |s: Option<&Bitmap>| match unscaled {
+                true => chunk
+                    .decode_unscaled(s)
+                    .transpose()
+                    .unwrap_or_else(|| chunk.decode_rows(s)),
+                false => chunk.decode_rows(s),
+            };
             let part = match p.selection(sel, at) {
-                None => Some(chunk.decode()),
+                None => Some(decode(None)),
                 Some(s) if s.count_ones() == 0 => None,
-                Some(s) if s.count_ones() == s.len() => Some(chunk.decode()),
-                Some(s) => Some(chunk.decode_selected(&s)),
+                Some(s) if s.count_ones() == s.len() => Some(decode(None)),
+                Some(s) => Some(decode(Some(&s))),
             };
             at += p.wanted.iter().map(ExactSizeIterator::len).sum::<usize>();
             if let Some(part) = part {
                 parts.push(part.map_err(|e| self.error(i, e))?);
             }
         }
-        match parts.len() {
-            0 => Ok(arrow_array::new_empty_array(&self.data_type)),
-            1 => Ok(parts.swap_remove(0)),
-            _ => {
-                let refs: Vec<&dyn arrow_array::Array> = parts.iter().map(|a| a.as_ref()).collect();
-                Ok(arrow_select::concat::concat(&refs)?)
-            }
+        if parts.is_empty() {
+            parts.push(arrow_array::new_empty_array(&self.data_type));
         }
+        Ok(parts)
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use sift_encoding::{Bitmap, PhysicalKind};
 
@@ -434,13 +434,110 @@ impl IntoIterator for ScanBuilder {
 
 /// How a projected column is returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Read {
+pub(crate) enum Read {
     /// As the schema says.
     Values,
-    /// As a dictionary array ([`ScanBuilder::read_dictionary`]).
+    /// As a dictionary array ([`ScanBuilder::read_dictionary`]): codes over a stored
+    /// dictionary where the chunk has one.
     Dictionary,
-    /// A decimal's unscaled values as `Int64` ([`ScanBuilder::read_unscaled`]).
+    /// A decimal's unscaled values as `Int64` ([`ScanBuilder::read_unscaled`]), straight
+    /// from the stored 64-bit integers where the chunk holds them so.
     Unscaled,
+}
+
+/// Rows below which a block's output is not cut at a page boundary: shorter pieces are
+/// joined with the next.
+const MIN_BATCH_ROWS: usize = 8192;
+
+/// A block's `rows` output rows as batches of `schema`, from each projected column's
+/// consecutive pieces (see [`BlockEval::project_pieces`](crate::eval::BlockEval)). Where
+/// every column comes in one piece, one batch. Otherwise the block is cut at the pieces'
+/// boundaries (at least [`MIN_BATCH_ROWS`] apart, the last batch joined to the one before
+/// when shorter), and each column's rows of a batch are a slice of one of its pieces
+/// where they lie in one (no copy: Parquet pages of the same rows across columns, as
+/// pyarrow writes them) and the pieces' slices joined where they do not.
+fn assemble(
+    schema: &SchemaRef,
+    columns: Vec<Vec<ArrayRef>>,
+    rows: usize,
+) -> Result<Vec<RecordBatch>> {
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    if columns.iter().all(|p| p.len() <= 1) {
+        let columns = (columns.into_iter())
+            .map(crate::eval::concat_pieces)
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(vec![RecordBatch::try_new_with_options(
+            schema.clone(),
+            columns,
+            &options,
+        )?]);
+    }
+    for pieces in &columns {
+        let total: usize = pieces.iter().map(|a| a.len()).sum();
+        if total != rows {
+            return Err(Error::Invalid(format!(
+                "a column read as {total} rows of a block's {rows}"
+            )));
+        }
+    }
+    // Every piece's end, in order, thinned to cuts at least MIN_BATCH_ROWS apart.
+    let mut ends: Vec<usize> = (columns.iter())
+        .flat_map(|pieces| {
+            pieces.iter().scan(0, |at, a| {
+                *at += a.len();
+                Some(*at)
+            })
+        })
+        .collect();
+    ends.sort_unstable();
+    let mut cuts = vec![0usize];
+    for e in ends {
+        if e >= cuts[cuts.len() - 1] + MIN_BATCH_ROWS && e < rows {
+            cuts.push(e);
+        }
+    }
+    if cuts.len() > 1 && rows - cuts[cuts.len() - 1] < MIN_BATCH_ROWS {
+        cuts.pop();
+    }
+    cuts.push(rows);
+    let mut batches: Vec<Vec<ArrayRef>> = vec![Vec::with_capacity(columns.len()); cuts.len() - 1];
+    for pieces in columns {
+        // Piece `k` holds the column's rows `start..start + len`.
+        let (mut k, mut start) = (0usize, 0usize);
+        for (out, w) in batches.iter_mut().zip(cuts.windows(2)) {
+            let (lo, hi) = (w[0], w[1]);
+            let mut parts: Vec<ArrayRef> = Vec::new();
+            while let Some(piece) = pieces.get(k)
+                && start < hi
+            {
+                let end = start + piece.len();
+                let (from, to) = (lo.max(start), hi.min(end));
+                if to > from {
+                    parts.push(piece.slice(from - start, to - from));
+                }
+                if end > hi {
+                    break;
+                }
+                (k, start) = (k + 1, end);
+            }
+            if parts.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "no rows {lo}..{hi} in a column's pieces"
+                )));
+            }
+            out.push(crate::eval::concat_pieces(parts)?);
+        }
+    }
+    (batches.into_iter().zip(cuts.windows(2)))
+        .map(|(columns, w)| {
+            let options = RecordBatchOptions::new().with_row_count(Some(w[1] - w[0]));
+            Ok(RecordBatch::try_new_with_options(
+                schema.clone(),
+                columns,
+                &options,
+            )?)
+        })
+        .collect()
 }
 
 /// `earlier AND expr`, or `expr` alone.
@@ -472,7 +569,7 @@ pub struct Scan {
     failed: bool,
     /// With several threads: thread `k` reads blocks `k`, `k + n`, … of `blocks` and
     /// sends each one's result (`None`: no rows) in order.
-    workers: Vec<Receiver<Result<Option<RecordBatch>>>>,
+    workers: Vec<Receiver<Result<Vec<RecordBatch>>>>,
     /// What the threads did, added up by them after each block.
     worker_stats: Arc<Mutex<ScanStats>>,
     /// Blocks received from the threads so far.
@@ -519,7 +616,7 @@ impl Scan {
 
     /// Starts thread `k` of `n`: a scan of every `n`th block from the `k`th, sending each
     /// block's result in order, at most two ahead of the consumer.
-    fn spawn_worker(&self, k: usize, n: usize) -> Receiver<Result<Option<RecordBatch>>> {
+    fn spawn_worker(&self, k: usize, n: usize) -> Receiver<Result<Vec<RecordBatch>>> {
         let mut worker = Scan {
             table: self.table.clone(),
             projection: self.projection.clone(),
@@ -563,7 +660,7 @@ impl Scan {
     }
 
     /// The next block's result from the thread that read it.
-    fn receive(&mut self) -> Result<Option<RecordBatch>> {
+    fn receive(&mut self) -> Result<Vec<RecordBatch>> {
         let k = self.received % self.workers.len();
         self.received += 1;
         self.workers[k]
@@ -593,16 +690,16 @@ impl Scan {
     }
 
     /// Evaluates the filter on one block and decodes the projected rows.
-    fn block(&mut self, b: usize, first_row: u64) -> Result<Option<RecordBatch>> {
+    fn block(&mut self, b: usize, first_row: u64) -> Result<Vec<RecordBatch>> {
         let Some(table) = &self.table else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
         let source = table.source.clone();
         let block_rows = source.block_rows(b);
         self.stats.blocks_total += 1;
         if self.pruned(&source, b) {
             self.stats.blocks_pruned += 1;
-            return Ok(None);
+            return Ok(Vec::new());
         }
         if !source.is_remote() {
             return self.read_block(&source, b, block_rows, first_row);
@@ -680,7 +777,7 @@ impl Scan {
         b: usize,
         block_rows: usize,
         first_row: u64,
-    ) -> Result<Option<RecordBatch>> {
+    ) -> Result<Vec<RecordBatch>> {
         // Rows of this block inside the requested range.
         let lo = self
             .range
@@ -709,7 +806,7 @@ impl Scan {
                 let rows: usize = ranges.iter().map(ExactSizeIterator::len).sum();
                 if rows == 0 {
                     self.stats.blocks_pruned += 1;
-                    return Ok(None);
+                    return Ok(Vec::new());
                 }
                 let ranges = (rows < block_rows).then_some(ranges.as_slice());
                 let data = source.block(b, &dictionary, ranges)?;
@@ -742,7 +839,7 @@ impl Scan {
         if count == 0 {
             ev.stats.blocks_empty += 1;
             data.account(ev.stats);
-            return Ok(None);
+            return Ok(Vec::new());
         }
         // A limit that ends inside this block keeps only its first rows.
         let mut selected = selected;
@@ -762,19 +859,14 @@ impl Scan {
             .projection
             .iter()
             .zip(&self.reads)
-            .map(|(&c, read)| match read {
-                Read::Values => ev.project(c, selected.as_ref()),
-                Read::Dictionary => ev.project_dictionary(c, selected.as_ref()),
-                Read::Unscaled => ev.project_unscaled(c, selected.as_ref()),
-            })
+            .map(|(&c, &read)| ev.project_pieces(c, selected.as_ref(), read))
             .collect::<Result<Vec<_>>>()?;
         data.account(ev.stats);
-        let options = RecordBatchOptions::new().with_row_count(Some(count));
-        let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
+        let batches = assemble(&self.schema, columns, count)?;
         if let Some(rem) = &mut self.remaining {
             *rem -= count as u64;
         }
-        Ok(Some(batch))
+        Ok(batches)
     }
 
     /// A block's rows from a thread, cut at the scan's limit.
@@ -861,16 +953,93 @@ impl Iterator for Scan {
                 true => self.block(b, first_row),
                 false => self
                     .receive()
-                    .map(|batch| batch.map(|b| self.take_limit(b))),
+                    .map(|batches| (batches.into_iter()).map(|b| self.take_limit(b)).collect()),
             };
             match result {
-                Ok(Some(batch)) => self.rebatch(batch),
-                Ok(None) => {}
+                Ok(batches) => batches.into_iter().for_each(|b| self.rebatch(b)),
                 Err(e) => {
                     self.failed = true;
                     self.blocks.clear();
                     self.pending.push_back(Err(e));
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // test code asserts by panicking
+mod tests {
+    use super::*;
+    use arrow_array::{Array, Int64Array};
+    use proptest::prelude::*;
+
+    /// `rows` values `0..rows` cut into pieces at `cuts` (sorted, inside `1..rows`).
+    fn pieces(rows: usize, cuts: &[usize]) -> Vec<ArrayRef> {
+        let mut bounds = vec![0];
+        bounds.extend(cuts.iter().copied().filter(|&c| c > 0 && c < rows));
+        bounds.push(rows);
+        bounds.dedup();
+        bounds
+            .windows(2)
+            .map(|w| Arc::new(Int64Array::from_iter_values(w[0] as i64..w[1] as i64)) as ArrayRef)
+            .collect()
+    }
+
+    proptest! {
+        /// Pieces cut anywhere come out as batches holding every row once, in order, each
+        /// (but a lone one) at least `MIN_BATCH_ROWS` long; pieces cut at the same rows in
+        /// every column are handed on as slices of themselves, never copied.
+        #[test]
+        fn assembled_batches_keep_rows_and_share_aligned_pieces(
+            rows in 1usize..60_000,
+            a in prop::collection::btree_set(1usize..60_000, 0..12),
+            b in prop::collection::btree_set(1usize..60_000, 0..12),
+        ) {
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("a", DataType::Int64, false),
+                Field::new("b", DataType::Int64, false),
+                Field::new("c", DataType::Int64, false),
+            ]));
+            let (a, b): (Vec<usize>, Vec<usize>) = (a.into_iter().collect(), b.into_iter().collect());
+            // Columns a and c share their cuts; b has its own.
+            let columns = vec![pieces(rows, &a), pieces(rows, &b), pieces(rows, &a)];
+            let batches = assemble(&schema, columns.clone(), rows).unwrap();
+            let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            prop_assert_eq!(total, rows);
+            if batches.len() > 1 {
+                prop_assert!(batches.iter().all(|b| b.num_rows() >= MIN_BATCH_ROWS));
+            }
+            for c in 0..3 {
+                let joined = arrow_select::concat::concat(
+                    &batches.iter().map(|b| b.column(c).as_ref()).collect::<Vec<_>>(),
+                ).unwrap();
+                let want: Vec<i64> = (0..rows as i64).collect();
+                prop_assert_eq!(joined.as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec(), want);
+            }
+            // Where b's pieces end at a batch's ends too, nothing of a's or c's was copied:
+            // each batch's column points into one of the pieces.
+            let inside = |col: usize, batch: &RecordBatch| {
+                let data = batch.column(col).to_data();
+                let p = data.buffers()[0].as_ptr() as usize;
+                columns[col].iter().any(|piece| {
+                    let d = piece.to_data();
+                    let s = d.buffers()[0].as_ptr() as usize;
+                    s <= p && p < s + d.buffers()[0].len().max(1)
+                })
+            };
+            let mut start = 0;
+            for batch in &batches {
+                let end = start + batch.num_rows();
+                let one_a = pieces(rows, &a).iter().scan(0, |at, p| {
+                    let s = *at;
+                    *at += p.len();
+                    Some((s, *at))
+                }).any(|(s, e)| s <= start && end <= e);
+                if one_a {
+                    prop_assert!(inside(0, batch) && inside(2, batch));
+                }
+                start = end;
             }
         }
     }
