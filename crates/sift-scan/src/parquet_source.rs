@@ -545,6 +545,11 @@ enum ParquetColumn {
     Decoded(ArrayRef),
 }
 
+/// Rows the `parquet` crate decodes at a time. Its buffers grow as a batch is read (by
+/// doubling, each step a copy into fresh memory), so a whole row group in one batch
+/// copies its values several times; smaller batches reuse memory and are joined once.
+const DECODE_BATCH_ROWS: usize = 65_536;
+
 /// A reader of the rows `selection` (default: all `total`) of row group `b`'s columns
 /// `mask`, decoded by the `parquet` crate.
 fn row_group_reader<T: parquet::file::reader::ChunkReader + 'static>(
@@ -558,7 +563,7 @@ fn row_group_reader<T: parquet::file::reader::ChunkReader + 'static>(
     let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(input, meta.clone())
         .with_row_groups(vec![b])
         .with_projection(mask)
-        .with_batch_size(total.max(1));
+        .with_batch_size(total.clamp(1, DECODE_BATCH_ROWS));
     if let Some(selection) = selection {
         builder = builder.with_row_selection(selection);
     }
