@@ -5,7 +5,8 @@
 //!
 //! - [`pack`]: plain little-endian contiguous bit-packing (the stable API of the format).
 //! - [`unpack`]: SIMD unpacking into `u8`/`u16`/`u32`/`u64`, with a frame-of-reference base.
-//! - [`select`]: Parquet-Select on packed codes (PDEP/PEXT), fused select-and-unpack.
+//! - [`select`]: Parquet-Select on packed codes (PDEP/PEXT), fused select-and-unpack;
+//!   cache-line prefetches for readers that walk a buffer serially.
 //! - [`compact`]: filtering decoded values by a bitmap (AVX-512 VPCOMPRESS).
 //! - [`float`]: integers to scaled doubles (ALP decoding's inner loop).
 //! - [`levels`]: bitmap transforms: `extend`, `deposit`, `compress`.
@@ -15,6 +16,8 @@
 //! - [`byteslice`]: the ByteSlice layout and its early-stopping SIMD scan.
 //! - [`bloom`]: a register-blocked Bloom filter with an AVX2 batch probe (join keys tested
 //!   during a scan).
+//! - [`extreme`]: the smallest or largest of 64-bit integers, masked by validity bits
+//!   (`MIN`/`MAX` aggregates).
 //! - [`bitmap`]: the bitmap type; [`dispatch`]: CPU detection and the forced levels.
 //!
 //! # Where Sift's `unsafe` code is

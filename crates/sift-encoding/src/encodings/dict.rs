@@ -328,8 +328,8 @@ impl Encoding for Dict {
         sel: &Bitmap,
     ) -> Result<Option<Vec<V>>> {
         let len = self.checked_len(ctx, count)?;
-        // As many codes selected as the sparse path below needs to pay off: the whole
-        // dictionary is decoded either way.
+        // Looked up as they are unpacked unless fewer codes are selected than a quarter
+        // of the entries, where `sparse` below decodes only the entries they use.
         if sel.count_ones().saturating_mul(4) >= len {
             let dict = self.entries::<V>(ctx, id, len, depth)?;
             if let Some(values) = self.lookup(ctx, id, count, Some(sel), &dict)? {
