@@ -1399,16 +1399,11 @@ fn extremes(acc: &mut Acc, ids: &[u32], v: &[i64], nulls: Option<&NullBuffer>, m
                 fold(0, x);
             }
         }
-        // Validity bits starting on a byte: handed to the kernel as they are.
-        (true, Some(n)) if n.offset() % 8 == 0 => {
-            let bytes = &n.inner().values()[n.offset() / 8..];
-            if let Some(x) = sift_bits::extreme::extreme_i64(level, v, Some(bytes), max) {
-                fold(0, x);
-            }
-        }
         (true, Some(n)) => {
-            let valid = n.valid_indices().map(|r| v[r]);
-            if let Some(x) = if max { valid.max() } else { valid.min() } {
+            // The validity bits from bit 0 of a buffer (a copy only when they start
+            // inside a byte).
+            let bits = n.inner().sliced();
+            if let Some(x) = sift_bits::extreme::extreme_i64(level, v, Some(bits.as_slice()), max) {
                 fold(0, x);
             }
         }

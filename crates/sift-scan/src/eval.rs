@@ -285,7 +285,7 @@ impl BlockEval<'_, '_> {
             },
             #[cfg(feature = "parquet")]
             ColumnData::Paged(c) => {
-                let pieces = c.decode_pieces(sel, output == Read::Unscaled)?;
+                let pieces = c.decode_pieces(sel, output)?;
                 for p in &pieces {
                     self.check_nulls(col, p)?;
                     self.stats.values_decoded += p.len() as u64;
@@ -298,18 +298,7 @@ impl BlockEval<'_, '_> {
                     Some(s) => payload_bytes(&c, s),
                     None => c.stored_bytes(),
                 };
-                // The output asked for, where the chunk can give it directly.
-                let direct = match output {
-                    Read::Dictionary => view.decode_dictionary(sel),
-                    Read::Unscaled => view.decode_unscaled(sel),
-                    Read::Values => Ok(None),
-                };
-                direct
-                    .and_then(|d| match d {
-                        Some(d) => Ok(d),
-                        None => view.decode_rows(sel),
-                    })
-                    .map_err(|e| self.decode_error(col, e))?
+                decode_as(&view, sel, output).map_err(|e| self.decode_error(col, e))?
             }
         };
         self.check_nulls(col, &out)?;
@@ -370,6 +359,24 @@ fn payload_bytes(c: &sift_format::ChunkRef<'_>, sel: &Bitmap) -> u64 {
         .filter(|w| w.iter().any(|&x| x != 0))
         .count();
     total * touched as u64 / minis as u64
+}
+
+/// An encoded chunk's rows (all, or those set in `sel`) as `read` asks where the chunk
+/// can give them so directly (see [`Read`]), else decoded as they are.
+pub(crate) fn decode_as(
+    chunk: &sift_encoding::Chunk<'_>,
+    sel: Option<&Bitmap>,
+    read: Read,
+) -> sift_encoding::Result<ArrayRef> {
+    let direct = match read {
+        Read::Dictionary => chunk.decode_dictionary(sel)?,
+        Read::Unscaled => chunk.decode_unscaled(sel)?,
+        Read::Values => None,
+    };
+    match direct {
+        Some(d) => Ok(d),
+        None => chunk.decode_rows(sel),
+    }
 }
 
 /// A string or binary column's values as an Arrow dictionary array: as they are when

@@ -40,6 +40,7 @@ use sift_encoding::{
 use crate::error::{Error, Result};
 use crate::parquet_input::InputRead;
 use crate::parquet_source::guarded;
+use crate::scan::Read;
 
 /// One column chunk of one row group, as Sift chunks (one per data page read), seen
 /// through the rows asked for: all of the row group's, or some ranges of them (the pages
@@ -703,19 +704,15 @@ impl PagedColumn {
     /// All rows (`sel` = `None`) or the rows set in `sel`, decoding only the selected
     /// values of the pages holding selected rows.
     pub(crate) fn decode_rows(&self, sel: Option<&Bitmap>) -> Result<ArrayRef> {
-        crate::eval::concat_pieces(self.decode_pieces(sel, false)?)
+        crate::eval::concat_pieces(self.decode_pieces(sel, Read::Values)?)
     }
 
     /// [`decode_rows`](Self::decode_rows) as one array per page with selected rows (an
     /// empty array when no page has any), in order: what a scan hands on as it is, so
-    /// that a row group's pages are not copied into one array. With `unscaled`, a
-    /// decimal column's pages come out as `Int64` arrays of their unscaled values, as the
-    /// pages hold them.
-    pub(crate) fn decode_pieces(
-        &self,
-        sel: Option<&Bitmap>,
-        unscaled: bool,
-    ) -> Result<Vec<ArrayRef>> {
+    /// that a row group's pages are not copied into one array. Each page is decoded as
+    /// `read` asks where it can be (a decimal column's pages as `Int64` arrays of their
+    /// unscaled values, as the pages hold them).
+    pub(crate) fn decode_pieces(&self, sel: Option<&Bitmap>, read: Read) -> Result<Vec<ArrayRef>> {
         if let Some(s) = sel
             && s.len() != self.rows()
         {
@@ -730,13 +727,7 @@ impl PagedColumn {
         let mut at = 0;
         for (i, p) in self.pages.iter().enumerate() {
             let chunk = self.chunk(i);
-            let decode = |s: Option<&Bitmap>| match unscaled {
-                true => chunk
-                    .decode_unscaled(s)
-                    .transpose()
-                    .unwrap_or_else(|| chunk.decode_rows(s)),
-                false => chunk.decode_rows(s),
-            };
+            let decode = |s: Option<&Bitmap>| crate::eval::decode_as(&chunk, s, read);
             let part = match p.selection(sel, at) {
                 None => Some(decode(None)),
                 Some(s) if s.count_ones() == 0 => None,

@@ -461,11 +461,11 @@ fn assemble(
     columns: Vec<Vec<ArrayRef>>,
     rows: usize,
 ) -> Result<Vec<RecordBatch>> {
-    let options = RecordBatchOptions::new().with_row_count(Some(rows));
     if columns.iter().all(|p| p.len() <= 1) {
         let columns = (columns.into_iter())
             .map(crate::eval::concat_pieces)
             .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
         return Ok(vec![RecordBatch::try_new_with_options(
             schema.clone(),
             columns,
