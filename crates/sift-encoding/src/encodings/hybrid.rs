@@ -1201,6 +1201,63 @@ mod tests {
         }
     }
 
+    /// A dictionary over hybrid codes (a Parquet dictionary page) decodes its codes through
+    /// the lookup; a code past the dictionary is an error naming it, whether all rows are
+    /// decoded or some selected, never a value read past the entries.
+    #[test]
+    fn dictionary_codes_past_the_entries_are_errors() {
+        use crate::encodings::{Dict, Plain};
+        let entries: Vec<u8> = [10i64, 20, 30]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let run = |codes: [u64; 8]| {
+            // One bit-packed run of 8 three-bit codes (header 0b11: one group, packed).
+            let packed = codes
+                .iter()
+                .enumerate()
+                .fold(0u32, |w, (i, &c)| w | (c as u32) << (3 * i));
+            let mut stream = vec![0b11u8];
+            stream.extend_from_slice(&packed.to_le_bytes()[..3]);
+            stream
+        };
+        let enc = ColumnEncoding {
+            validity: Validity::AllValid,
+            nodes: vec![
+                Node::Dict(Dict {
+                    values: 1,
+                    len: 3,
+                    codes: 2,
+                }),
+                Node::Plain(Plain {
+                    width: 8,
+                    buffer: 0,
+                }),
+                Node::Hybrid(Hybrid { bits: 3, buffer: 1 }),
+            ],
+        };
+        let sel = Bitmap::from_bools((0..8).map(|i| i != 1));
+        let read = |codes: [u64; 8]| {
+            let stream = run(codes);
+            let bufs: Vec<&[u8]> = vec![&entries, &stream];
+            let ctx = Ctx::new(&enc, &bufs);
+            let all = i64::decode(&ctx, 0, 8, 0).map_err(|e| e.to_string());
+            let some = i64::select(&ctx, 0, 8, 0, &sel).map_err(|e| e.to_string());
+            (all, some)
+        };
+        let (all, some) = read([0, 1, 2, 2, 1, 0, 0, 2]);
+        assert_eq!(all, Ok(vec![10, 20, 30, 30, 20, 10, 10, 30]));
+        assert_eq!(some, Ok(vec![10, 30, 30, 20, 10, 10, 30]));
+        let (all, some) = read([0, 1, 2, 5, 1, 0, 0, 2]);
+        for got in [all, some] {
+            assert!(
+                got.as_ref()
+                    .is_err_and(|e| e.contains("index 5 out of range 0..=2")),
+                "{got:?}"
+            );
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
 
