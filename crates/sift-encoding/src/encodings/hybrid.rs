@@ -16,10 +16,12 @@
 //!   contiguously (the layout of `For`'s codes), `(h >> 1) · bits` bytes. The last run may
 //!   be padded past the values wanted; the padding is ignored and need not be present.
 //!
-//! Every operation first parses the headers into a run table (start, length, and the value
-//! or the byte offset of the packed data), bounded by the values asked for: runs past
-//! them are never read, a run is clipped to them, and empty runs are skipped, so the table
-//! has at most one entry per value and per byte of the stream, whatever the headers claim.
+//! Every operation reads the headers in order ([`RunReader`], which prefetches the stream
+//! ahead of them), bounded by the values asked for: runs past them are never read, a run is
+//! clipped to them, and empty runs are skipped. Most first collect them into a run table
+//! (start, length, and the value or the byte offset of the packed data) of at most one
+//! entry per value and per byte of the stream, whatever the headers claim; a sparse
+//! selection reads its values from each run as its header is read.
 //!
 //! Runs are then evaluated whole: a repeated value is compared once and its rows set as a
 //! bit range, decoded by a fill, selected by a count. Consecutive bit-packed runs (writers
@@ -126,69 +128,122 @@ fn varint(bytes: &[u8], pos: &mut usize) -> std::result::Result<Option<u64>, Str
     }
 }
 
-/// Parses the run stream `bytes` of `bits`-wide values into the runs covering the first
-/// `count` values.
-fn parse(bits: u8, bytes: &[u8], count: usize) -> std::result::Result<Vec<Run>, String> {
-    if bits > MAX_BITS {
-        return Err(format!("bit width {bits} > {MAX_BITS}"));
-    }
-    let width = usize::from(bits);
-    let value_bytes = width.div_ceil(8);
-    let max = low_mask(u32::from(bits));
-    let mut runs: Vec<Run> = Vec::new();
-    let mut pos = 0usize;
-    let mut row = 0usize;
-    while row < count {
-        let at = pos;
-        let Some(h) = varint(bytes, &mut pos)? else {
-            return Err(format!(
-                "the run stream ends after {row} of {count} values ({} bytes)",
-                bytes.len()
-            ));
-        };
-        let n = h >> 1;
-        let left = count - row;
-        if h & 1 == 0 {
-            let Some(raw) = bytes.get(pos..pos + value_bytes) else {
-                return Err(format!("the value of the run at byte {at} is cut off"));
-            };
-            pos += value_bytes;
-            let mut le = [0u8; 8];
-            le[..value_bytes].copy_from_slice(raw);
-            let value = u64::from_le_bytes(le);
-            if value > max {
-                return Err(format!(
-                    "the run at byte {at} repeats {value}, wider than {bits} bits"
-                ));
-            }
-            let len = usize::try_from(n).map_or(left, |n| n.min(left));
-            push(&mut runs, row, len, Kind::Repeat(value));
-            row += len;
-        } else {
-            // The run's full extent (saturated: a hostile header only ends the stream).
-            let values = usize::try_from(n.saturating_mul(8)).unwrap_or(usize::MAX);
-            let run_bytes =
-                usize::try_from(n.saturating_mul(u64::from(bits))).unwrap_or(usize::MAX);
-            let len = values.min(left);
-            let needed = len
-                .checked_mul(width)
-                .ok_or_else(|| format!("{count} values of {bits} bits overflow"))?
-                .div_ceil(8);
-            if needed > bytes.len() - pos {
-                return Err(format!(
-                    "the bit-packed run at byte {at} needs {needed} bytes for {len} values, {} left",
-                    bytes.len() - pos
-                ));
-            }
-            let kind = if bits == 0 {
-                Kind::Repeat(0)
-            } else {
-                Kind::Packed(pos)
-            };
-            push(&mut runs, row, len, kind);
-            row += len;
-            pos = pos.saturating_add(run_bytes);
+/// Bytes of the stream prefetched ahead of the run header being read. Each header's
+/// position is known only once the one before it is read, so without prefetching every
+/// header (one in five cache lines of a 5-bit stream) waits for memory in turn; a few KiB
+/// ahead covers that latency at the rate headers are read, and a sparse selection's
+/// gathers from the run then find its bytes in cache too.
+const PREFETCH_AHEAD: usize = 4096;
+
+/// The runs of the stream `bytes` of `bits`-wide values covering the first `count`
+/// values, read one header at a time: each clipped to the values asked for, empty ones
+/// skipped, every header and value checked against the stream (an error names the byte).
+struct RunReader<'a> {
+    bytes: &'a [u8],
+    bits: u8,
+    count: usize,
+    /// The next header's byte and the next run's first value.
+    pos: usize,
+    row: usize,
+    /// Bytes before this one have been prefetched.
+    fetched: usize,
+}
+
+impl<'a> RunReader<'a> {
+    fn new(bits: u8, bytes: &'a [u8], count: usize) -> std::result::Result<Self, String> {
+        if bits > MAX_BITS {
+            return Err(format!("bit width {bits} > {MAX_BITS}"));
         }
+        Ok(RunReader {
+            bytes,
+            bits,
+            count,
+            pos: 0,
+            row: 0,
+            fetched: 0,
+        })
+    }
+
+    /// The next non-empty run, `None` once `count` values are covered.
+    fn next_run(&mut self) -> std::result::Result<Option<Run>, String> {
+        let (bits, bytes) = (self.bits, self.bytes);
+        let width = usize::from(bits);
+        while self.row < self.count {
+            let ahead = self.pos.saturating_add(PREFETCH_AHEAD).min(bytes.len());
+            if self.fetched < ahead {
+                sift_bits::select::prefetch_bytes(&bytes[self.fetched..ahead]);
+                self.fetched = ahead;
+            }
+            let (at, row) = (self.pos, self.row);
+            let Some(h) = varint(bytes, &mut self.pos)? else {
+                return Err(format!(
+                    "the run stream ends after {row} of {} values ({} bytes)",
+                    self.count,
+                    bytes.len()
+                ));
+            };
+            let n = h >> 1;
+            let left = self.count - row;
+            let (len, kind) = if h & 1 == 0 {
+                let value_bytes = width.div_ceil(8);
+                let Some(raw) = bytes.get(self.pos..self.pos + value_bytes) else {
+                    return Err(format!("the value of the run at byte {at} is cut off"));
+                };
+                self.pos += value_bytes;
+                let mut le = [0u8; 8];
+                le[..value_bytes].copy_from_slice(raw);
+                let value = u64::from_le_bytes(le);
+                if value > low_mask(u32::from(bits)) {
+                    return Err(format!(
+                        "the run at byte {at} repeats {value}, wider than {bits} bits"
+                    ));
+                }
+                let len = usize::try_from(n).map_or(left, |n| n.min(left));
+                (len, Kind::Repeat(value))
+            } else {
+                // The run's full extent (saturated: a hostile header only ends the stream).
+                let values = usize::try_from(n.saturating_mul(8)).unwrap_or(usize::MAX);
+                let run_bytes =
+                    usize::try_from(n.saturating_mul(u64::from(bits))).unwrap_or(usize::MAX);
+                let len = values.min(left);
+                let needed = len
+                    .checked_mul(width)
+                    .ok_or_else(|| format!("{} values of {bits} bits overflow", self.count))?
+                    .div_ceil(8);
+                if needed > bytes.len() - self.pos {
+                    return Err(format!(
+                        "the bit-packed run at byte {at} needs {needed} bytes for {len} values, {} left",
+                        bytes.len() - self.pos
+                    ));
+                }
+                let kind = if bits == 0 {
+                    Kind::Repeat(0)
+                } else {
+                    Kind::Packed(self.pos)
+                };
+                self.pos = self.pos.saturating_add(run_bytes);
+                (len, kind)
+            };
+            self.row += len;
+            if len > 0 {
+                return Ok(Some(Run {
+                    start: row,
+                    len,
+                    kind,
+                }));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Parses the run stream `bytes` of `bits`-wide values into the runs covering the first
+/// `count` values (consecutive repeats of one value joined).
+fn parse(bits: u8, bytes: &[u8], count: usize) -> std::result::Result<Vec<Run>, String> {
+    let mut reader = RunReader::new(bits, bytes, count)?;
+    let mut runs: Vec<Run> = Vec::new();
+    while let Some(run) = reader.next_run()? {
+        push(&mut runs, run);
     }
     Ok(runs)
 }
@@ -277,20 +332,17 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
     Ok(out)
 }
 
-/// Appends a run of `len` values at `start`, joined to the previous one when both repeat
-/// the same value; empty runs are dropped.
-fn push(runs: &mut Vec<Run>, start: usize, len: usize, kind: Kind) {
-    if len == 0 {
-        return;
-    }
-    if let (Kind::Repeat(v), Some(last)) = (kind, runs.last_mut())
+/// Appends `run` (never empty), joined to the previous one when both repeat the same
+/// value.
+fn push(runs: &mut Vec<Run>, run: Run) {
+    if let (Kind::Repeat(v), Some(last)) = (run.kind, runs.last_mut())
         && let Kind::Repeat(w) = last.kind
         && v == w
     {
-        last.len += len;
+        last.len += run.len;
         return;
     }
-    runs.push(Run { start, len, kind });
+    runs.push(run);
 }
 
 /// The number of set bits `start..start + len` of `words`.
@@ -415,7 +467,6 @@ impl Hybrid {
     /// The run stream and its run table for the first `count` values.
     fn runs<'a>(&self, ctx: &Ctx<'a>, id: NodeId, count: usize) -> Result<(&'a [u8], Vec<Run>)> {
         let bytes = ctx.bufs.get(self.buffer, 0)?;
-        sift_bits::select::prefetch_bytes(bytes);
         let runs = parse(self.bits, bytes, count).map_err(self.context(id))?;
         Ok((bytes, runs))
     }
@@ -597,17 +648,19 @@ impl Hybrid {
                 sel.len()
             )));
         }
-        let (bytes, runs) = self.runs(ctx, id, count)?;
         let (bits, level) = (u32::from(self.bits), Level::active());
         let words = sel.words();
         let ones = sel.count_ones();
         // Values gathered one by one, handed over a run or span at a time.
         let mut picked: Vec<u64> = Vec::new();
         if ones * GATHER_EVERY <= count {
-            // Sparse: each selected value read where its run stores it, with no span
-            // copied (spans would all be copied: at one value in 16, every span of
-            // 8,192 holds some).
-            for run in &runs {
+            // Sparse: each selected value read where its run stores it as the run's header
+            // is read (its bytes are then in cache), with no run table and no span copied
+            // (spans would all be copied: at one value in 32, every span of 8,192 holds
+            // some).
+            let bytes = ctx.bufs.get(self.buffer, 0)?;
+            let mut reader = RunReader::new(self.bits, bytes, count).map_err(self.context(id))?;
+            while let Some(run) = reader.next_run().map_err(self.context(id))? {
                 match run.kind {
                     Kind::Repeat(v) => sink.repeat(v, count_range(words, run.start, run.len)),
                     Kind::Packed(at) => {
@@ -619,6 +672,7 @@ impl Hybrid {
             }
             return Ok(());
         }
+        let (bytes, runs) = self.runs(ctx, id, count)?;
         let mut part = Vec::new();
         let (mut narrow, mut kept): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
         self.walk(
@@ -860,21 +914,25 @@ impl<V: Copy> CodeSink for Lookup<'_, V> {
     }
 
     fn wide(&mut self, codes: &[u64]) {
-        for &c in codes {
-            self.repeat(c, 1);
-        }
+        self.map(codes);
     }
 
     fn narrow(&mut self, codes: &[u32]) {
-        // One pass without a branch per code (it vectorises), then the lookups, whose
-        // bounds checks the branch predictor then always gets right.
-        let top = codes.iter().fold(0u32, |m, &c| m.max(c));
-        if top as usize >= self.table.len() && !codes.is_empty() {
+        self.map(codes);
+    }
+}
+
+impl<V: Copy> Lookup<'_, V> {
+    /// One pass without a branch per code (it vectorises), then the lookups, whose bounds
+    /// checks the branch predictor then always gets right.
+    fn map<C: Copy + Ord + Default + Into<u64>>(&mut self, codes: &[C]) {
+        let top: u64 = codes.iter().fold(C::default(), |m, &c| m.max(c)).into();
+        if top >= self.table.len() as u64 && !codes.is_empty() {
             self.beyond = true;
             return;
         }
         self.out
-            .extend(codes.iter().map(|&c| self.table[c as usize]));
+            .extend(codes.iter().map(|&c| self.table[c.into() as usize]));
     }
 }
 
@@ -1338,7 +1396,13 @@ mod tests {
                     prop_assert_eq!(out, ints.clone());
                 }
                 if let Ok(out) = i64::select(ctx, 1, values.len(), 0, &sel) {
-                    prop_assert_eq!(out, ints);
+                    prop_assert_eq!(out, ints.clone());
+                }
+                // One value in 64: read run by run as the headers are read.
+                let sparse = bitmap((0..values.len()).map(|i| i % 64 == 0));
+                if let Ok(out) = i64::select(ctx, 1, values.len(), 0, &sparse) {
+                    let want: Vec<i64> = sparse.iter_ones().map(|i| ints[i]).collect();
+                    prop_assert_eq!(out, want);
                 }
                 let _ = i64::filter(ctx, 1, values.len(), 0, &IntRange::new(1, 5, false));
                 Ok(())
