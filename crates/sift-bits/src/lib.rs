@@ -18,6 +18,8 @@
 //!   during a scan).
 //! - [`extreme`]: the smallest or largest of 64-bit integers, masked by validity bits
 //!   (`MIN`/`MAX` aggregates).
+//! - [`lookup`]: dictionary codes mapped to 8-byte entries, small tables held in registers
+//!   (VPERMI2Q).
 //! - [`bitmap`]: the bitmap type; [`dispatch`]: CPU detection and the forced levels.
 //!
 //! # Where Sift's `unsafe` code is
@@ -30,7 +32,9 @@
 //!
 //! - sift-encoding's decoders: stores into reserved capacity in the hot loops of
 //!   `bytes.rs`, `fsst.rs` and `rle.rs`, and Arrow's unchecked array constructors in
-//!   `column.rs` for offsets, views and UTF-8 the decoder has already checked.
+//!   `column.rs` for offsets, views and UTF-8 the decoder has already checked; and
+//!   `domain.rs`'s `bytemuck::Pod` for the `u64` newtype that holds doubles, so that their
+//!   dictionaries go through [`lookup`] as `u64`s.
 //! - sift-format's reader (`reader.rs`): `memmap2::Mmap::map`, `unsafe` because the
 //!   mapped bytes could change if another process wrote the file. Sift files are
 //!   immutable once written (the writer renames a finished file into place);
@@ -51,6 +55,7 @@ pub mod error;
 pub mod extreme;
 pub mod float;
 pub mod levels;
+pub mod lookup;
 pub mod pack;
 pub mod packed_cmp;
 pub mod predicate;

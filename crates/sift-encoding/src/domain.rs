@@ -48,6 +48,18 @@ pub(crate) trait Value: Copy + Eq + Hash + Ord + Default + Send + Sync + 'static
         None
     }
 
+    /// Appends `table[c]` for each of `codes` to `out` and returns `true`, or returns
+    /// `false` (`out` unchanged) when a code lies past the table: a dictionary's codes
+    /// looked up. 8-byte domains override it with [`lookup_u64`].
+    fn look_up(codes: &[u32], table: &[Self], out: &mut Vec<Self>) -> bool {
+        let top = codes.iter().fold(0u32, |m, &c| m.max(c));
+        if !codes.is_empty() && top as usize >= table.len() {
+            return false;
+        }
+        out.extend(codes.iter().map(|&c| table[c as usize]));
+        true
+    }
+
     /// Encodes `values` with the scheme the chooser picks; children may cascade `depth - 1`
     /// more levels.
     fn encode(values: &[Self], sink: &mut BufferSink, depth: u8) -> NodeId;
@@ -82,7 +94,15 @@ pub(crate) struct Strings;
 /// NaN payloads and -0.0) and order is `f64::total_cmp`, so sorted dictionaries keep
 /// value order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(transparent)]
 pub(crate) struct FloatBits(pub u64);
+
+// SAFETY: `FloatBits` is `repr(transparent)` over `u64`, which is `Zeroable` and `Pod`:
+// no padding, every bit pattern valid. (Lets a dictionary of doubles go through the
+// 64-bit lookup kernel as `u64`s.)
+unsafe impl bytemuck::Zeroable for FloatBits {}
+// SAFETY: as above.
+unsafe impl bytemuck::Pod for FloatBits {}
 
 impl FloatBits {
     pub(crate) fn f64(self) -> f64 {
@@ -217,6 +237,23 @@ pub(crate) fn set_range(words: &mut [u64], start: usize, end: usize) {
         *w = u64::MAX;
     }
     words[ew] |= hi_mask;
+}
+
+/// [`Value::look_up`] for 8-byte domains: through the SIMD lookup kernel, which holds a
+/// small dictionary in registers.
+pub(crate) fn lookup_u64<V: bytemuck::Pod>(codes: &[u32], table: &[V], out: &mut Vec<V>) -> bool {
+    let start = out.len();
+    out.resize(start + codes.len(), V::zeroed());
+    let found = sift_bits::lookup::lookup_u64(
+        sift_bits::Level::active(),
+        codes,
+        bytemuck::cast_slice(table),
+        bytemuck::cast_slice_mut(&mut out[start..]),
+    );
+    if !found {
+        out.truncate(start);
+    }
+    found
 }
 
 #[cfg(test)]

@@ -366,6 +366,9 @@ impl Value for i64 {
     fn from_ints(v: Vec<i64>) -> Option<Vec<Self>> {
         Some(v)
     }
+    fn look_up(codes: &[u32], table: &[Self], out: &mut Vec<Self>) -> bool {
+        crate::domain::lookup_u64(codes, table, out)
+    }
     fn encode(values: &[i64], sink: &mut BufferSink, depth: u8) -> NodeId {
         chooser::encode_chosen(
             values,
@@ -389,6 +392,9 @@ impl Value for FloatBits {
     }
     fn from_floats(v: Vec<FloatBits>) -> Option<Vec<Self>> {
         Some(v)
+    }
+    fn look_up(codes: &[u32], table: &[Self], out: &mut Vec<Self>) -> bool {
+        crate::domain::lookup_u64(codes, table, out)
     }
     fn encode(values: &[FloatBits], sink: &mut BufferSink, depth: u8) -> NodeId {
         chooser::encode_chosen(

@@ -179,7 +179,7 @@ impl Dict {
     /// `dict` as they are unpacked, when the codes are a Parquet hybrid stream (a
     /// dictionary-encoded Parquet page): `None` for codes of any other encoding, and for
     /// a code past the dictionary (the caller's own path then reports it).
-    fn lookup<V: Copy>(
+    fn lookup<V: Value>(
         &self,
         ctx: &Ctx<'_>,
         id: NodeId,

@@ -592,7 +592,7 @@ impl Hybrid {
     /// looked up in `table` (a dictionary's entries) as it is unpacked, a span at a time
     /// in L1: the codes are never held as 64-bit integers, and their check against the
     /// table's length is a pass over the span. `None` if a code lies past the table.
-    pub(crate) fn lookup<V: Copy>(
+    pub(crate) fn lookup<V: Value>(
         &self,
         ctx: &Ctx<'_>,
         id: NodeId,
@@ -905,7 +905,7 @@ struct Lookup<'t, V> {
     beyond: bool,
 }
 
-impl<V: Copy> CodeSink for Lookup<'_, V> {
+impl<V: Value> CodeSink for Lookup<'_, V> {
     fn repeat(&mut self, code: u64, n: usize) {
         match usize::try_from(code).ok().and_then(|c| self.table.get(c)) {
             Some(&v) => self.out.extend(std::iter::repeat_n(v, n)),
@@ -914,25 +914,13 @@ impl<V: Copy> CodeSink for Lookup<'_, V> {
     }
 
     fn wide(&mut self, codes: &[u64]) {
-        self.map(codes);
+        for &c in codes {
+            self.repeat(c, 1);
+        }
     }
 
     fn narrow(&mut self, codes: &[u32]) {
-        self.map(codes);
-    }
-}
-
-impl<V: Copy> Lookup<'_, V> {
-    /// One pass without a branch per code (it vectorises), then the lookups, whose bounds
-    /// checks the branch predictor then always gets right.
-    fn map<C: Copy + Ord + Default + Into<u64>>(&mut self, codes: &[C]) {
-        let top: u64 = codes.iter().fold(C::default(), |m, &c| m.max(c)).into();
-        if top >= self.table.len() as u64 && !codes.is_empty() {
-            self.beyond = true;
-            return;
-        }
-        self.out
-            .extend(codes.iter().map(|&c| self.table[c.into() as usize]));
+        self.beyond |= !V::look_up(codes, self.table, &mut self.out);
     }
 }
 

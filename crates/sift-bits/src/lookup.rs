@@ -1,0 +1,134 @@
+//! Dictionary codes mapped to their 8-byte entries (`out[i] = table[codes[i]]`), with the
+//! check that every code lies inside the table.
+//!
+//! Written here rather than left to the compiler: the scalar loop is a load, a bounds
+//! check and a store per code, and the check needs a pass of its own to stay branch-free.
+//! A dictionary of at most 64 entries fits in eight AVX-512 registers, so with AVX-512 the
+//! lookup is a register permute (`VPERMI2Q` over two registers, blends on the index's
+//! higher bits for four or eight) and the check a compare against the table's length, both
+//! sixteen codes at a time with no load from the table. Low-cardinality columns (flags,
+//! states, small enums: Parquet's dictionary pages) are the common case. Larger tables
+//! take the scalar path. [`lookup_scalar`] is the reference.
+
+use crate::dispatch::Level;
+
+/// Entries of the largest table the register path holds.
+pub const REGISTER_ENTRIES: usize = 64;
+
+/// Writes `table[codes[i]]` to `out[i]` for every code and returns `true`; returns
+/// `false` when a code is `table.len()` or more (`out` is then partly written).
+///
+/// # Panics
+/// If `out` and `codes` differ in length.
+pub fn lookup_u64(level: Level, codes: &[u32], table: &[u64], out: &mut [u64]) -> bool {
+    assert_eq!(codes.len(), out.len(), "one output per code");
+    #[cfg(target_arch = "x86_64")]
+    if level.clamp() == Level::Avx512 && !table.is_empty() && table.len() <= REGISTER_ENTRIES {
+        // SAFETY: `clamp` returned Avx512 only because avx512f was detected; the table
+        // holds 1..=64 entries and `out` is as long as `codes`.
+        return unsafe { avx512::lookup(codes, table, out) };
+    }
+    let _ = level;
+    lookup_scalar(codes, table, out)
+}
+
+/// The portable reference for [`lookup_u64`]: the largest code checked in a pass of its
+/// own (which vectorises), then one lookup per code, whose bounds checks then never fail.
+pub fn lookup_scalar(codes: &[u32], table: &[u64], out: &mut [u64]) -> bool {
+    assert_eq!(codes.len(), out.len(), "one output per code");
+    let top = codes.iter().fold(0u32, |m, &c| m.max(c));
+    if !codes.is_empty() && top as usize >= table.len() {
+        return false;
+    }
+    for (o, &c) in out.iter_mut().zip(codes) {
+        *o = table[c as usize];
+    }
+    true
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    /// [`super::lookup_u64`] sixteen codes at a time, the table held in registers.
+    ///
+    /// # Safety
+    /// The CPU must support avx512f; `table` holds 1..=64 entries; `out` is as long as
+    /// `codes`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn lookup(codes: &[u32], table: &[u64], out: &mut [u64]) -> bool {
+        // The table padded to a power-of-two number of registers (1, 2, 4 or 8 of them;
+        // a permute reads two). Codes past the table are caught by the length check;
+        // the padding only keeps every permuted lane defined.
+        let mut padded = [0u64; super::REGISTER_ENTRIES];
+        padded[..table.len()].copy_from_slice(table);
+        // SAFETY: `padded` holds 64 entries: eight registers' worth, loads unaligned.
+        let t: [__m512i; 8] =
+            std::array::from_fn(|r| unsafe { _mm512_loadu_si512(padded[r * 8..].as_ptr().cast()) });
+        // SAFETY (all three): the caller's guarantees, passed on.
+        match table.len() {
+            ..=16 => unsafe { run::<0>(codes, table.len(), &t, out) },
+            17..=32 => unsafe { run::<1>(codes, table.len(), &t, out) },
+            _ => unsafe { run::<2>(codes, table.len(), &t, out) },
+        }
+    }
+
+    /// The loop, for tables of `16 << BLENDS` entries at most: each code's entry is
+    /// permuted out of a register pair chosen by its bits 4 (and 5) through `BLENDS` blends.
+    ///
+    /// # Safety
+    /// The CPU must support avx512f; `out` is as long as `codes`.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn run<const BLENDS: u32>(
+        codes: &[u32],
+        len: usize,
+        t: &[__m512i; 8],
+        out: &mut [u64],
+    ) -> bool {
+        let limit = _mm512_set1_epi32(len as i32);
+        let mut beyond: u16 = 0;
+        let mut at = 0usize;
+        while at < codes.len() {
+            let n = (codes.len() - at).min(16);
+            let lanes: u16 = if n == 16 { u16::MAX } else { (1u16 << n) - 1 };
+            // SAFETY: lanes `..n` of the masked load and stores lie inside `codes` and
+            // `out` from `at` on; masked-off lanes are neither read nor written.
+            unsafe {
+                let c = _mm512_maskz_loadu_epi32(lanes, codes.as_ptr().add(at).cast());
+                beyond |= _mm512_mask_cmpge_epu32_mask(lanes, c, limit);
+                let lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(c));
+                let hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(c));
+                let dst = out.as_mut_ptr().add(at);
+                _mm512_mask_storeu_epi64(dst.cast(), lanes as u8, pick::<BLENDS>(t, lo));
+                // `wrapping_add`: with eight codes or fewer left this points past `out`,
+                // and its store is masked off entirely.
+                let dst8 = dst.wrapping_add(8);
+                _mm512_mask_storeu_epi64(dst8.cast(), (lanes >> 8) as u8, pick::<BLENDS>(t, hi));
+            }
+            at += n;
+        }
+        beyond == 0
+    }
+
+    /// The entries of the eight 64-bit indices `idx` (below `16 << BLENDS`): permuted out
+    /// of the register pair their bits 4 and 5 choose.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn pick<const BLENDS: u32>(t: &[__m512i; 8], idx: __m512i) -> __m512i {
+        let pair = |r: usize| _mm512_permutex2var_epi64(t[r], idx, t[r + 1]);
+        match BLENDS {
+            0 => pair(0),
+            1 => {
+                let b4 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(16));
+                _mm512_mask_blend_epi64(b4, pair(0), pair(2))
+            }
+            _ => {
+                let b4 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(16));
+                let b5 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(32));
+                let low = _mm512_mask_blend_epi64(b4, pair(0), pair(2));
+                let high = _mm512_mask_blend_epi64(b4, pair(4), pair(6));
+                _mm512_mask_blend_epi64(b5, low, high)
+            }
+        }
+    }
+}
