@@ -15,6 +15,10 @@ use crate::dispatch::Level;
 /// Entries of the largest table the register path holds.
 pub const REGISTER_ENTRIES: usize = 64;
 
+/// Codes below which the scalar loop is faster: loading the table into registers costs
+/// about as much as looking up this many codes one by one.
+const REGISTER_MIN_CODES: usize = 64;
+
 /// Writes `table[codes[i]]` to `out[i]` for every code and returns `true`; returns
 /// `false` when a code is `table.len()` or more (`out` is then partly written).
 ///
@@ -23,7 +27,11 @@ pub const REGISTER_ENTRIES: usize = 64;
 pub fn lookup_u64(level: Level, codes: &[u32], table: &[u64], out: &mut [u64]) -> bool {
     assert_eq!(codes.len(), out.len(), "one output per code");
     #[cfg(target_arch = "x86_64")]
-    if level.clamp() == Level::Avx512 && !table.is_empty() && table.len() <= REGISTER_ENTRIES {
+    if level.clamp() == Level::Avx512
+        && codes.len() >= REGISTER_MIN_CODES
+        && !table.is_empty()
+        && table.len() <= REGISTER_ENTRIES
+    {
         // SAFETY: `clamp` returned Avx512 only because avx512f was detected; the table
         // holds 1..=64 entries and `out` is as long as `codes`.
         return unsafe { avx512::lookup(codes, table, out) };
