@@ -458,6 +458,39 @@ fn or_at(dst: &mut [u64], start: usize, src: &[u64]) {
     }
 }
 
+/// Buffers a thread reuses from one call to the next: a column's pages are read one after
+/// another, each a few spans long, and buffers made per page were zeroed (and grown) anew
+/// every time.
+#[derive(Default)]
+struct Scratch {
+    /// A span's packed words ([`Hybrid::walk`]).
+    span: Vec<u64>,
+    /// A span's codes, unpacked.
+    codes: Vec<u32>,
+    /// A span's selected codes, compacted.
+    kept: Vec<u32>,
+    /// A span's selection bits.
+    part: Vec<u64>,
+    /// Codes gathered one by one.
+    picked: Vec<u64>,
+    /// A span's codes as bytes.
+    bytes: Vec<u8>,
+    /// A span's result bits.
+    words: Vec<u64>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Scratch> = std::cell::Cell::new(Scratch::default());
+}
+
+/// `f` with the thread's [`Scratch`] (a nested call gets empty buffers of its own).
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let mut scratch = SCRATCH.take();
+    let out = f(&mut scratch);
+    SCRATCH.set(scratch);
+    out
+}
+
 impl Hybrid {
     /// The node's label, for errors.
     fn context(&self, id: NodeId) -> impl Fn(String) -> crate::EncodingError + '_ {
@@ -473,17 +506,17 @@ impl Hybrid {
 
     /// Hands `f` the values of `runs` in order as `(start, len, segment)`: each repeated
     /// run whole, and the bit-packed runs joined into spans of up to [`SPAN`] values,
-    /// copied into one scratch buffer reused across spans, for the spans `want(start, len)`
-    /// asks for.
+    /// copied into `scratch` (reused across spans), for the spans `want(start, len)` asks
+    /// for.
     fn walk(
         &self,
         bytes: &[u8],
         runs: &[Run],
+        scratch: &mut Vec<u64>,
         mut want: impl FnMut(usize, usize) -> bool,
         mut f: impl FnMut(usize, usize, Segment<'_>) -> Result<()>,
     ) -> Result<()> {
         let bits = usize::from(self.bits);
-        let mut scratch: Vec<u64> = Vec::new();
         let (mut i, mut done) = (0usize, 0usize);
         while let Some(run) = runs.get(i) {
             let Kind::Packed(_) = run.kind else {
@@ -562,22 +595,25 @@ impl Hybrid {
         let (bytes, runs) = self.runs(ctx, id, count)?;
         let bits = u32::from(self.bits);
         let mut out = vec![0u64; count];
-        self.walk(
-            bytes,
-            &runs,
-            |_, _| true,
-            |start, len, seg| {
-                let Some(dst) = out.get_mut(start..start + len) else {
-                    return Err(corrupt("run outside the values"));
-                };
-                match seg {
-                    Segment::Repeat(v) => dst.fill(v),
-                    Segment::Packed(words) => sift_bits::unpack::unpack_to(words, bits, dst)
-                        .map_err(|e| corrupt(format!("packed run: {e}")))?,
-                }
-                Ok(())
-            },
-        )?;
+        with_scratch(|Scratch { span, .. }| {
+            self.walk(
+                bytes,
+                &runs,
+                span,
+                |_, _| true,
+                |start, len, seg| {
+                    let Some(dst) = out.get_mut(start..start + len) else {
+                        return Err(corrupt("run outside the values"));
+                    };
+                    match seg {
+                        Segment::Repeat(v) => dst.fill(v),
+                        Segment::Packed(words) => sift_bits::unpack::unpack_to(words, bits, dst)
+                            .map_err(|e| corrupt(format!("packed run: {e}")))?,
+                    }
+                    Ok(())
+                },
+            )
+        })?;
         Ok(out)
     }
 
@@ -610,24 +646,26 @@ impl Hybrid {
             None => {
                 let (bytes, runs) = self.runs(ctx, id, count)?;
                 let bits = u32::from(self.bits);
-                let mut narrow: Vec<u32> = Vec::new();
-                self.walk(
-                    bytes,
-                    &runs,
-                    |_, _| true,
-                    |_, len, seg| {
-                        match seg {
-                            Segment::Repeat(v) => sink.repeat(v, len),
-                            Segment::Packed(packed) => {
-                                narrow.resize(len, 0);
-                                sift_bits::unpack::unpack_to(packed, bits, &mut narrow)
-                                    .map_err(|e| corrupt(format!("packed run: {e}")))?;
-                                sink.narrow(&narrow);
+                with_scratch(|Scratch { span, codes, .. }| {
+                    self.walk(
+                        bytes,
+                        &runs,
+                        span,
+                        |_, _| true,
+                        |_, len, seg| {
+                            match seg {
+                                Segment::Repeat(v) => sink.repeat(v, len),
+                                Segment::Packed(packed) => {
+                                    codes.resize(len, 0);
+                                    sift_bits::unpack::unpack_to(packed, bits, codes)
+                                        .map_err(|e| corrupt(format!("packed run: {e}")))?;
+                                    sink.narrow(codes);
+                                }
                             }
-                        }
-                        Ok(())
-                    },
-                )?;
+                            Ok(())
+                        },
+                    )
+                })?;
             }
         }
         Ok((!sink.beyond).then_some(sink.out))
@@ -673,40 +711,46 @@ impl Hybrid {
             return Ok(());
         }
         let (bytes, runs) = self.runs(ctx, id, count)?;
-        let mut part = Vec::new();
-        let (mut narrow, mut kept): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
-        self.walk(
-            bytes,
-            &runs,
-            |start, len| count_range(words, start, len) > 0,
-            |start, len, seg| {
-                match seg {
-                    Segment::Repeat(v) => sink.repeat(v, count_range(words, start, len)),
-                    Segment::Packed(packed) => {
-                        bits_range(words, start, len, &mut part);
-                        let ones = count_range(words, start, len);
-                        if ones * GATHER_EVERY <= len {
-                            picked.clear();
-                            gather(packed, bits, &part, &mut picked);
-                            sink.wide(&picked);
-                        } else {
-                            // Unpacked into L1 (codes are at most 32 bits), then compacted
-                            // (VPCOMPRESS where available).
-                            narrow.resize(len, 0u32);
-                            sift_bits::unpack::unpack_to(packed, bits, &mut narrow[..len])
-                                .map_err(|e| corrupt(format!("packed run: {e}")))?;
-                            kept.resize(ones + SLACK, 0u32);
-                            let k = sift_bits::compact::compact_words(
-                                level,
-                                &narrow[..len],
-                                &part,
-                                &mut kept,
-                            );
-                            sink.narrow(&kept[..k.min(ones)]);
+        with_scratch(
+            |Scratch {
+                 span,
+                 codes,
+                 kept,
+                 part,
+                 picked,
+                 ..
+             }| {
+                self.walk(
+                    bytes,
+                    &runs,
+                    span,
+                    |start, len| count_range(words, start, len) > 0,
+                    |start, len, seg| {
+                        match seg {
+                            Segment::Repeat(v) => sink.repeat(v, count_range(words, start, len)),
+                            Segment::Packed(packed) => {
+                                bits_range(words, start, len, part);
+                                let ones = count_range(words, start, len);
+                                if ones * GATHER_EVERY <= len {
+                                    picked.clear();
+                                    gather(packed, bits, part, picked);
+                                    sink.wide(picked);
+                                } else {
+                                    // Unpacked into L1 (codes are at most 32 bits), then
+                                    // compacted (VPCOMPRESS where available).
+                                    codes.resize(len, 0u32);
+                                    sift_bits::unpack::unpack_to(packed, bits, codes)
+                                        .map_err(|e| corrupt(format!("packed run: {e}")))?;
+                                    kept.resize(ones + SLACK, 0u32);
+                                    let k =
+                                        sift_bits::compact::compact_words(level, codes, part, kept);
+                                    sink.narrow(&kept[..k.min(ones)]);
+                                }
+                            }
                         }
-                    }
-                }
-                Ok(())
+                        Ok(())
+                    },
+                )
             },
         )
     }
@@ -740,33 +784,36 @@ impl Hybrid {
         }
         let mut out = vec![0u64; count.div_ceil(64)];
         let mut part = Bitmap::default();
-        self.walk(
-            bytes,
-            &runs,
-            |_, _| true,
-            |start, len, seg| {
-                match seg {
-                    Segment::Repeat(v) => {
-                        if lo <= v && v <= hi {
-                            set_range(&mut out, start, start + len);
+        with_scratch(|Scratch { span, .. }| {
+            self.walk(
+                bytes,
+                &runs,
+                span,
+                |_, _| true,
+                |start, len, seg| {
+                    match seg {
+                        Segment::Repeat(v) => {
+                            if lo <= v && v <= hi {
+                                set_range(&mut out, start, start + len);
+                            }
+                        }
+                        Segment::Packed(packed) => {
+                            sift_bits::packed_cmp::compare_into(
+                                level,
+                                packed,
+                                bits,
+                                len,
+                                Predicate::Between(lo, hi),
+                                &mut part,
+                            )
+                            .map_err(|e| corrupt(format!("packed run: {e}")))?;
+                            or_at(&mut out, start, part.words());
                         }
                     }
-                    Segment::Packed(packed) => {
-                        sift_bits::packed_cmp::compare_into(
-                            level,
-                            packed,
-                            bits,
-                            len,
-                            Predicate::Between(lo, hi),
-                            &mut part,
-                        )
-                        .map_err(|e| corrupt(format!("packed run: {e}")))?;
-                        or_at(&mut out, start, part.words());
-                    }
-                }
-                Ok(())
-            },
-        )?;
+                    Ok(())
+                },
+            )
+        })?;
         Bitmap::from_words(out, count).ok_or_else(|| corrupt("hybrid bitmap"))
     }
 
@@ -779,41 +826,49 @@ impl Hybrid {
         let bits = u32::from(self.bits);
         let level = sift_bits::Level::active();
         let mut out = vec![0u64; count.div_ceil(64)];
-        let mut bytes8: Vec<u8> = Vec::new();
-        let mut codes: Vec<u32> = Vec::new();
-        let mut words: Vec<u64> = Vec::new();
         let mut beyond = false;
-        self.walk(
-            bytes,
-            &runs,
-            |_, _| true,
-            |start, len, seg| {
-                match seg {
-                    Segment::Repeat(v) => {
-                        if set.eval(v as i64) {
-                            set_range(&mut out, start, start + len);
+        with_scratch(
+            |Scratch {
+                 span,
+                 codes,
+                 bytes: bytes8,
+                 words,
+                 ..
+             }| {
+                self.walk(
+                    bytes,
+                    &runs,
+                    span,
+                    |_, _| true,
+                    |start, len, seg| {
+                        match seg {
+                            Segment::Repeat(v) => {
+                                if set.eval(v as i64) {
+                                    set_range(&mut out, start, start + len);
+                                }
+                            }
+                            Segment::Packed(packed) => {
+                                let unpacked = |e| corrupt(format!("packed run: {e:?}"));
+                                words.resize(len.div_ceil(64), 0);
+                                // Byte codes go through the set's 256-entry table, wider ones
+                                // through its bitset.
+                                beyond |= if bits <= 8 {
+                                    bytes8.resize(len, 0);
+                                    sift_bits::unpack::unpack_to::<u8>(packed, bits, bytes8)
+                                        .map_err(unpacked)?;
+                                    set.set.lookup_bytes(level, bytes8, words)
+                                } else {
+                                    codes.resize(len, 0);
+                                    sift_bits::unpack::unpack_to::<u32>(packed, bits, codes)
+                                        .map_err(unpacked)?;
+                                    set.set.lookup(level, codes, words)
+                                };
+                                or_at(&mut out, start, words);
+                            }
                         }
-                    }
-                    Segment::Packed(packed) => {
-                        let unpacked = |e| corrupt(format!("packed run: {e:?}"));
-                        words.resize(len.div_ceil(64), 0);
-                        // Byte codes go through the set's 256-entry table, wider ones
-                        // through its bitset.
-                        beyond |= if bits <= 8 {
-                            bytes8.resize(len, 0);
-                            sift_bits::unpack::unpack_to::<u8>(packed, bits, &mut bytes8)
-                                .map_err(unpacked)?;
-                            set.set.lookup_bytes(level, &bytes8, &mut words)
-                        } else {
-                            codes.resize(len, 0);
-                            sift_bits::unpack::unpack_to::<u32>(packed, bits, &mut codes)
-                                .map_err(unpacked)?;
-                            set.set.lookup(level, &codes, &mut words)
-                        };
-                        or_at(&mut out, start, &words);
-                    }
-                }
-                Ok(())
+                        Ok(())
+                    },
+                )
             },
         )?;
         if beyond {
