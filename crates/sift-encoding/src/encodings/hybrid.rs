@@ -262,9 +262,38 @@ pub fn check_stream(bits: u8, bytes: &[u8], count: usize) -> std::result::Result
 /// column with scattered nulls switch between repeated and bit-packed runs every few
 /// values. Checks the stream as [`parse`] does.
 fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, String> {
-    let mut out = vec![0u64; count.div_ceil(64)];
+    // One word of slack, so that 64 bits ORed in at any row stay inside (cut at the end).
+    let words = count.div_ceil(64);
+    let mut out = vec![0u64; words + 1];
     let (mut pos, mut row) = (0usize, 0usize);
     while row < count {
+        // Short runs (a one-byte header and at most 64 values: nearly every run of levels
+        // with scattered nulls) as one 64-bit field, without a branch on the run's kind:
+        // a repeated run's bits are all its value, a bit-packed run's are its next bytes
+        // (the 8 loaded past a shorter run are cut off by the length).
+        if let (Some(&h), Some(next)) = (bytes.get(pos), bytes.get(pos + 1..pos + 9))
+            && h < 0x80
+        {
+            let n = usize::from(h >> 1);
+            let repeated = h & 1 == 0;
+            let len = if repeated { n } else { n * 8 };
+            if len <= 64 && (!repeated || next[0] <= 1) {
+                let field = if repeated {
+                    0u64.wrapping_sub(u64::from(next[0]))
+                } else {
+                    u64::from_le_bytes([
+                        next[0], next[1], next[2], next[3], next[4], next[5], next[6], next[7],
+                    ])
+                };
+                let len = len.min(count - row);
+                let wide = u128::from(field & low_mask(len as u32)) << (row % 64);
+                out[row / 64] |= wide as u64;
+                out[row / 64 + 1] |= (wide >> 64) as u64;
+                row += len;
+                pos += if repeated { 2 } else { 1 + n };
+                continue;
+            }
+        }
         let at = pos;
         // Most headers are one byte.
         let header = match bytes.get(pos) {
@@ -329,6 +358,7 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
             pos = pos.saturating_add(usize::try_from(n).unwrap_or(usize::MAX));
         }
     }
+    out.truncate(words);
     Ok(out)
 }
 
