@@ -19,22 +19,26 @@ pub const REGISTER_ENTRIES: usize = 64;
 /// about as much as looking up this many codes one by one.
 const REGISTER_MIN_CODES: usize = 64;
 
-/// Writes `table[codes[i]]` to `out[i]` for every code and returns `true`; returns
-/// `false` when a code is `table.len()` or more (`out` is then partly written).
-///
-/// # Panics
-/// If `out` and `codes` differ in length.
-pub fn lookup_u64(level: Level, codes: &[u32], table: &[u64], out: &mut [u64]) -> bool {
-    assert_eq!(codes.len(), out.len(), "one output per code");
+/// Appends `table[c]` for every code `c` to `out` and returns `true`; returns `false`
+/// (`out` unchanged) when a code is `table.len()` or more.
+pub fn lookup_u64(level: Level, codes: &[u32], table: &[u64], out: &mut Vec<u64>) -> bool {
     #[cfg(target_arch = "x86_64")]
     if level.clamp() == Level::Avx512
         && codes.len() >= REGISTER_MIN_CODES
         && !table.is_empty()
         && table.len() <= REGISTER_ENTRIES
     {
+        let start = out.len();
+        out.reserve(codes.len());
+        let spare = &mut out.spare_capacity_mut()[..codes.len()];
         // SAFETY: `clamp` returned Avx512 only because avx512f was detected; the table
-        // holds 1..=64 entries and `out` is as long as `codes`.
-        return unsafe { avx512::lookup(codes, table, out) };
+        // holds 1..=64 entries and `spare` is as long as `codes`.
+        let found = unsafe { avx512::lookup(codes, table, spare) };
+        if found {
+            // SAFETY: the kernel wrote every one of the `codes.len()` values after `start`.
+            unsafe { out.set_len(start + codes.len()) };
+        }
+        return found;
     }
     let _ = level;
     lookup_scalar(codes, table, out)
@@ -42,29 +46,31 @@ pub fn lookup_u64(level: Level, codes: &[u32], table: &[u64], out: &mut [u64]) -
 
 /// The portable reference for [`lookup_u64`]: the largest code checked in a pass of its
 /// own (which vectorises), then one lookup per code, whose bounds checks then never fail.
-pub fn lookup_scalar(codes: &[u32], table: &[u64], out: &mut [u64]) -> bool {
-    assert_eq!(codes.len(), out.len(), "one output per code");
+pub fn lookup_scalar(codes: &[u32], table: &[u64], out: &mut Vec<u64>) -> bool {
     let top = codes.iter().fold(0u32, |m, &c| m.max(c));
     if !codes.is_empty() && top as usize >= table.len() {
         return false;
     }
-    for (o, &c) in out.iter_mut().zip(codes) {
-        *o = table[c as usize];
-    }
+    out.extend(codes.iter().map(|&c| table[c as usize]));
     true
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
+    use std::mem::MaybeUninit;
 
     /// [`super::lookup_u64`] sixteen codes at a time, the table held in registers.
     ///
     /// # Safety
     /// The CPU must support avx512f; `table` holds 1..=64 entries; `out` is as long as
-    /// `codes`.
+    /// `codes`. Every value of `out` is written when it returns `true`.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn lookup(codes: &[u32], table: &[u64], out: &mut [u64]) -> bool {
+    pub(super) unsafe fn lookup(
+        codes: &[u32],
+        table: &[u64],
+        out: &mut [MaybeUninit<u64>],
+    ) -> bool {
         // The table padded to a power-of-two number of registers (1, 2, 4 or 8 of them;
         // a permute reads two). Codes past the table are caught by the length check;
         // the padding only keeps every permuted lane defined.
@@ -91,7 +97,7 @@ mod avx512 {
         codes: &[u32],
         len: usize,
         t: &[__m512i; 8],
-        out: &mut [u64],
+        out: &mut [MaybeUninit<u64>],
     ) -> bool {
         let limit = _mm512_set1_epi32(len as i32);
         let mut beyond: u16 = 0;

@@ -240,19 +240,17 @@ pub(crate) fn set_range(words: &mut [u64], start: usize, end: usize) {
 }
 
 /// [`Value::look_up`] for 8-byte domains: through the SIMD lookup kernel, which holds a
-/// small dictionary in registers.
+/// small dictionary in registers. (`out` is handed to it as the `Vec<u64>` it is in
+/// memory, and back, without a copy.)
 pub(crate) fn lookup_u64<V: bytemuck::Pod>(codes: &[u32], table: &[V], out: &mut Vec<V>) -> bool {
-    let start = out.len();
-    out.resize(start + codes.len(), V::zeroed());
+    let mut words: Vec<u64> = bytemuck::allocation::cast_vec(std::mem::take(out));
     let found = sift_bits::lookup::lookup_u64(
         sift_bits::Level::active(),
         codes,
         bytemuck::cast_slice(table),
-        bytemuck::cast_slice_mut(&mut out[start..]),
+        &mut words,
     );
-    if !found {
-        out.truncate(start);
-    }
+    *out = bytemuck::allocation::cast_vec(words);
     found
 }
 
