@@ -730,9 +730,11 @@ impl PagedColumn {
             let decode = |s: Option<&Bitmap>| crate::eval::decode_as(&chunk, s, read);
             let part = match p.selection(sel, at) {
                 None => Some(decode(None)),
-                Some(s) if s.count_ones() == 0 => None,
-                Some(s) if s.count_ones() == s.len() => Some(decode(None)),
-                Some(s) => Some(decode(Some(&s))),
+                Some(s) => match s.count_ones() {
+                    0 => None,
+                    n if n == s.len() => Some(decode(None)),
+                    _ => Some(decode(Some(&s))),
+                },
             };
             at += p.wanted.iter().map(ExactSizeIterator::len).sum::<usize>();
             if let Some(part) = part {
