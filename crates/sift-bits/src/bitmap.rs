@@ -355,6 +355,11 @@ impl BitOrAssign<&Bitmap> for Bitmap {
 /// POPCNT instruction is used when the CPU has it.
 pub fn popcount(words: &[u64]) -> usize {
     #[cfg(target_arch = "x86_64")]
+    if words.len() >= 8 && std::arch::is_x86_feature_detected!("avx512vpopcntdq") {
+        // SAFETY: avx512vpopcntdq (which implies avx512f) was detected on this CPU.
+        return unsafe { popcount_avx512(words) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("popcnt") {
         // SAFETY: popcnt was detected on this CPU.
         return unsafe { popcount_hw(words) };
@@ -370,12 +375,44 @@ unsafe fn popcount_hw(words: &[u64]) -> usize {
     words.iter().map(|w| w.count_ones() as usize).sum()
 }
 
+/// Eight words at a time (VPOPCNTQ): a scan counts each page's selection several times
+/// (to size outputs, to choose between gathering and unpacking), and one POPCNT per word
+/// was a tenth of a very selective scan's time.
+///
+/// # Safety
+/// The CPU must support avx512f and avx512vpopcntdq.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+unsafe fn popcount_avx512(words: &[u64]) -> usize {
+    use std::arch::x86_64::*;
+    let blocks = words.chunks_exact(8);
+    let rest: usize = blocks
+        .remainder()
+        .iter()
+        .map(|w| w.count_ones() as usize)
+        .sum();
+    let mut acc = _mm512_setzero_si512();
+    for block in blocks {
+        // SAFETY: `block` is exactly 8 words; the load is unaligned.
+        let x = unsafe { _mm512_loadu_si512(block.as_ptr().cast()) };
+        acc = _mm512_add_epi64(acc, _mm512_popcnt_epi64(x));
+    }
+    _mm512_reduce_add_epi64(acc) as usize + rest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
     proptest! {
+        /// Every path of `popcount` (eight words at a time and the rest) counts as a fold.
+        #[test]
+        fn popcount_counts_every_bit(words in proptest::collection::vec(any::<u64>(), 0..40)) {
+            let want: usize = words.iter().map(|w| w.count_ones() as usize).sum();
+            prop_assert_eq!(popcount(&words), want);
+        }
+
         #[test]
         fn bools_round_trip(bits in proptest::collection::vec(any::<bool>(), 0..300)) {
             let b = Bitmap::from_bools(bits.iter().copied());
