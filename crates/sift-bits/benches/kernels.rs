@@ -12,6 +12,7 @@ use criterion::{
 };
 use sift_bits::byteslice::ByteSlices;
 use sift_bits::levels::{deposit_at, extend_at, extract_at};
+use sift_bits::lookup::lookup_u64;
 use sift_bits::pack::{low_mask, pack};
 use sift_bits::packed_cmp::compare_into;
 use sift_bits::range::compare_values;
@@ -214,12 +215,35 @@ fn levels(c: &mut Criterion) {
     g.finish();
 }
 
+/// Dictionary codes mapped to 8-byte entries: tables of 16, 32 and 64 entries (the
+/// register path's three shapes) and 256 (scalar at every level).
+fn lookup(c: &mut Criterion) {
+    let mut next = rng(5);
+    let mut g = c.benchmark_group("lookup");
+    g.throughput(Throughput::Elements(N as u64));
+    for entries in [16usize, 32, 64, 256] {
+        let table: Vec<u64> = (0..entries).map(|_| next()).collect();
+        let codes: Vec<u32> = (0..N).map(|_| (next() % entries as u64) as u32).collect();
+        let mut out = Vec::with_capacity(N);
+        for level in Level::supported() {
+            let id = BenchmarkId::new(format!("{level:?}"), format!("{entries}-entries"));
+            g.bench_function(id, |b| {
+                b.iter(|| {
+                    out.clear();
+                    lookup_u64(level, black_box(&codes), &table, &mut out)
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .sample_size(10)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_millis(700));
-    targets = unpack, select, byteslice_select, predicates, range_compare, range_compare_values, levels
+    targets = unpack, select, byteslice_select, predicates, range_compare, range_compare_values, levels, lookup
 }
 criterion_main!(benches);
