@@ -456,6 +456,17 @@ fn gather_stream(
             u64::from_le_bytes(le)
         }
     };
+    let value = |w: usize, t: u32| {
+        let bit = (w * 64 + t as usize - start) * width;
+        (load(at + bit / 8) >> (bit % 8)) & mask
+    };
+    // A sparse selection's words hold none, one or a few bits at random. Each word's first
+    // value is read and stored without a branch (into the slot past the end when the word
+    // has none: the count advances only by the word's bits), so only words with more
+    // take the loop.
+    let first = out.len();
+    out.resize(first + count_range(sel, start, len) + 1, 0);
+    let mut k = first;
     for w in start / 64..end.div_ceil(64) {
         let mut b = sel.get(w).copied().unwrap_or(0);
         if w == start / 64 {
@@ -464,12 +475,17 @@ fn gather_stream(
         if w == (end - 1) / 64 {
             b &= u64::MAX >> (63 - (end - 1) % 64);
         }
+        let t = b.trailing_zeros().min(63);
+        out[k] = value(w, t);
+        k += usize::from(b != 0);
+        b &= b.wrapping_sub(1);
         while b != 0 {
-            let bit = (w * 64 + b.trailing_zeros() as usize - start) * width;
+            out[k] = value(w, b.trailing_zeros());
+            k += 1;
             b &= b - 1;
-            out.push((load(at + bit / 8) >> (bit % 8)) & mask);
         }
     }
+    out.truncate(k);
 }
 
 /// ORs the bits of `src` (a span's results) into `dst` from bit `start` on, a word at a
