@@ -511,17 +511,24 @@ fn or_at(dst: &mut [u64], start: usize, src: &[u64]) {
 struct Scratch {
     /// A span's packed words ([`Hybrid::walk`]).
     span: Vec<u64>,
-    /// A span's codes, unpacked.
-    codes: Vec<u32>,
     /// A span's selected codes, compacted.
     kept: Vec<u32>,
     /// A span's selection bits.
     part: Vec<u64>,
     /// Codes gathered one by one.
     picked: Vec<u64>,
-    /// A span's codes as bytes.
+    /// What a span's values are unpacked into and evaluated in.
+    buffers: SpanBuffers,
+}
+
+/// A span's values unpacked, and a filter's bits for them ([`Hybrid::matching`]).
+#[derive(Default)]
+struct SpanBuffers {
+    /// The codes, unpacked.
+    codes: Vec<u32>,
+    /// The codes as bytes.
     bytes: Vec<u8>,
-    /// A span's result bits.
+    /// One bit per value, from bit 0.
     words: Vec<u64>,
 }
 
@@ -692,7 +699,8 @@ impl Hybrid {
             None => {
                 let (bytes, runs) = self.runs(ctx, id, count)?;
                 let bits = u32::from(self.bits);
-                with_scratch(|Scratch { span, codes, .. }| {
+                with_scratch(|Scratch { span, buffers, .. }| {
+                    let codes = &mut buffers.codes;
                     self.walk(
                         bytes,
                         &runs,
@@ -760,11 +768,10 @@ impl Hybrid {
         with_scratch(
             |Scratch {
                  span,
-                 codes,
                  kept,
                  part,
                  picked,
-                 ..
+                 buffers: SpanBuffers { codes, .. },
              }| {
                 self.walk(
                     bytes,
@@ -823,14 +830,92 @@ impl Hybrid {
             }
             return Ok(out);
         }
-        let (bytes, runs) = self.runs(ctx, id, count)?;
         let (bits, level) = (u32::from(self.bits), Level::active());
         if lo == 0 && hi >= low_mask(bits) {
+            // Every value: the stream is still checked.
+            self.runs(ctx, id, count)?;
             return Ok(Bitmap::ones(count));
         }
-        let mut out = vec![0u64; count.div_ceil(64)];
         let mut part = Bitmap::default();
-        with_scratch(|Scratch { span, .. }| {
+        self.matching(
+            ctx,
+            id,
+            count,
+            |v| lo <= v && v <= hi,
+            |packed, len, buffers| {
+                sift_bits::packed_cmp::compare_into(
+                    level,
+                    packed,
+                    bits,
+                    len,
+                    Predicate::Between(lo, hi),
+                    &mut part,
+                )
+                .map_err(|e| corrupt(format!("packed run: {e}")))?;
+                buffers.words.clear();
+                buffers.words.extend_from_slice(part.words());
+                Ok(())
+            },
+        )
+    }
+
+    /// The values `v` with `set.mask[v]` (a dictionary's matching codes): repeated runs
+    /// decided once, bit-packed blocks unpacked into a small reused buffer and looked up
+    /// there, so that no code is materialised beyond one block. A value beyond the mask
+    /// matches nothing and is flagged in `set`.
+    fn in_set(&self, ctx: &Ctx<'_>, id: NodeId, count: usize, set: &CodeMask) -> Result<Bitmap> {
+        let bits = u32::from(self.bits);
+        let level = sift_bits::Level::active();
+        let mut beyond = false;
+        let out = self.matching(
+            ctx,
+            id,
+            count,
+            |v| set.eval(v as i64),
+            |packed,
+             len,
+             SpanBuffers {
+                 codes,
+                 bytes,
+                 words,
+             }| {
+                let unpacked = |e| corrupt(format!("packed run: {e:?}"));
+                words.resize(len.div_ceil(64), 0);
+                // Byte codes go through the set's 256-entry table, wider ones through its
+                // bitset.
+                beyond |= if bits <= 8 {
+                    bytes.resize(len, 0);
+                    sift_bits::unpack::unpack_to::<u8>(packed, bits, bytes).map_err(unpacked)?;
+                    set.set.lookup_bytes(level, bytes, words)
+                } else {
+                    codes.resize(len, 0);
+                    sift_bits::unpack::unpack_to::<u32>(packed, bits, codes).map_err(unpacked)?;
+                    set.set.lookup(level, codes, words)
+                };
+                Ok(())
+            },
+        )?;
+        if beyond {
+            set.out_of_range.set(true);
+        }
+        Ok(out)
+    }
+
+    /// The bitmap of the first `count` values a filter keeps: a repeated run kept or
+    /// dropped whole by `keep(v)`; each bit-packed span handed to `span_bits(packed, len,
+    /// buffers)`, which leaves its bits (one per value, from bit 0) in `buffers.words`, ORed
+    /// into the result at the span's start.
+    fn matching(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        keep: impl Fn(u64) -> bool,
+        mut span_bits: impl FnMut(&[u64], usize, &mut SpanBuffers) -> Result<()>,
+    ) -> Result<Bitmap> {
+        let (bytes, runs) = self.runs(ctx, id, count)?;
+        let mut out = vec![0u64; count.div_ceil(64)];
+        with_scratch(|Scratch { span, buffers, .. }| {
             self.walk(
                 bytes,
                 &runs,
@@ -839,87 +924,19 @@ impl Hybrid {
                 |start, len, seg| {
                     match seg {
                         Segment::Repeat(v) => {
-                            if lo <= v && v <= hi {
+                            if keep(v) {
                                 set_range(&mut out, start, start + len);
                             }
                         }
                         Segment::Packed(packed) => {
-                            sift_bits::packed_cmp::compare_into(
-                                level,
-                                packed,
-                                bits,
-                                len,
-                                Predicate::Between(lo, hi),
-                                &mut part,
-                            )
-                            .map_err(|e| corrupt(format!("packed run: {e}")))?;
-                            or_at(&mut out, start, part.words());
+                            span_bits(packed, len, buffers)?;
+                            or_at(&mut out, start, &buffers.words);
                         }
                     }
                     Ok(())
                 },
             )
         })?;
-        Bitmap::from_words(out, count).ok_or_else(|| corrupt("hybrid bitmap"))
-    }
-
-    /// The values `v` with `set.mask[v]` (a dictionary's matching codes): repeated runs
-    /// decided once, bit-packed blocks unpacked into a small reused buffer and looked up
-    /// there, so that no code is materialised beyond one block. A value beyond the mask
-    /// matches nothing and is flagged in `set`.
-    fn in_set(&self, ctx: &Ctx<'_>, id: NodeId, count: usize, set: &CodeMask) -> Result<Bitmap> {
-        let (bytes, runs) = self.runs(ctx, id, count)?;
-        let bits = u32::from(self.bits);
-        let level = sift_bits::Level::active();
-        let mut out = vec![0u64; count.div_ceil(64)];
-        let mut beyond = false;
-        with_scratch(
-            |Scratch {
-                 span,
-                 codes,
-                 bytes: bytes8,
-                 words,
-                 ..
-             }| {
-                self.walk(
-                    bytes,
-                    &runs,
-                    span,
-                    |_, _| true,
-                    |start, len, seg| {
-                        match seg {
-                            Segment::Repeat(v) => {
-                                if set.eval(v as i64) {
-                                    set_range(&mut out, start, start + len);
-                                }
-                            }
-                            Segment::Packed(packed) => {
-                                let unpacked = |e| corrupt(format!("packed run: {e:?}"));
-                                words.resize(len.div_ceil(64), 0);
-                                // Byte codes go through the set's 256-entry table, wider ones
-                                // through its bitset.
-                                beyond |= if bits <= 8 {
-                                    bytes8.resize(len, 0);
-                                    sift_bits::unpack::unpack_to::<u8>(packed, bits, bytes8)
-                                        .map_err(unpacked)?;
-                                    set.set.lookup_bytes(level, bytes8, words)
-                                } else {
-                                    codes.resize(len, 0);
-                                    sift_bits::unpack::unpack_to::<u32>(packed, bits, codes)
-                                        .map_err(unpacked)?;
-                                    set.set.lookup(level, codes, words)
-                                };
-                                or_at(&mut out, start, words);
-                            }
-                        }
-                        Ok(())
-                    },
-                )
-            },
-        )?;
-        if beyond {
-            set.out_of_range.set(true);
-        }
         Bitmap::from_words(out, count).ok_or_else(|| corrupt("hybrid bitmap"))
     }
 
