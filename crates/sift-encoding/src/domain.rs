@@ -52,12 +52,7 @@ pub(crate) trait Value: Copy + Eq + Hash + Ord + Default + Send + Sync + 'static
     /// `false` (`out` unchanged) when a code lies past the table: a dictionary's codes
     /// looked up. 8-byte domains override it with [`lookup_u64`].
     fn look_up(codes: &[u32], table: &[Self], out: &mut Vec<Self>) -> bool {
-        let top = codes.iter().fold(0u32, |m, &c| m.max(c));
-        if !codes.is_empty() && top as usize >= table.len() {
-            return false;
-        }
-        out.extend(codes.iter().map(|&c| table[c as usize]));
-        true
+        look_up_scalar(codes, table, out)
     }
 
     /// Encodes `values` with the scheme the chooser picks; children may cascade `depth - 1`
@@ -237,6 +232,21 @@ pub(crate) fn set_range(words: &mut [u64], start: usize, end: usize) {
         *w = u64::MAX;
     }
     words[ew] |= hi_mask;
+}
+
+/// [`Value::look_up`] one code at a time, for codes of any width: the largest code checked
+/// in a pass of its own (it vectorises), then lookups whose bounds checks never fail.
+pub(crate) fn look_up_scalar<C: Copy + Into<u64>, V: Copy>(
+    codes: &[C],
+    table: &[V],
+    out: &mut Vec<V>,
+) -> bool {
+    let top = codes.iter().fold(0u64, |m, &c| m.max(c.into()));
+    if !codes.is_empty() && top >= table.len() as u64 {
+        return false;
+    }
+    out.extend(codes.iter().map(|&c| table[c.into() as usize]));
+    true
 }
 
 /// [`Value::look_up`] for 8-byte domains: through the SIMD lookup kernel, which holds a

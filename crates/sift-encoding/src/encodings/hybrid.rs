@@ -1032,15 +1032,7 @@ impl<V: Value> CodeSink for Lookup<'_, V> {
     }
 
     fn wide(&mut self, codes: &[u64]) {
-        // As `look_up`'s scalar path: the largest code checked in a pass of its own, then
-        // lookups whose bounds checks never fail.
-        let top = codes.iter().fold(0u64, |m, &c| m.max(c));
-        if !codes.is_empty() && top >= self.table.len() as u64 {
-            self.beyond = true;
-            return;
-        }
-        self.out
-            .extend(codes.iter().map(|&c| self.table[c as usize]));
+        self.beyond |= !crate::domain::look_up_scalar(codes, self.table, &mut self.out);
     }
 
     fn narrow(&mut self, codes: &[u32]) {
