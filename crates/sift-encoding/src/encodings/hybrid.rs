@@ -672,7 +672,7 @@ impl Hybrid {
 
     /// The values selected by `sel` (over `count` values).
     fn selected(&self, ctx: &Ctx<'_>, id: NodeId, count: usize, sel: &Bitmap) -> Result<Vec<u64>> {
-        let mut out = Vec::with_capacity(sel.count_ones());
+        let mut out = Vec::new();
         self.select_into(ctx, id, count, sel, &mut out)?;
         Ok(out)
     }
@@ -691,12 +691,13 @@ impl Hybrid {
     ) -> Result<Option<Vec<V>>> {
         let mut sink = Lookup {
             table,
-            out: Vec::with_capacity(sel.map_or(count, Bitmap::count_ones)),
+            out: Vec::new(),
             beyond: false,
         };
         match sel {
             Some(sel) => self.select_into(ctx, id, count, sel, &mut sink)?,
             None => {
+                sink.reserve(count);
                 let (bytes, runs) = self.runs(ctx, id, count)?;
                 let bits = u32::from(self.bits);
                 with_scratch(|Scratch { span, buffers, .. }| {
@@ -743,6 +744,7 @@ impl Hybrid {
         let (bits, level) = (u32::from(self.bits), Level::active());
         let words = sel.words();
         let ones = sel.count_ones();
+        sink.reserve(ones);
         // Values gathered one by one, handed over a run or span at a time.
         let mut picked: Vec<u64> = Vec::new();
         if ones * GATHER_EVERY <= count {
@@ -993,6 +995,8 @@ fn values<V: Value>(codes: Vec<u64>, boolean: bool) -> Option<Vec<V>> {
 
 /// Where decoded or selected codes go, in order.
 trait CodeSink {
+    /// Room for `n` more codes (the caller counts them once).
+    fn reserve(&mut self, n: usize);
     /// `n` copies of `code`.
     fn repeat(&mut self, code: u64, n: usize);
     /// Codes read one by one.
@@ -1002,6 +1006,10 @@ trait CodeSink {
 }
 
 impl CodeSink for Vec<u64> {
+    fn reserve(&mut self, n: usize) {
+        Vec::reserve(self, n);
+    }
+
     fn repeat(&mut self, code: u64, n: usize) {
         self.extend(std::iter::repeat_n(code, n));
     }
@@ -1024,6 +1032,10 @@ struct Lookup<'t, V> {
 }
 
 impl<V: Value> CodeSink for Lookup<'_, V> {
+    fn reserve(&mut self, n: usize) {
+        self.out.reserve(n);
+    }
+
     fn repeat(&mut self, code: u64, n: usize) {
         match usize::try_from(code).ok().and_then(|c| self.table.get(c)) {
             Some(&v) => self.out.extend(std::iter::repeat_n(v, n)),
