@@ -18,8 +18,8 @@ cargo fmt --all -- --check
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "sift-scan builds without its parquet feature"
-cargo check -p sift-scan --no-default-features
+step "sift-scan builds without its parquet feature (warnings are errors)"
+cargo clippy -p sift-scan --no-default-features --all-targets -- -D warnings
 
 step "cargo test"
 cargo test --workspace

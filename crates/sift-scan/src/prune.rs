@@ -32,8 +32,9 @@ impl<'a> Zone<'a> {
 }
 
 /// A value looked up in a [`Membership`] test: an integer (every integer-like type,
-/// in the column's own type) or a byte string.
+/// in the column's own type) or a byte string. (Only Parquet's Bloom filters read them.)
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
 pub(crate) enum Probe<'a> {
     Int(i128),
     Bytes(&'a [u8]),
@@ -46,6 +47,7 @@ pub(crate) trait Membership {
 }
 
 /// The zone of one part of a block (a Parquet page): its rows and their statistics.
+#[cfg(feature = "parquet")]
 #[derive(Debug, Clone)]
 pub(crate) struct PartZone {
     pub rows: Range<usize>,
@@ -145,6 +147,7 @@ fn members_prune(l: &Leaf, z: &Zone<'_>) -> bool {
 /// of some columns (`parts(col)`, `None` for a column without them): a leaf keeps the parts
 /// its zone does not prune, `And` intersects, `Or` unites. Sorted, disjoint, non-adjacent
 /// ranges within `0..rows`.
+#[cfg(feature = "parquet")]
 pub(crate) fn candidate_rows<'a>(
     b: &Bound,
     rows: usize,
@@ -178,6 +181,7 @@ pub(crate) fn candidate_rows<'a>(
     }
 }
 
+#[cfg(feature = "parquet")]
 fn full(rows: usize) -> Vec<Range<usize>> {
     match rows {
         0 => Vec::new(),
@@ -186,6 +190,7 @@ fn full(rows: usize) -> Vec<Range<usize>> {
 }
 
 /// Sorted, merged ranges covering the same rows as `ranges`.
+#[cfg(feature = "parquet")]
 pub(crate) fn union(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
     ranges.retain(|r| !r.is_empty());
     ranges.sort_unstable_by_key(|r| r.start);
