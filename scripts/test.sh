@@ -18,8 +18,9 @@ cargo fmt --all -- --check
 step "cargo clippy (all targets, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "sift-scan builds without its parquet feature (warnings are errors)"
+step "sift-scan without its parquet feature: lints (warnings are errors) and unit tests"
 cargo clippy -p sift-scan --no-default-features --all-targets -- -D warnings
+cargo test -p sift-scan --no-default-features --lib
 
 step "cargo test"
 cargo test --workspace

@@ -343,6 +343,7 @@ impl BlockData<'_> {
 #[cfg(all(test, not(feature = "parquet")))]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     /// Without the feature a Parquet file is refused by name, before it is opened, rather
     /// than read as a (damaged) Sift file.
