@@ -31,6 +31,8 @@ mod order;
 #[cfg(feature = "parquet")]
 mod parquet_input;
 #[cfg(feature = "parquet")]
+mod parquet_lists;
+#[cfg(feature = "parquet")]
 mod parquet_pages;
 #[cfg(feature = "parquet")]
 mod parquet_source;

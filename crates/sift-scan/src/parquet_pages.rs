@@ -174,7 +174,7 @@ pub(crate) fn check_repetition_levels(
 /// The RLE levels at the start of a version-1 page's `buf` (a 4-byte little-endian
 /// length, then the run stream) and the bytes after them; `what` names the levels in
 /// errors.
-fn v1_levels(buf: &Bytes, what: &str) -> std::result::Result<(Bytes, Bytes), String> {
+pub(crate) fn v1_levels(buf: &Bytes, what: &str) -> std::result::Result<(Bytes, Bytes), String> {
     let Some(len) = buf.get(..4) else {
         return Err(format!("{what} levels cut short"));
     };
@@ -184,7 +184,7 @@ fn v1_levels(buf: &Bytes, what: &str) -> std::result::Result<(Bytes, Bytes), Str
 
 /// The `len` bytes of levels at offset `at` of a page's `buf` (`at <= buf.len()`) and the
 /// bytes after them; `what` names the levels in errors.
-fn split_levels(
+pub(crate) fn split_levels(
     buf: &Bytes,
     at: usize,
     len: usize,
@@ -200,7 +200,7 @@ fn split_levels(
 }
 
 /// The bytes of one column chunk, addressed by file offsets as the page reader asks.
-struct ChunkBytes {
+pub(crate) struct ChunkBytes {
     start: u64,
     bytes: Bytes,
 }
@@ -225,6 +225,11 @@ impl ChunkReader for ChunkBytes {
 }
 
 impl ChunkBytes {
+    /// The chunk's `bytes`, which start at file offset `start`.
+    pub(crate) fn new(start: u64, bytes: Bytes) -> ChunkBytes {
+        ChunkBytes { start, bytes }
+    }
+
     fn slice(&self, start: u64, length: Option<usize>) -> parquet::errors::Result<Bytes> {
         let outside = || {
             parquet::errors::ParquetError::EOF(format!(
@@ -248,7 +253,7 @@ impl ChunkBytes {
 
 /// How a column's values are laid out in PLAIN pages.
 #[derive(Clone, Copy)]
-enum Layout {
+pub(crate) enum Layout {
     /// Fixed-width values of `width` bytes (4-byte ones are integers, whose dictionary
     /// values are widened to the `i64` cascade's 8 bytes).
     Fixed { width: usize },
@@ -264,7 +269,7 @@ enum Layout {
 /// Parquet values' own bytes and signed (plain integer nodes are signed; unsigned types
 /// are left to the fallback), or decimals of at most 18 digits (held as their unscaled
 /// 64-bit integers, as Sift stores them).
-fn layout(dt: &DataType, descr: &ColumnDescriptor) -> Option<Layout> {
+pub(crate) fn layout(dt: &DataType, descr: &ColumnDescriptor) -> Option<Layout> {
     use DataType::*;
     let width = match (descr.physical_type(), dt) {
         (PhysicalType::INT32, Int32 | Date32 | Time32(_) | Decimal128(..)) => 4,
@@ -334,22 +339,24 @@ fn flat_layout(descr: &ColumnDescriptor, field: &Field) -> Option<Layout> {
 pub(crate) fn reads_in_place(
     descr: &ColumnDescriptor,
     field: &Field,
-    mut encodings: impl Iterator<Item = Encoding>,
+    encodings: impl Iterator<Item = Encoding>,
 ) -> bool {
-    flat_layout(descr, field).is_some()
-        && encodings.all(|e| {
-            matches!(
-                e,
-                Encoding::PLAIN
-                    | Encoding::PLAIN_DICTIONARY
-                    | Encoding::RLE_DICTIONARY
-                    | Encoding::RLE
-            )
-        })
+    flat_layout(descr, field).is_some() && encodings_in_place(encodings)
+}
+
+/// Whether every one of a column chunk's `encodings` is one whose pages this module reads
+/// in place (values PLAIN or dictionary-encoded, levels RLE).
+pub(crate) fn encodings_in_place(mut encodings: impl Iterator<Item = Encoding>) -> bool {
+    encodings.all(|e| {
+        matches!(
+            e,
+            Encoding::PLAIN | Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY | Encoding::RLE
+        )
+    })
 }
 
 /// A dictionary page's values as the dictionary's `values` child holds them.
-enum DictValues {
+pub(crate) enum DictValues {
     /// Fixed-width values (`plain`).
     Fixed { values: Bytes, width: u32 },
     /// Byte strings (`bytes` over `plain` 4-byte lengths).
@@ -423,21 +430,12 @@ impl PagedColumn {
                     encoding,
                     ..
                 } => {
-                    // A column chunk has one dictionary page (its pages share the
-                    // dictionary's verdicts); anything else is left to the fallback.
-                    if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY)
-                        || dictionary.is_some()
+                    match dictionary_page(&buf, num_values, encoding, layout, dictionary.is_some())
                     {
-                        return Ok(None);
+                        Ok(Some(d)) => dictionary = Some(d),
+                        Ok(None) => return Ok(None),
+                        Err(e) => return Err(perr(&e)),
                     }
-                    let n = num_values as usize;
-                    let Some(values) = dictionary_values(&buf, n, layout) else {
-                        return Err(perr(&format!(
-                            "dictionary page of {n} values holds {} bytes, too few",
-                            buf.len()
-                        )));
-                    };
-                    dictionary = Some((values, n));
                     continue;
                 }
                 Page::DataPage {
@@ -486,87 +484,10 @@ impl PagedColumn {
                     "pages hold more than the row group's {rows} rows"
                 )));
             }
-            let mut buffers = vec![values];
-            let nodes = match (encoding, layout) {
-                (Encoding::PLAIN, Layout::Fixed { width, .. }) => vec![Node::Plain(Plain {
-                    width: width as u32,
-                    buffer: 0,
-                })],
-                (Encoding::PLAIN, Layout::BigEndian { width }) => {
-                    let Some(wide) = widen_big_endian(&buffers[0], width) else {
-                        return Err(perr(&format!(
-                            "a PLAIN page of {width}-byte decimals holds {} bytes",
-                            buffers[0].len()
-                        )));
-                    };
-                    buffers[0] = wide;
-                    vec![Node::Plain(Plain {
-                        width: 8,
-                        buffer: 0,
-                    })]
-                }
-                (Encoding::PLAIN, Layout::Bytes) => {
-                    let Some((data, lengths)) = split_byte_arrays(&buffers[0], None) else {
-                        return Err(perr(&"a byte array runs past the end of the page"));
-                    };
-                    buffers = vec![data, lengths];
-                    vec![
-                        Node::Bytes(sift_encoding::encodings::Bytes {
-                            lengths: 1,
-                            data: 0,
-                        }),
-                        Node::Plain(Plain {
-                            width: 4,
-                            buffer: 1,
-                        }),
-                    ]
-                }
-                (Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY, _) => {
-                    let Some((dict, len)) = &dictionary else {
-                        return Err(perr(&"dictionary-encoded page without a dictionary page"));
-                    };
-                    match buffers[0].first() {
-                        // No values, only levels: a page of nulls (a page whose levels
-                        // say otherwise fails to decode, naming the missing values).
-                        None => {
-                            buffers.clear();
-                            Vec::new()
-                        }
-                        Some(&bits) => {
-                            buffers[0] = buffers[0].slice(1..);
-                            let dict_node = Node::Dict(Dict {
-                                values: 1,
-                                len: *len as u32,
-                                codes: 2,
-                            });
-                            let codes = Node::Hybrid(Hybrid { bits, buffer: 0 });
-                            match dict {
-                                DictValues::Fixed { values, width } => {
-                                    buffers.push(values.clone());
-                                    let values = Node::Plain(Plain {
-                                        width: *width,
-                                        buffer: 1,
-                                    });
-                                    vec![dict_node, values, codes]
-                                }
-                                DictValues::Bytes { data, lengths } => {
-                                    buffers.push(data.clone());
-                                    buffers.push(lengths.clone());
-                                    let values = Node::Bytes(sift_encoding::encodings::Bytes {
-                                        lengths: 3,
-                                        data: 1,
-                                    });
-                                    let lengths = Node::Plain(Plain {
-                                        width: 4,
-                                        buffer: 2,
-                                    });
-                                    vec![dict_node, values, codes, lengths]
-                                }
-                            }
-                        }
-                    }
-                }
-                _ => return Ok(None),
+            let Some((nodes, mut buffers)) =
+                page_values(encoding, layout, values, dictionary.as_ref()).map_err(|e| perr(&e))?
+            else {
+                return Ok(None);
             };
             let encoding = with_validity(nodes, levels, &mut buffers);
             page_no += 1;
@@ -748,6 +669,103 @@ impl PagedColumn {
     }
 }
 
+/// A data page's values as a Sift chunk's encoding tree (root first) and buffers.
+pub(crate) type PageValues = (Vec<Node>, Vec<Bytes>);
+
+/// The encoding tree (root first) and buffers of a data page's values, `values` its bytes
+/// after the levels, for a column of `layout` whose chunk's dictionary page (if read) is
+/// `dictionary`; `Ok(None)` for an encoding this module does not read in place.
+pub(crate) fn page_values(
+    encoding: Encoding,
+    layout: Layout,
+    values: Bytes,
+    dictionary: Option<&(DictValues, usize)>,
+) -> std::result::Result<Option<PageValues>, String> {
+    let mut buffers = vec![values];
+    let nodes = match (encoding, layout) {
+        (Encoding::PLAIN, Layout::Fixed { width, .. }) => vec![Node::Plain(Plain {
+            width: width as u32,
+            buffer: 0,
+        })],
+        (Encoding::PLAIN, Layout::BigEndian { width }) => {
+            let Some(wide) = widen_big_endian(&buffers[0], width) else {
+                return Err(format!(
+                    "a PLAIN page of {width}-byte decimals holds {} bytes",
+                    buffers[0].len()
+                ));
+            };
+            buffers[0] = wide;
+            vec![Node::Plain(Plain {
+                width: 8,
+                buffer: 0,
+            })]
+        }
+        (Encoding::PLAIN, Layout::Bytes) => {
+            let Some((data, lengths)) = split_byte_arrays(&buffers[0], None) else {
+                return Err("a byte array runs past the end of the page".into());
+            };
+            buffers = vec![data, lengths];
+            vec![
+                Node::Bytes(sift_encoding::encodings::Bytes {
+                    lengths: 1,
+                    data: 0,
+                }),
+                Node::Plain(Plain {
+                    width: 4,
+                    buffer: 1,
+                }),
+            ]
+        }
+        (Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY, _) => {
+            let Some((dict, len)) = dictionary else {
+                return Err("dictionary-encoded page without a dictionary page".into());
+            };
+            match buffers[0].first() {
+                // No values, only levels: a page of nulls (a page whose levels
+                // say otherwise fails to decode, naming the missing values).
+                None => {
+                    buffers.clear();
+                    Vec::new()
+                }
+                Some(&bits) => {
+                    buffers[0] = buffers[0].slice(1..);
+                    let dict_node = Node::Dict(Dict {
+                        values: 1,
+                        len: *len as u32,
+                        codes: 2,
+                    });
+                    let codes = Node::Hybrid(Hybrid { bits, buffer: 0 });
+                    match dict {
+                        DictValues::Fixed { values, width } => {
+                            buffers.push(values.clone());
+                            let values = Node::Plain(Plain {
+                                width: *width,
+                                buffer: 1,
+                            });
+                            vec![dict_node, values, codes]
+                        }
+                        DictValues::Bytes { data, lengths } => {
+                            buffers.push(data.clone());
+                            buffers.push(lengths.clone());
+                            let values = Node::Bytes(sift_encoding::encodings::Bytes {
+                                lengths: 3,
+                                data: 1,
+                            });
+                            let lengths = Node::Plain(Plain {
+                                width: 4,
+                                buffer: 2,
+                            });
+                            vec![dict_node, values, codes, lengths]
+                        }
+                    }
+                }
+            }
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some((nodes, buffers)))
+}
+
 /// An encoding tree of value nodes `nodes` (root first) with the validity of `levels`
 /// (a page's 1-bit definition levels), whose buffer is appended to `buffers`.
 fn with_validity(
@@ -777,6 +795,30 @@ fn with_validity(
 fn overlaps(want: &[Range<usize>], rows: Range<usize>) -> bool {
     want.iter()
         .any(|r| r.start < rows.end && rows.start < r.end)
+}
+
+/// A dictionary page's values (`buf`, `num_values` of them, stored as `encoding`) for a
+/// column of `layout`, and their count; `Ok(None)` when the page is one this module leaves
+/// to the fallback: another encoding, or a second dictionary page in the chunk (`seen`:
+/// its pages share the first one's verdicts).
+pub(crate) fn dictionary_page(
+    buf: &Bytes,
+    num_values: u32,
+    encoding: Encoding,
+    layout: Layout,
+    seen: bool,
+) -> std::result::Result<Option<(DictValues, usize)>, String> {
+    if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) || seen {
+        return Ok(None);
+    }
+    let n = num_values as usize;
+    match dictionary_values(buf, n, layout) {
+        Some(values) => Ok(Some((values, n))),
+        None => Err(format!(
+            "dictionary page of {n} values holds {} bytes, too few",
+            buf.len()
+        )),
+    }
 }
 
 /// The dictionary page's `n` values (checked to be present) as the dictionary's child

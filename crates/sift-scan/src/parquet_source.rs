@@ -303,7 +303,7 @@ impl ParquetSource {
         b: usize,
         col: usize,
         rows: Option<&[Range<usize>]>,
-    ) -> Result<(ParquetColumn, u64)> {
+    ) -> Result<(ParquetColumn, u64, u64)> {
         let md = self.meta.metadata();
         let leaves = self.leaves(col).unwrap_or(0..0);
         let field = self.meta.schema().field(col);
@@ -316,11 +316,66 @@ impl ParquetSource {
             let chunk = self.leaf_chunk(b, leaves.start, &place)?;
             let leaf = (b, leaves.start);
             if let Some(p) = PagedColumn::read(chunk, md, leaf, field, rows, place)? {
-                return Ok((ParquetColumn::Paged(p), self.chunk_bytes(b, col, rows)));
+                let pages = p.pages() as u64;
+                return Ok((
+                    ParquetColumn::Paged(p),
+                    self.chunk_bytes(b, col, rows),
+                    pages,
+                ));
             }
         }
+        if let Some(list) = self.read_list(b, col, rows, None)? {
+            return Ok((ParquetColumn::List(list.array), list.bytes, list.pages));
+        }
         let (array, bytes) = self.decode(b, col, false, rows)?;
-        Ok((ParquetColumn::Decoded(array), bytes))
+        Ok((ParquetColumn::Decoded(array), bytes, 0))
+    }
+
+    /// List column `col` of row group `b` at the rows asked for (`rows`, all if `None`),
+    /// of them only those set in `sel` if given, read in place by `parquet_lists.rs`;
+    /// `None` when the column is not a list it reads.
+    fn read_list(
+        &self,
+        b: usize,
+        col: usize,
+        rows: Option<&[Range<usize>]>,
+        sel: Option<&Bitmap>,
+    ) -> Result<Option<crate::parquet_lists::ListRead>> {
+        if !self.list_in_place(b, col) {
+            return Ok(None);
+        }
+        let field = self.meta.schema().field(col);
+        let place = format!(
+            "{}: row group {b}, column {}",
+            self.path.display(),
+            field.name()
+        );
+        let leaf = self.leaves(col).map_or(0, |l| l.start);
+        let chunk = self.leaf_chunk(b, leaf, &place)?;
+        let wanted = row_bitmap(self.block_rows(b), rows, sel);
+        crate::parquet_lists::read_list(
+            chunk,
+            self.meta.metadata(),
+            (b, leaf),
+            field,
+            &wanted,
+            &place,
+        )
+    }
+
+    /// Whether column `col` of row group `b` is a list whose pages `parquet_lists.rs`
+    /// reads in place.
+    fn list_in_place(&self, b: usize, col: usize) -> bool {
+        let md = self.meta.metadata();
+        let (Some(leaves), Some(group)) = (self.leaves(col), md.row_groups().get(b)) else {
+            return false;
+        };
+        leaves.len() == 1
+            && crate::parquet_lists::reads_list(
+                &md.file_metadata().schema_descr().column(leaves.start),
+                self.meta.schema().field(col),
+                group.column(leaves.start).encodings(),
+            )
     }
 
     /// Checks the repetition levels of column `col`'s repeated leaves in row group `b`
@@ -543,6 +598,8 @@ struct Counts {
 enum ParquetColumn {
     Paged(PagedColumn),
     Decoded(ArrayRef),
+    /// A list column read in place (`parquet_lists.rs`).
+    List(ArrayRef),
 }
 
 /// Rows the `parquet` crate decodes at a time. Its buffers grow as a batch is read (by
@@ -578,21 +635,23 @@ impl ParquetBlock<'_> {
             .get(col)
             .ok_or_else(|| Error::Invalid(format!("no column {col}")))?;
         if cell.get().is_none() {
-            let (column, bytes) = self
-                .source
-                .read_column(self.rg, col, self.rows.as_deref())?;
+            let (column, bytes, pages) =
+                self.source
+                    .read_column(self.rg, col, self.rows.as_deref())?;
             let mut c = self.counts.get();
             c.bytes += bytes;
-            match &column {
-                ParquetColumn::Paged(p) => c.pages_in_place += p.pages() as u64,
-                ParquetColumn::Decoded(_) => c.chunks_decoded += 1,
+            c.pages_in_place += pages;
+            if let ParquetColumn::Decoded(_) = column {
+                c.chunks_decoded += 1;
             }
             self.counts.set(c);
             let _ = cell.set(column);
         }
         match cell.get() {
             Some(ParquetColumn::Paged(p)) => Ok(ColumnData::Paged(p)),
-            Some(ParquetColumn::Decoded(a)) => Ok(ColumnData::Decoded(a.clone())),
+            Some(ParquetColumn::Decoded(a) | ParquetColumn::List(a)) => {
+                Ok(ColumnData::Decoded(a.clone()))
+            }
             None => Err(Error::Invalid(format!("column {col} was not read"))),
         }
     }
@@ -629,6 +688,16 @@ impl ParquetBlock<'_> {
         if !unread || self.source.pages_in_place(self.rg, col) {
             return Ok(None);
         }
+        if let Some(list) = self
+            .source
+            .read_list(self.rg, col, self.rows.as_deref(), Some(sel))?
+        {
+            let mut c = self.counts.get();
+            c.bytes += list.bytes;
+            c.pages_in_place += list.pages;
+            self.counts.set(c);
+            return Ok(Some(list.array));
+        }
         // Counting the runs stops once they are too many.
         let most = sel.len() / SKIP_RUN_ROWS;
         let sparse = sel.count_ones() <= most || sel.runs().take(most + 1).count() <= most;
@@ -663,6 +732,27 @@ impl ParquetBlock<'_> {
 /// 0.5 µs per run over a fixed 240 ms, against 700–750 ms to decode it all and filter, so
 /// the two meet near one row in 16.
 const SKIP_RUN_ROWS: usize = 16;
+
+/// One bit per row of a row group of `total` rows: set at the rows asked for (`asked`,
+/// sorted and disjoint; all if `None`), of them only those set in `sel` if given (one bit
+/// per row asked for, in order).
+fn row_bitmap(total: usize, asked: Option<&[Range<usize>]>, sel: Option<&Bitmap>) -> Bitmap {
+    let all = 0..total;
+    let asked = asked.unwrap_or(std::slice::from_ref(&all));
+    let mut out = Bitmap::zeros(0);
+    let mut at = 0usize;
+    for r in asked {
+        let r = r.start.min(total)..r.end.min(total);
+        out.append(&Bitmap::zeros(r.start.saturating_sub(out.len())));
+        match sel {
+            Some(s) => out.append(&s.slice(at..at + r.len())),
+            None => out.append(&Bitmap::ones(r.len())),
+        }
+        at += r.len();
+    }
+    out.append(&Bitmap::zeros(total.saturating_sub(out.len())));
+    out
+}
 
 /// The rows of the row group at the bits set in `sel`, whose bits are the rows of `asked`
 /// (sorted, disjoint ranges of the row group) in order: sorted, disjoint ranges.

@@ -1,0 +1,569 @@
+//! Parquet list columns read page by page in place (feature `parquet`), for the rows a
+//! scan selects: Parquet-Select's method for repeated fields. A list of a flat type is one
+//! leaf with one repetition level; its pages hold, per value slot, a repetition level
+//! (0 opens a row), a definition level (how much of the path is present: a null list, an
+//! empty one, a null element, a value), and the present values alone.
+//!
+//! The levels are read as bitmaps, each a range test on the run stream evaluated in place
+//! by the `hybrid` encoding (`starts`: repetition level 0; `elements`: the level of the
+//! repeated node reached; `present`: the maximum level; `lists`: the list node present).
+//! The row selection is then carried down with `sift_bits::levels`: spread over each
+//! selected row's level slots (`extend`, PDEP), kept at the present values (`extract`,
+//! PEXT), and the pages' values (dictionary codes or PLAIN, through the same encoding
+//! trees as flat columns, `parquet_pages.rs`) are decoded at the selected values only.
+//! The offsets, list validity and element validity of the selected rows come from the
+//! same bitmaps restricted to the selected slots. Unselected lists are never assembled,
+//! and pages holding no selected row (known from the offset index) are not read.
+//!
+//! Written here rather than through the `parquet` crate's reader: it assembles every list
+//! of a page it reads and skips rows by decoding their levels one run at a time, which
+//! costs more than decoding the whole column chunk once a few rows in a hundred are asked.
+
+use std::sync::Arc;
+
+use arrow_array::types::UInt32Type;
+use arrow_array::{Array, ArrayRef, GenericListArray, OffsetSizeTrait, PrimitiveArray};
+use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, FieldRef};
+use bytes::Bytes;
+use parquet::basic::{Encoding, Repetition};
+use parquet::column::page::{Page, PageReader};
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::serialized_reader::SerializedPageReader;
+use parquet::schema::types::ColumnDescriptor;
+use sift_encoding::encodings::Hybrid;
+use sift_encoding::{Bitmap, Chunk, ColumnEncoding, Node, Validity, ValuePredicate};
+
+use crate::error::{Error, Result};
+use crate::parquet_pages::{ChunkBytes, DictValues, Layout};
+use crate::parquet_source::guarded;
+use crate::scan::Read;
+
+/// How a list column's levels map to its Arrow list.
+pub(crate) struct ListShape {
+    layout: Layout,
+    item: FieldRef,
+    large: bool,
+    /// The definition level at which a row's list has an element (the repeated node's).
+    element_def: u16,
+    /// The definition level of a present value (the leaf's maximum).
+    max_def: u16,
+    /// Whether a list can be null: a level below `element_def - 1` is then a null list.
+    list_nullable: bool,
+}
+
+impl ListShape {
+    /// The shape of leaf `descr` read as top-level Arrow field `field`, when this module
+    /// reads it: one repetition level, a list (or large list) of a flat type whose values
+    /// [`parquet_pages`](crate::parquet_pages) reads in place, the list node optional or
+    /// required, its elements optional, required or (two-level lists) the repeated leaf.
+    pub(crate) fn of(descr: &ColumnDescriptor, field: &Field) -> Option<ListShape> {
+        if descr.max_rep_level() != 1 {
+            return None;
+        }
+        let (item, large) = match field.data_type() {
+            DataType::List(item) => (item.clone(), false),
+            DataType::LargeList(item) => (item.clone(), true),
+            _ => return None,
+        };
+        if item.data_type().is_nested() {
+            return None;
+        }
+        let layout = crate::parquet_pages::layout(item.data_type(), descr)?;
+        let max_def = u16::try_from(descr.max_def_level()).ok()?;
+        let optional_leaf = descr.self_type().get_basic_info().repetition() == Repetition::OPTIONAL;
+        let element_def = max_def.checked_sub(u16::from(optional_leaf))?;
+        let list_nullable = match element_def {
+            1 => false,
+            2 => true,
+            _ => return None,
+        };
+        // Nulls the Arrow type cannot hold are left to the `parquet` crate to report.
+        if (list_nullable && !field.is_nullable()) || (optional_leaf && !item.is_nullable()) {
+            return None;
+        }
+        Some(ListShape {
+            layout,
+            item,
+            large,
+            element_def,
+            max_def,
+            list_nullable,
+        })
+    }
+}
+
+/// Whether a column chunk of leaf `descr` (Arrow field `field`) whose pages use
+/// `encodings` is a list this module reads.
+pub(crate) fn reads_list(
+    descr: &ColumnDescriptor,
+    field: &Field,
+    encodings: impl Iterator<Item = Encoding>,
+) -> bool {
+    ListShape::of(descr, field).is_some() && crate::parquet_pages::encodings_in_place(encodings)
+}
+
+/// A list column's rows as read: the array and what reading it did.
+pub(crate) struct ListRead {
+    pub array: ArrayRef,
+    /// Data pages read.
+    pub pages: u64,
+    /// Stored bytes read: the pages read (with the offset index), else the whole chunk.
+    pub bytes: u64,
+}
+
+/// The levels of the pages read, one bit per value slot, joined across pages.
+#[derive(Default)]
+struct Levels {
+    /// Repetition level 0: the slot opens a row.
+    starts: Bitmap,
+    /// The row's list has an element at the slot (null or not).
+    elements: Bitmap,
+    /// The slot holds a present value.
+    present: Bitmap,
+    /// The row's list is not null (only for nullable lists).
+    lists: Bitmap,
+}
+
+/// One data page's values: present values only, as a Sift chunk's tree and buffers.
+struct ValuePage {
+    encoding: ColumnEncoding,
+    buffers: Vec<Bytes>,
+    values: usize,
+}
+
+/// Reads the rows set in `rows` (one bit per row of row group `rg`) of the list column
+/// whose leaf is `leaf` (Arrow field `field`, checked by [`reads_list`]) from `bytes`, the
+/// file's bytes from offset `start` holding the column chunk. `Ok(None)` when a page is
+/// one this module does not read (other encodings, deprecated BIT_PACKED levels).
+pub(crate) fn read_list(
+    (start, bytes): (u64, Bytes),
+    md: &ParquetMetaData,
+    (rg, leaf): (usize, usize),
+    field: &Field,
+    rows: &Bitmap,
+    place: &str,
+) -> Result<Option<ListRead>> {
+    let err = |e: &dyn std::fmt::Display| Error::Parquet(format!("{place}: {e}"));
+    let descr = md.file_metadata().schema_descr().column(leaf);
+    let Some(shape) = ListShape::of(&descr, field) else {
+        return Ok(None);
+    };
+    let group = md
+        .row_groups()
+        .get(rg)
+        .ok_or_else(|| err(&"no such row group"))?;
+    let chunk = group.column(leaf);
+    let total = usize::try_from(group.num_rows()).map_err(|_| err(&"negative row count"))?;
+    if rows.len() != total {
+        return Err(err(&format!(
+            "a selection of {} rows over a row group of {total}",
+            rows.len()
+        )));
+    }
+    let locations = md
+        .offset_index()
+        .and_then(|o| o.get(rg)?.get(leaf))
+        .map(|o| o.page_locations().clone());
+    let whole = u64::try_from(chunk.compressed_size()).unwrap_or(0);
+    let mut stored = match &locations {
+        // The dictionary page (if any) lies before the first data page.
+        Some(pages) => pages.first().map_or(whole, |p| {
+            (p.offset.max(0) as u64).saturating_sub(start).min(whole)
+        }),
+        None => whole,
+    };
+    let reader = Arc::new(ChunkBytes::new(start, bytes));
+    let mut pages = guarded(|| SerializedPageReader::new(reader, chunk, total, locations.clone()))
+        .map_err(|e| err(&e))?;
+    let mut dictionary: Option<(DictValues, usize)> = None;
+    let mut levels = Levels::default();
+    let mut selected = Bitmap::zeros(0);
+    let mut values: Vec<ValuePage> = Vec::new();
+    let (mut row, mut page_no, mut data_page) = (0usize, 0usize, 0usize);
+    // Whether the next page read must open a row: the first, and any after a skipped one.
+    let mut must_open = true;
+    loop {
+        let perr = |e: &dyn std::fmt::Display| err(&format!("page {page_no}: {e}"));
+        let next = guarded(|| pages.peek_next_page()).map_err(|e| perr(&e))?;
+        let Some(next) = next else { break };
+        if let (false, Some(n)) = (next.is_dict, next.num_rows) {
+            let end = row.saturating_add(n).min(total);
+            if rows.slice(row..end).count_ones() == 0 {
+                guarded(|| pages.skip_next_page()).map_err(|e| perr(&e))?;
+                (row, must_open) = (row.saturating_add(n), true);
+                page_no += 1;
+                data_page += 1;
+                continue;
+            }
+            if let Some(p) = locations.as_ref().and_then(|l| l.get(data_page)) {
+                stored += p.compressed_page_size.max(0) as u64;
+            }
+        }
+        let Some(page) = guarded(|| pages.get_next_page()).map_err(|e| perr(&e))? else {
+            break;
+        };
+        let (rep, def, body, count, encoding) = match page {
+            Page::DictionaryPage {
+                buf,
+                num_values,
+                encoding,
+                ..
+            } => {
+                match crate::parquet_pages::dictionary_page(
+                    &buf,
+                    num_values,
+                    encoding,
+                    shape.layout,
+                    dictionary.is_some(),
+                ) {
+                    Ok(Some(d)) => dictionary = Some(d),
+                    Ok(None) => return Ok(None),
+                    Err(e) => return Err(perr(&e)),
+                }
+                page_no += 1;
+                continue;
+            }
+            Page::DataPage {
+                buf,
+                num_values,
+                encoding,
+                def_level_encoding,
+                rep_level_encoding,
+                ..
+            } => {
+                if rep_level_encoding != Encoding::RLE || def_level_encoding != Encoding::RLE {
+                    return Ok(None);
+                }
+                let (rep, rest) =
+                    crate::parquet_pages::v1_levels(&buf, "repetition").map_err(|e| perr(&e))?;
+                let (def, body) =
+                    crate::parquet_pages::v1_levels(&rest, "definition").map_err(|e| perr(&e))?;
+                (rep, def, body, num_values as usize, encoding)
+            }
+            Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                ..
+            } => {
+                let (rep, rest) = crate::parquet_pages::split_levels(
+                    &buf,
+                    0,
+                    rep_levels_byte_len as usize,
+                    "repetition",
+                )
+                .map_err(|e| perr(&e))?;
+                let (def, body) = crate::parquet_pages::split_levels(
+                    &rest,
+                    0,
+                    def_levels_byte_len as usize,
+                    "definition",
+                )
+                .map_err(|e| perr(&e))?;
+                (rep, def, body, num_values as usize, encoding)
+            }
+        };
+        data_page += 1;
+        let page = PageLevels::read(&shape, &rep, &def, count).map_err(|e| perr(&e))?;
+        if count > 0 {
+            if must_open && !page.starts.get(0) {
+                return Err(perr(
+                    &"the page's first value continues a row of a page not read",
+                ));
+            }
+            must_open = false;
+        }
+        let opened = page.starts.count_ones();
+        if opened > total - row.min(total) {
+            return Err(perr(&format!(
+                "pages hold more than the row group's {total} rows"
+            )));
+        }
+        selected.append(&rows.slice(row..row + opened));
+        row += opened;
+        let present = page.present.count_ones();
+        let Some((nodes, buffers)) =
+            crate::parquet_pages::page_values(encoding, shape.layout, body, dictionary.as_ref())
+                .map_err(|e| perr(&e))?
+        else {
+            return Ok(None);
+        };
+        if present > 0 && nodes.is_empty() {
+            return Err(perr(&format!(
+                "the levels promise {present} values, the page holds none"
+            )));
+        }
+        values.push(ValuePage {
+            encoding: ColumnEncoding {
+                validity: Validity::AllValid,
+                nodes,
+            },
+            buffers,
+            values: present,
+        });
+        levels.append(page, shape.list_nullable);
+        page_no += 1;
+    }
+    if row != total {
+        return Err(err(&format!(
+            "pages hold {row} rows of the row group's {total}"
+        )));
+    }
+    Ok(Some(ListRead {
+        array: assemble(&shape, &levels, &selected, &values, place)?,
+        pages: values.len() as u64,
+        bytes: stored,
+    }))
+}
+
+/// One page's levels as bitmaps (see [`Levels`]).
+struct PageLevels {
+    starts: Bitmap,
+    elements: Bitmap,
+    present: Bitmap,
+    lists: Option<Bitmap>,
+}
+
+impl PageLevels {
+    /// The `count` levels of one page: repetition levels `rep` and definition levels
+    /// `def`, RLE/bit-packed hybrid streams.
+    fn read(
+        shape: &ListShape,
+        rep: &Bytes,
+        def: &Bytes,
+        count: usize,
+    ) -> std::result::Result<PageLevels, String> {
+        let def_bits = (u16::BITS - shape.max_def.leading_zeros()) as u8;
+        // Each level costs a bit in every bitmap: a count far beyond what the streams'
+        // bytes hold bit-packed (a header's count is not to be trusted) is first checked
+        // against their runs, which allocates nothing in proportion to it.
+        if count / 8 > rep.len() + def.len() + 64 {
+            use sift_encoding::encodings::hybrid::check_stream;
+            check_stream(1, rep, count).map_err(|e| format!("repetition levels: {e}"))?;
+            check_stream(def_bits, def, count).map_err(|e| format!("definition levels: {e}"))?;
+        }
+        let mut starts =
+            at_least(1, rep, count, 1).map_err(|e| format!("repetition levels: {e}"))?;
+        starts.not_assign();
+        let at = |level: u16| {
+            at_least(def_bits, def, count, level).map_err(|e| format!("definition levels: {e}"))
+        };
+        let elements = at(shape.element_def)?;
+        let present = match shape.max_def == shape.element_def {
+            true => elements.clone(),
+            false => at(shape.max_def)?,
+        };
+        let lists = match shape.list_nullable {
+            true => Some(at(shape.element_def - 1)?),
+            false => None,
+        };
+        Ok(PageLevels {
+            starts,
+            elements,
+            present,
+            lists,
+        })
+    }
+}
+
+impl Levels {
+    fn append(&mut self, page: PageLevels, list_nullable: bool) {
+        self.starts.append(&page.starts);
+        self.elements.append(&page.elements);
+        self.present.append(&page.present);
+        if let (true, Some(l)) = (list_nullable, page.lists) {
+            self.lists.append(&l);
+        }
+    }
+}
+
+/// The positions among the `count` values of the `bits`-wide run stream `levels` whose
+/// value is at least `level`: a range test evaluated on the runs in place (a repeated
+/// run decided whole, bit-packed ones compared packed).
+fn at_least(
+    bits: u8,
+    levels: &Bytes,
+    count: usize,
+    level: u16,
+) -> std::result::Result<Bitmap, String> {
+    let encoding = ColumnEncoding {
+        validity: Validity::AllValid,
+        nodes: vec![Node::Hybrid(Hybrid { bits, buffer: 0 })],
+    };
+    let chunk = Chunk::new(&encoding, &DataType::Int32, count, vec![levels.as_ref()]);
+    let test = ValuePredicate::IntRange {
+        lo: i128::from(level),
+        hi: i128::from(u16::MAX),
+        negate: false,
+    };
+    chunk.filter(&test).map_err(|e| e.to_string())
+}
+
+/// The selected rows' lists from the levels and value pages read: `selected` has one bit
+/// per row read.
+fn assemble(
+    shape: &ListShape,
+    levels: &Levels,
+    selected: &Bitmap,
+    pages: &[ValuePage],
+    place: &str,
+) -> Result<ArrayRef> {
+    let err = |e: &dyn std::fmt::Display| Error::Parquet(format!("{place}: {e}"));
+    // The slots of the selected rows, then the selected present values.
+    let slots = sift_bits::levels::extend(selected, &levels.starts).map_err(|e| err(&e))?;
+    let chosen = sift_bits::levels::extract(&slots, &levels.present).map_err(|e| err(&e))?;
+    let mut pieces = Vec::new();
+    let mut at = 0usize;
+    for (i, page) in pages.iter().enumerate() {
+        let sel = chosen.slice(at..at + page.values);
+        at += page.values;
+        let n = sel.count_ones();
+        if n == 0 {
+            continue;
+        }
+        let buffers = page.buffers.iter().map(|b| b.as_ref()).collect();
+        let chunk = Chunk::new(&page.encoding, shape.item.data_type(), page.values, buffers);
+        let sel = (n != page.values).then_some(&sel);
+        let piece = crate::eval::decode_as(&chunk, sel, Read::Values)
+            .map_err(|e| err(&format!("values of data page {i}: {e}")))?;
+        pieces.push(piece);
+    }
+    let values = match pieces.is_empty() {
+        true => arrow_array::new_empty_array(shape.item.data_type()),
+        false => crate::eval::concat_pieces(pieces)?,
+    };
+    // The same levels at the selected slots only.
+    let keep = |b: &Bitmap| sift_bits::levels::extract(b, &slots).map_err(|e| err(&e));
+    let starts = keep(&levels.starts)?;
+    let elements = keep(&levels.elements)?;
+    let children = elements.count_ones();
+    // Element validity: which elements hold a present value.
+    let items = match shape.max_def == shape.element_def {
+        true => values,
+        false => {
+            let valid = sift_bits::levels::extract(&keep(&levels.present)?, &elements)
+                .map_err(|e| err(&e))?;
+            with_nulls(values, &valid).map_err(|e| err(&e))?
+        }
+    };
+    if items.len() != children {
+        return Err(err(&format!(
+            "{} values decoded for {children} list elements",
+            items.len()
+        )));
+    }
+    let nulls = match shape.list_nullable {
+        false => None,
+        true => {
+            let valid =
+                sift_bits::levels::extract(&keep(&levels.lists)?, &starts).map_err(|e| err(&e))?;
+            (valid.count_ones() != valid.len()).then(|| null_buffer(&valid))
+        }
+    };
+    let array: ArrayRef = match shape.large {
+        false => {
+            Arc::new(list::<i32>(shape, &starts, &elements, items, nulls).map_err(|e| err(&e))?)
+        }
+        true => {
+            Arc::new(list::<i64>(shape, &starts, &elements, items, nulls).map_err(|e| err(&e))?)
+        }
+    };
+    Ok(array)
+}
+
+/// The list array of the rows whose first slots are set in `starts`, with an element at
+/// each slot set in `elements` (both over the same slots).
+fn list<O: OffsetSizeTrait>(
+    shape: &ListShape,
+    starts: &Bitmap,
+    elements: &Bitmap,
+    items: ArrayRef,
+    nulls: Option<NullBuffer>,
+) -> std::result::Result<GenericListArray<O>, String> {
+    let mut offsets: Vec<O> = Vec::with_capacity(starts.count_ones() + 1);
+    let mut before = 0usize;
+    for (&s, &e) in starts.words().iter().zip(elements.words()) {
+        let mut s = s;
+        while s != 0 {
+            let below = (1u64 << s.trailing_zeros()) - 1;
+            offsets.push(offset(before + (e & below).count_ones() as usize)?);
+            s &= s - 1;
+        }
+        before += e.count_ones() as usize;
+    }
+    offsets.push(offset(before)?);
+    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+    GenericListArray::try_new(shape.item.clone(), offsets, items, nulls).map_err(|e| e.to_string())
+}
+
+/// A list offset of type `O`.
+fn offset<O: OffsetSizeTrait>(n: usize) -> std::result::Result<O, String> {
+    O::from_usize(n).ok_or_else(|| format!("{n} list elements overflow the list's offsets"))
+}
+
+/// `values` (the present elements) spread over the elements whose bits are set in
+/// `valid`, nulls at the others.
+fn with_nulls(values: ArrayRef, valid: &Bitmap) -> std::result::Result<ArrayRef, String> {
+    if valid.count_ones() == valid.len() {
+        return Ok(values);
+    }
+    if values.len() != valid.count_ones() {
+        return Err(format!(
+            "{} values decoded for {} present elements",
+            values.len(),
+            valid.count_ones()
+        ));
+    }
+    let mut next = 0u32;
+    let indices: PrimitiveArray<UInt32Type> = (0..valid.len())
+        .map(|i| {
+            valid.get(i).then(|| {
+                next += 1;
+                next - 1
+            })
+        })
+        .collect();
+    arrow_select::take::take(values.as_ref(), &indices, None).map_err(|e| e.to_string())
+}
+
+/// A bitmap as Arrow validity.
+fn null_buffer(valid: &Bitmap) -> NullBuffer {
+    let bytes = valid.to_le_bytes();
+    NullBuffer::new(arrow_buffer::BooleanBuffer::new(
+        arrow_buffer::Buffer::from(bytes),
+        0,
+        valid.len(),
+    ))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Offsets count the elements of each row up to its first slot; rows without an
+    /// element (an empty or null list's one slot) get none.
+    #[test]
+    fn offsets_count_elements_per_row() {
+        // Slots:   r0 r0 r0 | r1 (empty) | r2 r2 | r3 ... (70 slots, one row)
+        let mut starts = vec![true, false, false, true, true, false, true];
+        let mut elements = vec![true, true, true, false, true, true, true];
+        starts.extend(std::iter::repeat_n(false, 69));
+        elements.extend(std::iter::repeat_n(true, 69));
+        let (starts, elements) = (Bitmap::from_bools(starts), Bitmap::from_bools(elements));
+        let shape = ListShape {
+            layout: Layout::Fixed { width: 8 },
+            item: Arc::new(Field::new("item", DataType::Int64, true)),
+            large: false,
+            element_def: 1,
+            max_def: 1,
+            list_nullable: false,
+        };
+        let items: ArrayRef = Arc::new(arrow_array::Int64Array::from_iter_values(0..75));
+        let l = list::<i32>(&shape, &starts, &elements, items, None).unwrap();
+        assert_eq!(l.value_offsets(), &[0, 3, 3, 5, 75]);
+    }
+}

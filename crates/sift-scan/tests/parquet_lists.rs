@@ -1,0 +1,220 @@
+//! Parquet list columns read in place (levels as bitmaps, the selection carried to the
+//! values): random lists of every flat element type the reader takes (int32, int64,
+//! double, decimal, date, string), null lists, empty lists and null elements in every mix,
+//! written by arrow-rs under random settings (page sizes down to a few rows, so that
+//! rows span pages in v1; v1 and v2; dictionaries whole, falling back or off; statistics
+//! and page index on or off; every codec), scanned at random selections and compared
+//! with arrow-rs's read of the file and the reference filter. Large lists, and lists of
+//! types the reader leaves to the `parquet` crate, go through the same comparison.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+
+use arrow::array::*;
+use arrow::buffer::{NullBuffer, OffsetBuffer};
+use arrow::datatypes::*;
+use arrow::record_batch::RecordBatch;
+use common::{ParquetLayout, Rng};
+use proptest::prelude::*;
+use sift_scan::{Expr, Table, col};
+
+/// Element types of the lists.
+fn element_types() -> Vec<DataType> {
+    vec![
+        DataType::Int64,
+        DataType::Int32,
+        DataType::Float64,
+        DataType::Decimal128(12, 2),
+        DataType::Date32,
+        DataType::Utf8,
+        // Left to the `parquet` crate (unsigned): still compared.
+        DataType::UInt16,
+    ]
+}
+
+/// `n` random elements of type `dt`, about `null_pct` % null, drawn from `distinct` values.
+fn elements(rng: &mut Rng, dt: &DataType, n: usize, null_pct: u64, distinct: u64) -> ArrayRef {
+    let mut valid = || rng.below(100) >= null_pct;
+    let nulls: Vec<bool> = (0..n).map(|_| valid()).collect();
+    let v: Vec<i64> = (0..n)
+        .map(|_| rng.below(distinct) as i64 - (distinct / 3) as i64)
+        .collect();
+    let at = |i: usize| nulls[i].then_some(v[i]);
+    match dt {
+        DataType::Int64 => Arc::new(Int64Array::from_iter((0..n).map(at))),
+        DataType::Int32 => Arc::new(Int32Array::from_iter(
+            (0..n).map(|i| at(i).map(|x| x as i32)),
+        )),
+        DataType::Float64 => Arc::new(Float64Array::from_iter(
+            (0..n).map(|i| at(i).map(|x| x as f64 / 4.0)),
+        )),
+        DataType::Decimal128(p, s) => Arc::new(
+            Decimal128Array::from_iter((0..n).map(|i| at(i).map(|x| x as i128 * 1001)))
+                .with_precision_and_scale(*p, *s)
+                .unwrap(),
+        ),
+        DataType::Date32 => Arc::new(Date32Array::from_iter(
+            (0..n).map(|i| at(i).map(|x| x as i32 + 10_000)),
+        )),
+        DataType::UInt16 => Arc::new(UInt16Array::from_iter(
+            (0..n).map(|i| at(i).map(|x| x.unsigned_abs() as u16)),
+        )),
+        DataType::Utf8 => Arc::new(StringArray::from_iter(
+            (0..n).map(|i| at(i).map(|x| format!("s{x}"))),
+        )),
+        other => unreachable!("{other}"),
+    }
+}
+
+/// A table of `rows` rows: `id` (row number), `k` (0..16, for filters) and `l`, a list
+/// (or large list) of `dt` with lengths 0..=`max_len`, some lists null when `null_lists`.
+#[allow(clippy::too_many_arguments)]
+fn table(
+    seed: u64,
+    rows: usize,
+    dt: &DataType,
+    large: bool,
+    max_len: u64,
+    null_lists: bool,
+    element_nulls: u64,
+    distinct: u64,
+) -> RecordBatch {
+    let mut rng = Rng::new(seed);
+    let id = Int64Array::from_iter_values(0..rows as i64);
+    let k = Int64Array::from_iter_values((0..rows).map(|_| rng.below(16) as i64));
+    let lens: Vec<usize> = (0..rows)
+        .map(|_| match rng.below(10) {
+            // Runs of empty lists and long ones too.
+            0 => 0,
+            1 => (max_len * 4) as usize,
+            _ => rng.below(max_len + 1) as usize,
+        })
+        .collect();
+    let list_valid: Vec<bool> = (0..rows)
+        .map(|_| !null_lists || rng.below(8) != 0)
+        .collect();
+    let lens: Vec<usize> = lens
+        .iter()
+        .zip(&list_valid)
+        .map(|(&n, &v)| if v { n } else { 0 })
+        .collect();
+    let total: usize = lens.iter().sum();
+    let values = elements(&mut rng, dt, total, element_nulls, distinct);
+    let item = Arc::new(Field::new("item", dt.clone(), true));
+    let nulls = null_lists.then(|| NullBuffer::from(list_valid.clone()));
+    let l: ArrayRef = match large {
+        false => Arc::new(ListArray::new(
+            item,
+            OffsetBuffer::from_lengths(lens),
+            values,
+            nulls,
+        )),
+        true => Arc::new(LargeListArray::new(
+            item,
+            OffsetBuffer::from_lengths(lens),
+            values,
+            nulls,
+        )),
+    };
+    RecordBatch::try_from_iter([
+        ("id", Arc::new(id) as ArrayRef),
+        ("k", Arc::new(k)),
+        ("l", l),
+    ])
+    .unwrap()
+}
+
+/// Scans `filter` projecting `l` (and `id`); the rows must be the reference's.
+fn check(table: &Table, reference: &RecordBatch, filter: Option<&Expr>, what: &str) {
+    let want = common::filter_batch(reference, filter)
+        .project(&[0, 2])
+        .unwrap();
+    let mut builder = table.scan().project(["id", "l"]);
+    if let Some(f) = filter {
+        builder = builder.filter(f.clone());
+    }
+    let got: Vec<RecordBatch> = builder
+        .build()
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+        .map(|b| b.unwrap_or_else(|e| panic!("{what}: {e}")))
+        .collect();
+    let got = arrow::compute::concat_batches(&want.schema(), &got).unwrap();
+    assert_eq!(got.num_rows(), want.num_rows(), "{what}");
+    assert_eq!(got, want, "{what}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn list_columns_equal_arrow_rs(
+        seed in any::<u64>(),
+        rows in 1usize..3000,
+        ty in 0usize..7,
+        large in any::<bool>(),
+        max_len in 0u64..12,
+        null_lists in any::<bool>(),
+        element_nulls in prop_oneof![Just(0u64), Just(5), Just(50), Just(100)],
+        distinct in prop_oneof![Just(3u64), Just(200), Just(1 << 20)],
+        k in 0i64..17,
+    ) {
+        let dt = &element_types()[ty];
+        let batch = table(seed, rows, dt, large, max_len, null_lists, element_nulls, distinct);
+        let layout = ParquetLayout::from_seed(seed, 1 + (seed % 3000) as usize);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        common::write_parquet_layout(&path, batch.schema(), std::slice::from_ref(&batch), layout);
+        let table = Table::open(&path).unwrap();
+        let reference = common::read_parquet(&path);
+        prop_assert_eq!(&reference, &batch);
+        let what = format!("{dt} large={large} {layout:?}");
+        check(&table, &reference, None, &what);
+        // From every row to none: dense selections read whole pages' lists, sparse ones
+        // a few.
+        check(&table, &reference, Some(&col("k").lt(k)), &what);
+        check(&table, &reference, Some(&col("k").eq(k)), &what);
+        check(&table, &reference, Some(&col("id").lt(rows as i64 / 3).and(col("k").gt(2i64))), &what);
+        check(&table, &reference, Some(&col("l").is_null().or(col("k").eq(1i64))), &what);
+    }
+}
+
+/// A list of flat values is read in place (no column chunk left to the `parquet` crate),
+/// and a selection clustered in a few rows reads only the pages holding them.
+#[test]
+fn lists_are_read_in_place_and_skip_pages() {
+    use parquet::file::properties::EnabledStatistics;
+    let rows = 40_000;
+    let batch = table(7, rows, &DataType::Int64, false, 6, true, 5, 300);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    let mut layout = ParquetLayout::new(rows, 500);
+    layout.statistics = EnabledStatistics::Page;
+    common::write_parquet_layout(&path, batch.schema(), std::slice::from_ref(&batch), layout);
+    let table = Table::open(&path).unwrap();
+    let reference = common::read_parquet(&path);
+    let stats = |filter: Expr, column: &str| {
+        check(&table, &reference, Some(&filter), "in place");
+        let mut scan = table
+            .scan()
+            .project([column])
+            .filter(filter)
+            .build()
+            .unwrap();
+        scan.by_ref().for_each(|b| drop(b.unwrap()));
+        scan.stats().clone()
+    };
+    let all = stats(col("k").gte(0i64), "l");
+    let few = col("id").gte(20_000i64).and(col("id").lt(20_100i64));
+    let (few, filter_only) = (stats(few.clone(), "l"), stats(few, "id"));
+    assert_eq!(all.parquet_chunks_decoded, 0, "{all:?}");
+    assert_eq!(few.parquet_chunks_decoded, 0, "{few:?}");
+    // The list's bytes: what projecting it adds to reading the filter's column.
+    let list_bytes = few.bytes_read - filter_only.bytes_read;
+    assert!(
+        list_bytes * 20 < all.bytes_read,
+        "100 rows: {list_bytes} bytes of the list, every row: {} bytes",
+        all.bytes_read
+    );
+}
