@@ -187,6 +187,11 @@ pub(crate) fn read_list(
         let perr = |e: &dyn std::fmt::Display| err(&format!("page {page_no}: {e}"));
         let next = guarded(|| pages.peek_next_page()).map_err(|e| perr(&e))?;
         let Some(next) = next else { break };
+        // The rows the offset index gives the page (they decide which pages are skipped,
+        // so the levels read must agree).
+        let indexed = next
+            .num_rows
+            .filter(|_| !next.is_dict && locations.is_some());
         if let (false, Some(n)) = (next.is_dict, next.num_rows) {
             let end = row.saturating_add(n).min(total);
             if rows.slice(row..end).count_ones() == 0 {
@@ -277,6 +282,13 @@ pub(crate) fn read_list(
             must_open = false;
         }
         let opened = page.starts.count_ones();
+        if let Some(n) = indexed
+            && n != opened
+        {
+            return Err(perr(&format!(
+                "the page opens {opened} rows, the offset index gives it {n}"
+            )));
+        }
         if opened > total - row.min(total) {
             return Err(perr(&format!(
                 "pages hold more than the row group's {total} rows"
