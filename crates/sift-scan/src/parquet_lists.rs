@@ -4,9 +4,10 @@
 //! (0 opens a row), a definition level (how much of the path is present: a null list, an
 //! empty one, a null element, a value), and the present values alone.
 //!
-//! The levels are read as bitmaps, each a range test on the run stream evaluated in place
-//! by the `hybrid` encoding (`starts`: repetition level 0; `elements`: the level of the
-//! repeated node reached; `present`: the maximum level; `lists`: the list node present).
+//! The levels are read as bitmaps, straight from their run streams
+//! (`hybrid::level_bitmaps`, one walk per stream for every bitmap it yields): `starts`
+//! (repetition level 0), `elements` (the level of the repeated node reached), `present`
+//! (the maximum level) and `lists` (the list node present).
 //! The row selection is then carried down with `sift_bits::levels`: spread over each
 //! selected row's level slots (`extend`, PDEP), kept at the present values (`extract`,
 //! PEXT), and the pages' values (dictionary codes or PLAIN, through the same encoding
@@ -31,8 +32,7 @@ use parquet::column::page::{Page, PageReader};
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescriptor;
-use sift_encoding::encodings::Hybrid;
-use sift_encoding::{Bitmap, Chunk, ColumnEncoding, Node, Validity, ValuePredicate};
+use sift_encoding::{Bitmap, Chunk, ColumnEncoding, Validity};
 
 use crate::error::{Error, Result};
 use crate::parquet_pages::{ChunkBytes, DictValues, Layout};
@@ -357,21 +357,25 @@ impl PageLevels {
             check_stream(1, rep, count).map_err(|e| format!("repetition levels: {e}"))?;
             check_stream(def_bits, def, count).map_err(|e| format!("definition levels: {e}"))?;
         }
-        let mut starts =
-            at_least(1, rep, count, 1).map_err(|e| format!("repetition levels: {e}"))?;
+        use sift_encoding::encodings::hybrid::level_bitmaps;
+        let mut starts = level_bitmaps(1, rep, count, &[1])
+            .map_err(|e| format!("repetition levels: {e}"))?
+            .pop()
+            .unwrap_or_default();
         starts.not_assign();
-        let at = |level: u16| {
-            at_least(def_bits, def, count, level).map_err(|e| format!("definition levels: {e}"))
-        };
-        let elements = at(shape.element_def)?;
-        let present = match shape.max_def == shape.element_def {
-            true => elements.clone(),
-            false => at(shape.max_def)?,
-        };
-        let lists = match shape.list_nullable {
-            true => Some(at(shape.element_def - 1)?),
-            false => None,
-        };
+        // Elements, present values and (for nullable lists) present lists in one walk.
+        let mut wanted = vec![shape.element_def, shape.max_def];
+        if shape.list_nullable {
+            wanted.push(shape.element_def - 1);
+        }
+        let mut def = level_bitmaps(def_bits, def, count, &wanted)
+            .map_err(|e| format!("definition levels: {e}"))?
+            .into_iter();
+        let (elements, present, lists) = (
+            def.next().unwrap_or_default(),
+            def.next().unwrap_or_default(),
+            def.next(),
+        );
         Ok(PageLevels {
             starts,
             elements,
@@ -390,28 +394,6 @@ impl Levels {
             self.lists.append(&l);
         }
     }
-}
-
-/// The positions among the `count` values of the `bits`-wide run stream `levels` whose
-/// value is at least `level`: a range test evaluated on the runs in place (a repeated
-/// run decided whole, bit-packed ones compared packed).
-fn at_least(
-    bits: u8,
-    levels: &Bytes,
-    count: usize,
-    level: u16,
-) -> std::result::Result<Bitmap, String> {
-    let encoding = ColumnEncoding {
-        validity: Validity::AllValid,
-        nodes: vec![Node::Hybrid(Hybrid { bits, buffer: 0 })],
-    };
-    let chunk = Chunk::new(&encoding, &DataType::Int32, count, vec![levels.as_ref()]);
-    let test = ValuePredicate::IntRange {
-        lo: i128::from(level),
-        hi: i128::from(u16::MAX),
-        negate: false,
-    };
-    chunk.filter(&test).map_err(|e| e.to_string())
 }
 
 /// The selected rows' lists from the levels and value pages read: `selected` has one bit

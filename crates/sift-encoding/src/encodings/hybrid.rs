@@ -255,6 +255,202 @@ pub fn check_stream(bits: u8, bytes: &[u8], count: usize) -> std::result::Result
     parse(bits, bytes, count).map(drop)
 }
 
+/// The first `count` values of a run stream of 1- or 2-bit values (Parquet's repetition
+/// and definition levels of a list) as one bitmap per threshold of `at_least`: bit `i` of
+/// bitmap `k` is set when value `i` is at least `at_least[k]`. One walk over the runs
+/// serves every threshold, and values are tested packed, never unpacked: 64 at a time, as
+/// one 64-bit field of one-bit values, or two of two-bit values whose high bit, or the OR
+/// or the AND of their two bits, is gathered from every other bit. Runs of at most 64
+/// values behind a one-byte header (the levels of lists a few values long switch between
+/// a repeated and a bit-packed run every few dozen values) are read without a branch on
+/// their kind, as [`one_bit_words`] reads validity. Checks the stream as [`parse`] does.
+pub fn level_bitmaps(
+    bits: u8,
+    bytes: &[u8],
+    count: usize,
+    at_least: &[u16],
+) -> std::result::Result<Vec<Bitmap>, String> {
+    let words = count.div_ceil(64);
+    // One word of slack, so that 64 bits ORed in at any value stay inside (cut at the end).
+    let mut out: Vec<Vec<u64>> = at_least.iter().map(|_| vec![0u64; words + 1]).collect();
+    match bits {
+        1 => level_words::<1>(bytes, count, at_least, &mut out)?,
+        2 => level_words::<2>(bytes, count, at_least, &mut out)?,
+        _ => {
+            return Err(format!(
+                "levels of {bits} bits: only 1 and 2 are read as bitmaps"
+            ));
+        }
+    }
+    out.into_iter()
+        .map(|mut o| {
+            o.truncate(words);
+            Bitmap::from_words(o, count).ok_or_else(|| "level bitmap".to_string())
+        })
+        .collect()
+}
+
+/// [`level_bitmaps`] for `BITS`-wide values, into `out` (one word vector per threshold,
+/// with a word of slack).
+fn level_words<const BITS: usize>(
+    bytes: &[u8],
+    count: usize,
+    at_least: &[u16],
+    out: &mut [Vec<u64>],
+) -> std::result::Result<(), String> {
+    let max = low_mask(BITS as u32);
+    let reach: Vec<Reach> = at_least.iter().map(|&t| Reach::new(BITS, t)).collect();
+    let mut reader = RunReader::new(BITS as u8, bytes, count)?;
+    while reader.row < count {
+        let (pos, row) = (reader.pos, reader.row);
+        if let (Some(&h), Some(next)) = (bytes.get(pos), bytes.get(pos + 1..pos + 17))
+            && h < 0x80
+        {
+            // Both readings of the run, chosen without a branch: `n` copies of one value
+            // after a header `2n`, or `n` groups of 8 packed values after `2n + 1`.
+            let n = usize::from(h >> 1);
+            let packed = usize::from(h & 1);
+            let len = n << (3 * packed);
+            if len <= 64 && (packed == 1 || u64::from(next[0]) <= max) {
+                let keep = 0u64.wrapping_sub(packed as u64);
+                let same = repeat::<BITS>(u64::from(next[0]));
+                let lo = (load_word(next) & keep) | (same & !keep);
+                let hi = (load_word(&next[8..]) & keep) | (same & !keep);
+                let len = len.min(count - row);
+                put_levels::<BITS>(out, &reach, lo, hi, row, len);
+                reader.row = row + len;
+                reader.pos = pos + 2 - packed + packed * n * BITS;
+                continue;
+            }
+        }
+        // Any other run (longer, or a header of several bytes) through the checked reader.
+        let Some(run) = reader.next_run()? else { break };
+        match run.kind {
+            Kind::Repeat(v) => {
+                for (o, &t) in out.iter_mut().zip(at_least) {
+                    if v >= u64::from(t) {
+                        set_range(o, run.start, run.start + run.len);
+                    }
+                }
+            }
+            Kind::Packed(at) => {
+                // The run's bytes (checked by the reader to hold `run.len` values).
+                let packed = &bytes[at..at + (run.len * BITS).div_ceil(8)];
+                for k in (0..run.len).step_by(64) {
+                    let chunk = &packed[k * BITS / 8..];
+                    let hi = load_word(chunk.get(8..).unwrap_or_default());
+                    let len = (run.len - k).min(64);
+                    put_levels::<BITS>(out, &reach, load_word(chunk), hi, run.start + k, len);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A threshold test on packed 1- or 2-bit values as masks, chosen once per threshold so
+/// that testing a word takes no branch: value bits `(low, high)` reach it where
+/// `all | (low & low_m) | (high & high_m) | (low & high & both_m)` is set (for one-bit
+/// values, `low` is the value and `high` is zero).
+#[derive(Clone, Copy)]
+struct Reach {
+    all: u64,
+    low: u64,
+    high: u64,
+    both: u64,
+}
+
+impl Reach {
+    fn new(bits: usize, t: u16) -> Reach {
+        // The bits of the values' low bits (every bit, or every other one).
+        let lanes = match bits {
+            1 => u64::MAX,
+            _ => 0x5555_5555_5555_5555,
+        };
+        let (all, low, high, both) = match (bits, t) {
+            (_, 0) => (lanes, 0, 0, 0),
+            (1, 1) | (2, 1) => (0, lanes, lanes, 0),
+            (2, 2) => (0, 0, lanes, 0),
+            (2, 3) => (0, 0, 0, lanes),
+            _ => (0, 0, 0, 0),
+        };
+        Reach {
+            all,
+            low,
+            high,
+            both,
+        }
+    }
+
+    /// Which of the values packed in `x` reach the threshold: 64 bits of one-bit values,
+    /// or 32 bits (gathered from every other bit) of two-bit ones.
+    #[inline(always)]
+    fn test<const BITS: usize>(self, x: u64) -> u64 {
+        match BITS {
+            1 => self.all | (x & self.low),
+            _ => {
+                // The masks keep the even bits only, where `low` holds each value's low
+                // bit and `high` its high bit.
+                let (low, high) = (x, x >> 1);
+                let at =
+                    self.all | (low & self.low) | (high & self.high) | (low & high & self.both);
+                gather_even_bits(at)
+            }
+        }
+    }
+}
+
+/// ORs into each threshold's words, at value `row`, which of the first `len` of 64
+/// `BITS`-wide values (packed in `lo`, then `hi`) reach that threshold.
+#[inline(always)]
+fn put_levels<const BITS: usize>(
+    out: &mut [Vec<u64>],
+    reach: &[Reach],
+    lo: u64,
+    hi: u64,
+    row: usize,
+    len: usize,
+) {
+    let (at, shift) = (row / 64, row % 64);
+    for (o, r) in out.iter_mut().zip(reach) {
+        let word = match BITS {
+            1 => r.test::<1>(lo),
+            _ => r.test::<2>(lo) | (r.test::<2>(hi) << 32),
+        } & low_mask(len as u32);
+        let wide = u128::from(word) << shift;
+        if let Some([a, b]) = o.get_mut(at..at + 2) {
+            *a |= wide as u64;
+            *b |= (wide >> 64) as u64;
+        }
+    }
+}
+
+/// A `BITS`-wide value repeated over a 64-bit field.
+#[inline(always)]
+fn repeat<const BITS: usize>(v: u64) -> u64 {
+    match BITS {
+        1 => 0u64.wrapping_sub(v),
+        _ => v.wrapping_mul(0x5555_5555_5555_5555),
+    }
+}
+
+/// Up to 8 bytes from the start of `bytes` as a little-endian word (zeros past the end).
+fn load_word(bytes: &[u8]) -> u64 {
+    let mut le = [0u8; 8];
+    let n = bytes.len().min(8);
+    le[..n].copy_from_slice(&bytes[..n]);
+    u64::from_le_bytes(le)
+}
+
+/// The even bits of `x` (odd bits clear) packed into its low 32 bits.
+fn gather_even_bits(mut x: u64) -> u64 {
+    x = (x | (x >> 1)) & 0x3333_3333_3333_3333;
+    x = (x | (x >> 2)) & 0x0F0F_0F0F_0F0F_0F0F;
+    x = (x | (x >> 4)) & 0x00FF_00FF_00FF_00FF;
+    x = (x | (x >> 8)) & 0x0000_FFFF_0000_FFFF;
+    (x | (x >> 16)) & 0x0000_0000_FFFF_FFFF
+}
+
 /// The first `count` values of a run stream of one-bit values as bitmap words, decoded
 /// straight into them: a repeated run of ones sets its range, a bit-packed run is copied,
 /// since one-bit values packed LSB first already are bitmap bits. Parsing into a run
@@ -1498,6 +1694,34 @@ mod tests {
                 prop_assert_eq!(crate::validity::decode(ctx, count).map_err(fail)?, Some(yes));
                 Ok(())
             })?;
+        }
+
+        /// Level bitmaps of 1- and 2-bit streams equal the reference values compared with
+        /// each threshold, with the last run cut short and bytes after the stream; a
+        /// stream cut anywhere gives the same bitmaps or an error.
+        #[test]
+        fn level_bitmaps_equal_the_reference(
+            bits in 1u8..=2,
+            specs in specs(40, 300),
+            cut in 0usize..12,
+            garbage in proptest::collection::vec(any::<u8>(), 0..4),
+            thresholds in proptest::collection::vec(0u16..5, 1..4),
+            at in any::<usize>(),
+        ) {
+            let (mut stream, mut values) = write_stream(bits, &specs);
+            values.truncate(values.len().saturating_sub(cut));
+            let whole = stream.clone();
+            stream.extend_from_slice(&garbage);
+            let want: Vec<Bitmap> = thresholds
+                .iter()
+                .map(|&t| bitmap(values.iter().map(|&v| v >= u64::from(t))))
+                .collect();
+            let got = level_bitmaps(bits, &stream, values.len(), &thresholds);
+            prop_assert_eq!(got, Ok(want.clone()));
+            let short = &whole[..at % (whole.len() + 1)];
+            if let Ok(got) = level_bitmaps(bits, short, values.len(), &thresholds) {
+                prop_assert_eq!(got, want);
+            }
         }
 
         /// A stream cut anywhere decodes to the same values or fails; it never panics.
