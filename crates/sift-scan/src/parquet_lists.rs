@@ -316,7 +316,7 @@ pub(crate) fn read_list(
             buffers,
             values: present,
         });
-        levels.append(page, shape.list_nullable);
+        levels.append(page);
         page_no += 1;
     }
     if row != total {
@@ -386,11 +386,11 @@ impl PageLevels {
 }
 
 impl Levels {
-    fn append(&mut self, page: PageLevels, list_nullable: bool) {
+    fn append(&mut self, page: PageLevels) {
         self.starts.append(&page.starts);
         self.elements.append(&page.elements);
         self.present.append(&page.present);
-        if let (true, Some(l)) = (list_nullable, page.lists) {
+        if let Some(l) = page.lists {
             self.lists.append(&l);
         }
     }
@@ -454,7 +454,7 @@ fn assemble(
         true => {
             let valid =
                 sift_bits::levels::extract(&keep(&levels.lists)?, &starts).map_err(|e| err(&e))?;
-            (valid.count_ones() != valid.len()).then(|| null_buffer(&valid))
+            (valid.count_ones() != valid.len()).then(|| null_buffer(valid))
         }
     };
     let array: ArrayRef = match shape.large {
@@ -523,13 +523,13 @@ fn with_nulls(values: ArrayRef, valid: &Bitmap) -> std::result::Result<ArrayRef,
     arrow_select::take::take(values.as_ref(), &indices, None).map_err(|e| e.to_string())
 }
 
-/// A bitmap as Arrow validity.
-fn null_buffer(valid: &Bitmap) -> NullBuffer {
-    let bytes = valid.to_le_bytes();
+/// A bitmap as Arrow validity (its words handed over, not copied).
+fn null_buffer(valid: Bitmap) -> NullBuffer {
+    let len = valid.len();
     NullBuffer::new(arrow_buffer::BooleanBuffer::new(
-        arrow_buffer::Buffer::from(bytes),
+        arrow_buffer::Buffer::from_vec(valid.into_words()),
         0,
-        valid.len(),
+        len,
     ))
 }
 
