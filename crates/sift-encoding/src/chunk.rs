@@ -21,6 +21,9 @@ pub struct Chunk<'a> {
     rows: usize,
     buffers: Vec<&'a [u8]>,
     source: Option<Box<Chunk<'a>>>,
+    /// What the chunk shares with others over its root dictionary (see
+    /// [`with_memo`](Self::with_memo)).
+    memo: Option<&'a DictionaryMemo>,
 }
 
 impl<'a> Chunk<'a> {
@@ -38,7 +41,17 @@ impl<'a> Chunk<'a> {
             rows,
             buffers,
             source: None,
+            memo: None,
         }
+    }
+
+    /// Shares `memo` with the other chunks over the same root dictionary (the data pages
+    /// of one Parquet column chunk): its entries are decoded once for all of them. Only
+    /// decoding uses it; a filter's verdicts are shared through
+    /// [`filter_memo`](Self::filter_memo), one memo per predicate.
+    pub fn with_memo(mut self, memo: &'a DictionaryMemo) -> Self {
+        self.memo = Some(memo);
+        self
     }
 
     /// The column of the same block whose chunk this one needs to be read (its values are
@@ -82,9 +95,14 @@ impl<'a> Chunk<'a> {
     /// encoding allows.
     pub fn decode_rows(&self, sel: Option<&Bitmap>) -> Result<ArrayRef> {
         match self.needs_source() {
-            None => {
-                column::decode_rows(self.encoding, self.data_type, self.rows, &self.buffers, sel)
-            }
+            None => column::decode_rows(
+                self.encoding,
+                self.data_type,
+                self.rows,
+                &self.buffers,
+                sel,
+                self.memo,
+            ),
             Some(column) => {
                 let src = self.source(column)?;
                 crate::encodings::lookup::decode_lookup(
@@ -125,6 +143,7 @@ impl<'a> Chunk<'a> {
             self.rows,
             &self.buffers,
             sel,
+            self.memo,
         )
         .map(Some)
     }

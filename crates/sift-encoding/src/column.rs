@@ -339,7 +339,7 @@ pub(crate) fn decode_array(
     len: usize,
     buffers: &[&[u8]],
 ) -> Result<ArrayRef> {
-    decode_rows(enc, dt, len, buffers, None)
+    decode_rows(enc, dt, len, buffers, None, None)
 }
 
 /// A selection, if any, must have one bit per row of the chunk (a caller's mistake, not a
@@ -579,12 +579,16 @@ fn gather_views(
     }))
 }
 
+/// All `len` rows of a chunk (`selection` = `None`) or the selected ones as an Arrow
+/// array of type `dt`; a root dictionary shared with other chunks keeps its decoded
+/// entries in `memo` (see [`DictionaryMemo`](crate::predicate::DictionaryMemo)).
 pub(crate) fn decode_rows(
     enc: &ColumnEncoding,
     dt: &DataType,
     len: usize,
     buffers: &[&[u8]],
     selection: Option<&Bitmap>,
+    memo: Option<&crate::predicate::DictionaryMemo>,
 ) -> Result<ArrayRef> {
     check_selection(selection, len)?;
     let kind = physical_kind(dt)?;
@@ -599,7 +603,8 @@ pub(crate) fn decode_rows(
         return Ok(views);
     }
     let bufs = Buffers(buffers);
-    let ctx = Ctx::new(enc, buffers);
+    let mut ctx = Ctx::new(enc, buffers);
+    ctx.memo = memo;
     if let PhysicalKind::FixedBytes(w) = kind {
         // Nulls included: an all-null chunk stores nothing yet decodes to `len × w` bytes.
         ctx.check_decoded(None, len, len.checked_mul(w as usize))?;

@@ -312,20 +312,35 @@ impl DomainPred<i64> for CodeMask {
     }
 }
 
-/// One predicate's verdicts on the entries of one dictionary, kept across the chunks that
-/// share that dictionary (the data pages of a Parquet column chunk, each its own chunk
-/// over the one dictionary page): the predicate is evaluated on the entries once instead
-/// of once per chunk, which costs more than filtering the chunk's codes when the
-/// dictionary is long and the chunks short. Pass it with [`Chunk::filter_memo`] only for
-/// chunks whose root is a dictionary over the same entries, with the same predicate.
+/// What is learnt about one dictionary, kept across the chunks that share it (the data
+/// pages of a Parquet column chunk, each its own chunk over the one dictionary page): one
+/// predicate's verdicts on the entries, and the decoded entries. Each is computed once
+/// instead of once per chunk, which costs more than the chunk's own codes when the
+/// dictionary is long and the chunks short. Pass it with [`Chunk::filter_memo`] or
+/// [`Chunk::with_memo`] only to chunks whose root is a dictionary over the same entries
+/// (and, to filter, with the same predicate).
 ///
 /// [`Chunk::filter_memo`]: crate::Chunk::filter_memo
+/// [`Chunk::with_memo`]: crate::Chunk::with_memo
 #[derive(Default)]
 pub struct DictionaryMemo {
     /// The matching entries (`mask[c]`), by dictionary length.
     mask: std::cell::RefCell<Option<(usize, std::rc::Rc<[bool]>)>>,
     /// The same as a code set, once one is needed.
     set: std::cell::RefCell<Option<std::rc::Rc<CodeMask>>>,
+    /// The decoded entries (an `Rc<Vec<V>>` of the domain they were decoded as), by
+    /// dictionary length.
+    entries: std::cell::RefCell<Option<(usize, std::rc::Rc<dyn std::any::Any>)>>,
+}
+
+impl std::fmt::Debug for DictionaryMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let len = |kept: Option<usize>| kept.map_or("-".to_string(), |n| n.to_string());
+        f.debug_struct("DictionaryMemo")
+            .field("verdicts", &len(self.mask.borrow().as_ref().map(|m| m.0)))
+            .field("entries", &len(self.entries.borrow().as_ref().map(|e| e.0)))
+            .finish()
+    }
 }
 
 impl DictionaryMemo {
@@ -344,6 +359,23 @@ impl DictionaryMemo {
         *self.mask.borrow_mut() = Some((len, mask.clone()));
         *self.set.borrow_mut() = None;
         Ok(mask)
+    }
+
+    /// The `len` entries decoded as `V`: those kept, else `compute`'s (kept).
+    pub(crate) fn entries<V: 'static>(
+        &self,
+        len: usize,
+        compute: impl FnOnce() -> Result<Vec<V>>,
+    ) -> Result<std::rc::Rc<Vec<V>>> {
+        if let Some((n, kept)) = self.entries.borrow().as_ref()
+            && *n == len
+            && let Ok(entries) = kept.clone().downcast::<Vec<V>>()
+        {
+            return Ok(entries);
+        }
+        let entries = std::rc::Rc::new(compute()?);
+        *self.entries.borrow_mut() = Some((len, entries.clone()));
+        Ok(entries)
     }
 
     /// The kept verdicts as a code set (built on first use).
@@ -559,6 +591,30 @@ fn native_root(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// Entries are decoded once per dictionary length and domain; another length or
+    /// domain decodes again.
+    #[test]
+    fn memo_keeps_entries_by_length_and_domain() {
+        let memo = DictionaryMemo::default();
+        let calls = std::cell::Cell::new(0);
+        let decode = |n: i64| {
+            calls.set(calls.get() + 1);
+            Ok((0..n).collect::<Vec<i64>>())
+        };
+        assert_eq!(*memo.entries(3, || decode(3)).unwrap(), vec![0, 1, 2]);
+        assert_eq!(*memo.entries(3, || decode(3)).unwrap(), vec![0, 1, 2]);
+        assert_eq!(calls.get(), 1);
+        assert_eq!(memo.entries(4, || decode(4)).unwrap().len(), 4);
+        assert_eq!(calls.get(), 2);
+        let wide = memo.entries(4, || Ok(vec![7i128; 4])).unwrap();
+        assert_eq!(*wide, vec![7i128; 4]);
+        assert_eq!(memo.entries(4, || decode(4)).unwrap().len(), 4);
+        assert_eq!(calls.get(), 3);
+        // A failed decode keeps nothing.
+        assert!(memo.entries::<i64>(5, || Err(crate::error::corrupt("bad"))).is_err());
+        assert_eq!(memo.entries(5, || decode(5)).unwrap().len(), 5);
+    }
 
     #[test]
     fn float_keys_follow_total_order() {

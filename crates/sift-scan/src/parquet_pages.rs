@@ -646,8 +646,10 @@ impl PagedColumn {
         }
         let mut parts = Vec::with_capacity(self.pages.len());
         let mut at = 0;
+        // The dictionary page's entries, decoded once for every page over them.
+        let memo = DictionaryMemo::default();
         for (i, p) in self.pages.iter().enumerate() {
-            let chunk = self.chunk(i);
+            let chunk = self.chunk(i).with_memo(&memo);
             let decode = |s: Option<&Bitmap>| crate::eval::decode_as(&chunk, s, read);
             let part = match p.selection(sel, at) {
                 None => Some(decode(None)),

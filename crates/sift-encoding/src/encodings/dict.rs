@@ -147,6 +147,39 @@ impl Dict {
         V::decode(ctx, ctx.child(id, self.values)?, len, depth + 1)
     }
 
+    /// [`entries`](Self::entries), or for the root dictionary, those kept in the memo.
+    fn shared_entries<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        len: usize,
+        depth: usize,
+    ) -> Result<std::rc::Rc<Vec<V>>> {
+        let compute = || self.entries::<V>(ctx, id, len, depth);
+        match Self::memo(ctx, id) {
+            Some(memo) => memo.entries(len, compute),
+            None => compute().map(std::rc::Rc::new),
+        }
+    }
+
+    /// The values of all `count` codes, or of those selected by `sel`, in `dict` (the
+    /// decoded entries).
+    fn look_up_codes<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        sel: Option<&Bitmap>,
+        dict: &[V],
+    ) -> Result<Vec<V>> {
+        if let Some(values) = self.lookup(ctx, id, count, sel, dict)? {
+            return Ok(values);
+        }
+        let codes = self.codes(ctx, id, count, dict.len(), depth, sel)?;
+        Ok(codes.into_iter().map(|c| dict[c as usize]).collect())
+    }
+
     /// The `len` entries of a string dictionary.
     pub(crate) fn byte_entries(
         &self,
@@ -298,12 +331,9 @@ impl Encoding for Dict {
         depth: usize,
     ) -> Result<Option<Vec<V>>> {
         let len = self.checked_len(ctx, count)?;
-        let dict = self.entries::<V>(ctx, id, len, depth)?;
-        if let Some(values) = self.lookup(ctx, id, count, None, &dict)? {
-            return Ok(Some(values));
-        }
-        let codes = self.codes(ctx, id, count, len, depth, None)?;
-        Ok(Some(codes.into_iter().map(|c| dict[c as usize]).collect()))
+        let dict = self.shared_entries::<V>(ctx, id, len, depth)?;
+        self.look_up_codes(ctx, id, count, depth, None, &dict)
+            .map(Some)
     }
 
     fn decode_bytes(
@@ -328,13 +358,14 @@ impl Encoding for Dict {
         sel: &Bitmap,
     ) -> Result<Option<Vec<V>>> {
         let len = self.checked_len(ctx, count)?;
-        // Looked up as they are unpacked unless fewer codes are selected than a quarter
-        // of the entries, where `sparse` below decodes only the entries they use.
-        if sel.count_ones().saturating_mul(4) >= len {
-            let dict = self.entries::<V>(ctx, id, len, depth)?;
-            if let Some(values) = self.lookup(ctx, id, count, Some(sel), &dict)? {
-                return Ok(Some(values));
-            }
+        // Looked up as they are unpacked when the entries are decoded already (kept in
+        // the memo) or when at least a quarter as many codes are selected; else `sparse`
+        // below decodes only the entries they use.
+        if Self::memo(ctx, id).is_some() || sel.count_ones().saturating_mul(4) >= len {
+            let dict = self.shared_entries::<V>(ctx, id, len, depth)?;
+            return self
+                .look_up_codes(ctx, id, count, depth, Some(sel), &dict)
+                .map(Some);
         }
         let codes = self.codes(ctx, id, count, len, depth, Some(sel))?;
         let (dict, codes) = match sparse(&codes, len) {

@@ -329,7 +329,7 @@ mod tests {
             }
             None => match sel {
                 None => decode_array(&cols[c].encoding, dt, n, &b),
-                Some(s) => crate::column::decode_rows(&cols[c].encoding, dt, n, &b, Some(s)),
+                Some(s) => crate::column::decode_rows(&cols[c].encoding, dt, n, &b, Some(s), None),
             },
         }
     }
@@ -485,6 +485,7 @@ mod tests {
             5_000,
             &bufs(&cols[3]),
             Some(&short),
+            None,
         )
         .err()
         .map(|e| e.to_string());
