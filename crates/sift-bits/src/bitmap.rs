@@ -146,6 +146,24 @@ impl Bitmap {
         popcount(&self.words)
     }
 
+    /// Number of one bits in `range` (clipped to the bitmap), without a copy of them.
+    pub fn count_ones_in(&self, range: std::ops::Range<usize>) -> usize {
+        let end = range.end.min(self.len);
+        let start = range.start.min(end);
+        if start == end {
+            return 0;
+        }
+        let (first, last) = (start / 64, (end - 1) / 64);
+        let head = !0u64 << (start % 64);
+        let tail = !0u64 >> (63 - (end - 1) % 64);
+        if first == last {
+            return (self.words[first] & head & tail).count_ones() as usize;
+        }
+        (self.words[first] & head).count_ones() as usize
+            + popcount(&self.words[first + 1..last])
+            + (self.words[last] & tail).count_ones() as usize
+    }
+
     /// Iterates over the positions of one bits, in increasing order.
     pub fn iter_ones(&self) -> impl Iterator<Item = usize> + '_ {
         self.words.iter().enumerate().flat_map(|(wi, &w)| {
@@ -439,6 +457,8 @@ mod tests {
             let end = (lo + n).min(joined.len());
             let start = lo.min(end);
             prop_assert_eq!(x.slice(lo..lo + n), Bitmap::from_bools(joined[start..end].iter().copied()));
+            let ones = joined[start..end].iter().filter(|&&b| b).count();
+            prop_assert_eq!(x.count_ones_in(lo..lo + n), ones);
         }
     }
 

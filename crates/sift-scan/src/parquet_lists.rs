@@ -4,10 +4,11 @@
 //! (0 opens a row), a definition level (how much of the path is present: a null list, an
 //! empty one, a null element, a value), and the present values alone.
 //!
-//! The levels are read as bitmaps, straight from their run streams
-//! (`hybrid::level_bitmaps`, one walk per stream for every bitmap it yields): `starts`
-//! (repetition level 0), `elements` (the level of the repeated node reached), `present`
-//! (the maximum level) and `lists` (the list node present).
+//! The levels are read as bitmaps, straight from their run streams and appended page
+//! after page to the column chunk's (`hybrid::append_level_bitmaps`, one walk per stream
+//! for every bitmap it yields): `starts` (repetition level 0), `elements` (the level of
+//! the repeated node reached), `present` (the maximum level) and `lists` (the list node
+//! present).
 //! The row selection is then carried down with `sift_bits::levels`: spread over each
 //! selected row's level slots (`extend`, PDEP), kept at the present values (`extract`,
 //! PEXT), and the pages' values (dictionary codes or PLAIN, through the same encoding
@@ -113,16 +114,14 @@ pub(crate) struct ListRead {
 }
 
 /// The levels of the pages read, one bit per value slot, joined across pages.
-#[derive(Default)]
 struct Levels {
-    /// Repetition level 0: the slot opens a row.
-    starts: Bitmap,
-    /// The row's list has an element at the slot (null or not).
-    elements: Bitmap,
-    /// The slot holds a present value.
-    present: Bitmap,
-    /// The row's list is not null (only for nullable lists).
-    lists: Bitmap,
+    /// Repetition level 1: the slot continues a row (its complement, the slots that open
+    /// a row, once every page is read).
+    continues: Bitmap,
+    /// One bitmap per definition level threshold of [`Levels::thresholds`]: the row's
+    /// list has an element at the slot (null or not); the slot holds a present value;
+    /// (for nullable lists) the row's list is not null.
+    def: Vec<Bitmap>,
 }
 
 /// One data page's values: present values only, as a Sift chunk's tree and buffers.
@@ -177,7 +176,7 @@ pub(crate) fn read_list(
     let mut pages = guarded(|| SerializedPageReader::new(reader, chunk, total, locations.clone()))
         .map_err(|e| err(&e))?;
     let mut dictionary: Option<(DictValues, usize)> = None;
-    let mut levels = Levels::default();
+    let mut levels = Levels::new(&shape);
     let mut selected = Bitmap::zeros(0);
     let mut values: Vec<ValuePage> = Vec::new();
     let (mut row, mut page_no, mut data_page) = (0usize, 0usize, 0usize);
@@ -272,16 +271,19 @@ pub(crate) fn read_list(
             }
         };
         data_page += 1;
-        let page = PageLevels::read(&shape, &rep, &def, count).map_err(|e| perr(&e))?;
+        let first = levels.continues.len();
+        levels
+            .append(&shape, &rep, &def, count)
+            .map_err(|e| perr(&e))?;
         if count > 0 {
-            if must_open && !page.starts.get(0) {
+            if must_open && levels.continues.get(first) {
                 return Err(perr(
                     &"the page's first value continues a row of a page not read",
                 ));
             }
             must_open = false;
         }
-        let opened = page.starts.count_ones();
+        let opened = count - levels.continues.count_ones_in(first..first + count);
         if let Some(n) = indexed
             && n != opened
         {
@@ -296,7 +298,7 @@ pub(crate) fn read_list(
         }
         selected.append(&rows.slice(row..row + opened));
         row += opened;
-        let present = page.present.count_ones();
+        let present = levels.present().count_ones_in(first..first + count);
         let Some((nodes, buffers)) =
             crate::parquet_pages::page_values(encoding, shape.layout, body, dictionary.as_ref())
                 .map_err(|e| perr(&e))?
@@ -316,7 +318,6 @@ pub(crate) fn read_list(
             buffers,
             values: present,
         });
-        levels.append(page);
         page_no += 1;
     }
     if row != total {
@@ -324,75 +325,71 @@ pub(crate) fn read_list(
             "pages hold {row} rows of the row group's {total}"
         )));
     }
+    let mut starts = std::mem::take(&mut levels.continues);
+    starts.not_assign();
     Ok(Some(ListRead {
-        array: assemble(&shape, &levels, &selected, &values, place)?,
+        array: assemble(&shape, &starts, &levels, &selected, &values, place)?,
         pages: values.len() as u64,
         bytes: stored,
     }))
 }
 
-/// One page's levels as bitmaps (see [`Levels`]).
-struct PageLevels {
-    starts: Bitmap,
-    elements: Bitmap,
-    present: Bitmap,
-    lists: Option<Bitmap>,
-}
+impl Levels {
+    fn new(shape: &ListShape) -> Levels {
+        Levels {
+            continues: Bitmap::default(),
+            def: vec![Bitmap::default(); Self::thresholds(shape).len()],
+        }
+    }
 
-impl PageLevels {
-    /// The `count` levels of one page: repetition levels `rep` and definition levels
+    /// The definition levels each of [`def`](Self::def)'s bitmaps marks the slots at or
+    /// above.
+    fn thresholds(shape: &ListShape) -> Vec<u16> {
+        let mut at_least = vec![shape.element_def, shape.max_def];
+        if shape.list_nullable {
+            at_least.push(shape.element_def - 1);
+        }
+        at_least
+    }
+
+    fn elements(&self) -> &Bitmap {
+        &self.def[0]
+    }
+
+    fn present(&self) -> &Bitmap {
+        &self.def[1]
+    }
+
+    /// For nullable lists only.
+    fn lists(&self) -> Option<&Bitmap> {
+        self.def.get(2)
+    }
+
+    /// Appends one page's `count` levels: repetition levels `rep` and definition levels
     /// `def`, RLE/bit-packed hybrid streams.
-    fn read(
+    fn append(
+        &mut self,
         shape: &ListShape,
         rep: &Bytes,
         def: &Bytes,
         count: usize,
-    ) -> std::result::Result<PageLevels, String> {
+    ) -> std::result::Result<(), String> {
+        use sift_encoding::encodings::hybrid::{append_level_bitmaps, check_stream};
         let def_bits = (u16::BITS - shape.max_def.leading_zeros()) as u8;
         // Each level costs a bit in every bitmap: a count far beyond what the streams'
         // bytes hold bit-packed (a header's count is not to be trusted) is first checked
         // against their runs, which allocates nothing in proportion to it.
         if count / 8 > rep.len() + def.len() + 64 {
-            use sift_encoding::encodings::hybrid::check_stream;
             check_stream(1, rep, count).map_err(|e| format!("repetition levels: {e}"))?;
             check_stream(def_bits, def, count).map_err(|e| format!("definition levels: {e}"))?;
         }
-        use sift_encoding::encodings::hybrid::level_bitmaps;
-        let mut starts = level_bitmaps(1, rep, count, &[1])
-            .map_err(|e| format!("repetition levels: {e}"))?
-            .pop()
-            .unwrap_or_default();
-        starts.not_assign();
+        let continues = std::slice::from_mut(&mut self.continues);
+        append_level_bitmaps(1, rep, count, &[1], continues)
+            .map_err(|e| format!("repetition levels: {e}"))?;
         // Elements, present values and (for nullable lists) present lists in one walk.
-        let mut wanted = vec![shape.element_def, shape.max_def];
-        if shape.list_nullable {
-            wanted.push(shape.element_def - 1);
-        }
-        let mut def = level_bitmaps(def_bits, def, count, &wanted)
-            .map_err(|e| format!("definition levels: {e}"))?
-            .into_iter();
-        let (elements, present, lists) = (
-            def.next().unwrap_or_default(),
-            def.next().unwrap_or_default(),
-            def.next(),
-        );
-        Ok(PageLevels {
-            starts,
-            elements,
-            present,
-            lists,
-        })
-    }
-}
-
-impl Levels {
-    fn append(&mut self, page: PageLevels) {
-        self.starts.append(&page.starts);
-        self.elements.append(&page.elements);
-        self.present.append(&page.present);
-        if let Some(l) = page.lists {
-            self.lists.append(&l);
-        }
+        let at_least = Self::thresholds(shape);
+        append_level_bitmaps(def_bits, def, count, &at_least, &mut self.def)
+            .map_err(|e| format!("definition levels: {e}"))
     }
 }
 
@@ -400,6 +397,7 @@ impl Levels {
 /// per row read.
 fn assemble(
     shape: &ListShape,
+    row_starts: &Bitmap,
     levels: &Levels,
     selected: &Bitmap,
     pages: &[ValuePage],
@@ -407,10 +405,12 @@ fn assemble(
 ) -> Result<ArrayRef> {
     let err = |e: &dyn std::fmt::Display| Error::Parquet(format!("{place}: {e}"));
     // The slots of the selected rows, then the selected present values.
-    let slots = sift_bits::levels::extend(selected, &levels.starts).map_err(|e| err(&e))?;
-    let chosen = sift_bits::levels::extract(&slots, &levels.present).map_err(|e| err(&e))?;
+    let slots = sift_bits::levels::extend(selected, row_starts).map_err(|e| err(&e))?;
+    let chosen = sift_bits::levels::extract(&slots, levels.present()).map_err(|e| err(&e))?;
     let mut pieces = Vec::new();
     let mut at = 0usize;
+    // The dictionary page's entries, decoded once for every page over them.
+    let memo = sift_encoding::DictionaryMemo::default();
     for (i, page) in pages.iter().enumerate() {
         let sel = chosen.slice(at..at + page.values);
         at += page.values;
@@ -419,7 +419,8 @@ fn assemble(
             continue;
         }
         let buffers = page.buffers.iter().map(|b| b.as_ref()).collect();
-        let chunk = Chunk::new(&page.encoding, shape.item.data_type(), page.values, buffers);
+        let chunk = Chunk::new(&page.encoding, shape.item.data_type(), page.values, buffers)
+            .with_memo(&memo);
         let sel = (n != page.values).then_some(&sel);
         let piece = crate::eval::decode_as(&chunk, sel, Read::Values)
             .map_err(|e| err(&format!("values of data page {i}: {e}")))?;
@@ -431,14 +432,14 @@ fn assemble(
     };
     // The same levels at the selected slots only.
     let keep = |b: &Bitmap| sift_bits::levels::extract(b, &slots).map_err(|e| err(&e));
-    let starts = keep(&levels.starts)?;
-    let elements = keep(&levels.elements)?;
+    let starts = keep(row_starts)?;
+    let elements = keep(levels.elements())?;
     let children = elements.count_ones();
     // Element validity: which elements hold a present value.
     let items = match shape.max_def == shape.element_def {
         true => values,
         false => {
-            let valid = sift_bits::levels::extract(&keep(&levels.present)?, &elements)
+            let valid = sift_bits::levels::extract(&keep(levels.present())?, &elements)
                 .map_err(|e| err(&e))?;
             with_nulls(values, &valid).map_err(|e| err(&e))?
         }
@@ -452,8 +453,8 @@ fn assemble(
     let nulls = match shape.list_nullable {
         false => None,
         true => {
-            let valid =
-                sift_bits::levels::extract(&keep(&levels.lists)?, &starts).map_err(|e| err(&e))?;
+            let lists = levels.lists().ok_or_else(|| err(&"no list validity"))?;
+            let valid = sift_bits::levels::extract(&keep(lists)?, &starts).map_err(|e| err(&e))?;
             (valid.count_ones() != valid.len()).then(|| null_buffer(valid))
         }
     };

@@ -256,45 +256,66 @@ pub fn check_stream(bits: u8, bytes: &[u8], count: usize) -> std::result::Result
 }
 
 /// The first `count` values of a run stream of 1- or 2-bit values (Parquet's repetition
-/// and definition levels of a list) as one bitmap per threshold of `at_least`: bit `i` of
-/// bitmap `k` is set when value `i` is at least `at_least[k]`. One walk over the runs
-/// serves every threshold, and values are tested packed, never unpacked: 64 at a time, as
-/// one 64-bit field of one-bit values, or two of two-bit values whose high bit, or the OR
-/// or the AND of their two bits, is gathered from every other bit. Runs of at most 64
-/// values behind a one-byte header (the levels of lists a few values long switch between
-/// a repeated and a bit-packed run every few dozen values) are read without a branch on
-/// their kind, as [`one_bit_words`] reads validity. Checks the stream as [`parse`] does.
-pub fn level_bitmaps(
+/// and definition levels of a list) appended to one bitmap per threshold of `at_least`:
+/// the bit appended for value `i` to bitmap `out[k]` is set when the value is at least
+/// `at_least[k]`. The bitmaps must be of one length: the levels of a column chunk's pages
+/// are appended page after page, with no page-sized bitmap to copy. One walk over the
+/// runs serves every threshold, and values are tested packed, never unpacked: 64 at a
+/// time, as one 64-bit field of one-bit values, or two of two-bit values whose high bit,
+/// or the OR or the AND of their two bits, is gathered from every other bit. Runs of at
+/// most 64 values behind a one-byte header (the levels of lists a few values long switch
+/// between a repeated and a bit-packed run every few dozen values) are read without a
+/// branch on their kind, as [`one_bit_words`] reads validity. Checks the stream as
+/// [`parse`] does; on an error the bitmaps are left as they were.
+pub fn append_level_bitmaps(
     bits: u8,
     bytes: &[u8],
     count: usize,
     at_least: &[u16],
-) -> std::result::Result<Vec<Bitmap>, String> {
-    let words = count.div_ceil(64);
-    // One word of slack, so that 64 bits ORed in at any value stay inside (cut at the end).
-    let mut out: Vec<Vec<u64>> = at_least.iter().map(|_| vec![0u64; words + 1]).collect();
-    match bits {
-        1 => level_words::<1>(bytes, count, at_least, &mut out)?,
-        2 => level_words::<2>(bytes, count, at_least, &mut out)?,
-        _ => {
-            return Err(format!(
-                "levels of {bits} bits: only 1 and 2 are read as bitmaps"
-            ));
-        }
+    out: &mut [Bitmap],
+) -> std::result::Result<(), String> {
+    let base = out.first().map_or(0, Bitmap::len);
+    if out.len() != at_least.len() || out.iter().any(|b| b.len() != base) {
+        return Err(format!(
+            "{} level bitmaps of lengths {:?} for {} thresholds",
+            out.len(),
+            out.iter().map(Bitmap::len).collect::<Vec<_>>(),
+            at_least.len()
+        ));
     }
-    out.into_iter()
-        .map(|mut o| {
-            o.truncate(words);
-            Bitmap::from_words(o, count).ok_or_else(|| "level bitmap".to_string())
+    let end = base
+        .checked_add(count)
+        .ok_or_else(|| format!("{count} levels after {base}"))?;
+    // One word of slack, so that 64 bits ORed in at any value stay inside (cut at the end).
+    let mut words: Vec<Vec<u64>> = out
+        .iter_mut()
+        .map(|b| {
+            let mut w = std::mem::take(b).into_words();
+            w.resize(end.div_ceil(64) + 1, 0);
+            w
         })
-        .collect()
+        .collect();
+    let walked = match bits {
+        1 => level_words::<1>(bytes, count, base, at_least, &mut words),
+        2 => level_words::<2>(bytes, count, base, at_least, &mut words),
+        _ => Err(format!(
+            "levels of {bits} bits: only 1 and 2 are read as bitmaps"
+        )),
+    };
+    // On an error, what was ORed in past `base` is cut off again.
+    let len = if walked.is_ok() { end } else { base };
+    for (b, w) in out.iter_mut().zip(words) {
+        *b = Bitmap::from_words(w, len).unwrap_or_default();
+    }
+    walked
 }
 
-/// [`level_bitmaps`] for `BITS`-wide values, into `out` (one word vector per threshold,
-/// with a word of slack).
+/// [`append_level_bitmaps`] for `BITS`-wide values, into `out` (one word vector per
+/// threshold, with a word of slack) from bit `base` on.
 fn level_words<const BITS: usize>(
     bytes: &[u8],
     count: usize,
+    base: usize,
     at_least: &[u16],
     out: &mut [Vec<u64>],
 ) -> std::result::Result<(), String> {
@@ -317,7 +338,7 @@ fn level_words<const BITS: usize>(
                 let lo = (load_word(next) & keep) | (same & !keep);
                 let hi = (load_word(&next[8..]) & keep) | (same & !keep);
                 let len = len.min(count - row);
-                put_levels::<BITS>(out, &reach, lo, hi, row, len);
+                put_levels::<BITS>(out, &reach, lo, hi, base + row, len);
                 reader.row = row + len;
                 reader.pos = pos + 2 - packed + packed * n * BITS;
                 continue;
@@ -329,7 +350,7 @@ fn level_words<const BITS: usize>(
             Kind::Repeat(v) => {
                 for (o, &t) in out.iter_mut().zip(at_least) {
                     if v >= u64::from(t) {
-                        set_range(o, run.start, run.start + run.len);
+                        set_range(o, base + run.start, base + run.start + run.len);
                     }
                 }
             }
@@ -340,7 +361,8 @@ fn level_words<const BITS: usize>(
                     let chunk = &packed[k * BITS / 8..];
                     let hi = load_word(chunk.get(8..).unwrap_or_default());
                     let len = (run.len - k).min(64);
-                    put_levels::<BITS>(out, &reach, load_word(chunk), hi, run.start + k, len);
+                    let at = base + run.start + k;
+                    put_levels::<BITS>(out, &reach, load_word(chunk), hi, at, len);
                 }
             }
         }
@@ -1716,11 +1738,29 @@ mod tests {
                 .iter()
                 .map(|&t| bitmap(values.iter().map(|&v| v >= u64::from(t))))
                 .collect();
-            let got = level_bitmaps(bits, &stream, values.len(), &thresholds);
-            prop_assert_eq!(got, Ok(want.clone()));
+            // Appended after a prefix of `at % 130` bits of each threshold's parity.
+            let prefix: Vec<Bitmap> = (0..thresholds.len())
+                .map(|k| bitmap((0..at % 130).map(|i| (i + k) % 2 == 0)))
+                .collect();
+            let joined: Vec<Bitmap> = prefix
+                .iter()
+                .zip(&want)
+                .map(|(p, w)| {
+                    let mut j = p.clone();
+                    j.append(w);
+                    j
+                })
+                .collect();
+            let mut got = prefix.clone();
+            let walked = append_level_bitmaps(bits, &stream, values.len(), &thresholds, &mut got);
+            prop_assert_eq!(walked, Ok(()));
+            prop_assert_eq!(&got, &joined);
             let short = &whole[..at % (whole.len() + 1)];
-            if let Ok(got) = level_bitmaps(bits, short, values.len(), &thresholds) {
-                prop_assert_eq!(got, want);
+            let mut got = prefix.clone();
+            match append_level_bitmaps(bits, short, values.len(), &thresholds, &mut got) {
+                Ok(()) => prop_assert_eq!(&got, &joined),
+                // An error leaves the bitmaps as they were.
+                Err(_) => prop_assert_eq!(&got, &prefix),
             }
         }
 
