@@ -612,7 +612,10 @@ mod tests {
         assert_eq!(memo.entries(4, || decode(4)).unwrap().len(), 4);
         assert_eq!(calls.get(), 3);
         // A failed decode keeps nothing.
-        assert!(memo.entries::<i64>(5, || Err(crate::error::corrupt("bad"))).is_err());
+        assert!(
+            memo.entries::<i64>(5, || Err(crate::error::corrupt("bad")))
+                .is_err()
+        );
         assert_eq!(memo.entries(5, || decode(5)).unwrap().len(), 5);
     }
 
