@@ -556,16 +556,7 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
             // 64 values at a time, ORed in at the run's bit offset; bits past the run's
             // values (the next run's bytes, the last byte's padding) are cleared.
             for k in (0..len).step_by(64) {
-                let from = k / 8;
-                let word = match bytes.get(pos + from..pos + from + 8) {
-                    Some(b) => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-                    None => {
-                        let mut le = [0u8; 8];
-                        let tail = &packed[from..];
-                        le[..tail.len()].copy_from_slice(tail);
-                        u64::from_le_bytes(le)
-                    }
-                } & low_mask((len - k).min(64) as u32);
+                let word = load_word(&packed[k / 8..]) & low_mask((len - k).min(64) as u32);
                 let (start, shift) = ((row + k) / 64, (row + k) % 64);
                 out[start] |= word << shift;
                 if shift != 0 && start + 1 < out.len() {
@@ -1797,6 +1788,24 @@ mod tests {
                 .map(|e| e.to_string())
                 .unwrap_or_default()
         })
+    }
+
+    /// Level bitmaps of other lengths than one another or than the thresholds, and levels
+    /// wider than 2 bits, are refused and leave the bitmaps as they were.
+    #[test]
+    fn level_bitmaps_refuse_mismatched_bitmaps_and_wide_levels() {
+        let stream = [2u8 << 1, 1];
+        let mut uneven = vec![Bitmap::zeros(3), Bitmap::zeros(5)];
+        let err = append_level_bitmaps(1, &stream, 2, &[1, 1], &mut uneven).unwrap_err();
+        assert_eq!(err, "2 level bitmaps of lengths [3, 5] for 2 thresholds");
+        assert_eq!(uneven, vec![Bitmap::zeros(3), Bitmap::zeros(5)]);
+        let mut one = vec![Bitmap::zeros(3)];
+        let err = append_level_bitmaps(1, &stream, 2, &[1, 1], &mut one).unwrap_err();
+        assert_eq!(err, "1 level bitmaps of lengths [3] for 2 thresholds");
+        let mut wide = vec![Bitmap::ones(4)];
+        let err = append_level_bitmaps(3, &stream, 2, &[1], &mut wide).unwrap_err();
+        assert_eq!(err, "levels of 3 bits: only 1 and 2 are read as bitmaps");
+        assert_eq!(wide, vec![Bitmap::ones(4)]);
     }
 
     #[test]
