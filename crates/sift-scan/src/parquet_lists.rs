@@ -118,9 +118,11 @@ struct Levels {
     /// Repetition level 1: the slot continues a row (its complement, the slots that open
     /// a row, once every page is read).
     continues: Bitmap,
-    /// One bitmap per definition level threshold of [`Levels::thresholds`]: the row's
-    /// list has an element at the slot (null or not); the slot holds a present value;
-    /// (for nullable lists) the row's list is not null.
+    /// The definition levels each bitmap of `def` marks the slots at or above: the
+    /// repeated node's, the leaf's maximum, and (for nullable lists) the list node's.
+    at_least: Vec<u16>,
+    /// One bitmap per threshold of `at_least`: the row's list has an element at the slot
+    /// (null or not); the slot holds a present value; the row's list is not null.
     def: Vec<Bitmap>,
 }
 
@@ -336,20 +338,15 @@ pub(crate) fn read_list(
 
 impl Levels {
     fn new(shape: &ListShape) -> Levels {
-        Levels {
-            continues: Bitmap::default(),
-            def: vec![Bitmap::default(); Self::thresholds(shape).len()],
-        }
-    }
-
-    /// The definition levels each of [`def`](Self::def)'s bitmaps marks the slots at or
-    /// above.
-    fn thresholds(shape: &ListShape) -> Vec<u16> {
         let mut at_least = vec![shape.element_def, shape.max_def];
         if shape.list_nullable {
             at_least.push(shape.element_def - 1);
         }
-        at_least
+        Levels {
+            continues: Bitmap::default(),
+            def: vec![Bitmap::default(); at_least.len()],
+            at_least,
+        }
     }
 
     fn elements(&self) -> &Bitmap {
@@ -387,8 +384,7 @@ impl Levels {
         append_level_bitmaps(1, rep, count, &[1], continues)
             .map_err(|e| format!("repetition levels: {e}"))?;
         // Elements, present values and (for nullable lists) present lists in one walk.
-        let at_least = Self::thresholds(shape);
-        append_level_bitmaps(def_bits, def, count, &at_least, &mut self.def)
+        append_level_bitmaps(def_bits, def, count, &self.at_least, &mut self.def)
             .map_err(|e| format!("definition levels: {e}"))
     }
 }
