@@ -29,14 +29,14 @@ use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, FieldRef};
 use bytes::Bytes;
 use parquet::basic::{Encoding, Repetition};
-use parquet::column::page::{Page, PageReader};
+use parquet::column::page::Page;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescriptor;
 use sift_encoding::{Bitmap, Chunk, ColumnEncoding, Validity};
 
 use crate::error::{Error, Result};
-use crate::parquet_pages::{ChunkBytes, DictValues, Layout};
+use crate::parquet_pages::{ChunkBytes, DictValues, Layout, PageStep};
 use crate::parquet_source::guarded;
 use crate::scan::Read;
 
@@ -186,50 +186,41 @@ pub(crate) fn read_list(
     let mut must_open = true;
     loop {
         let perr = |e: &dyn std::fmt::Display| err(&format!("page {page_no}: {e}"));
-        let next = guarded(|| pages.peek_next_page()).map_err(|e| perr(&e))?;
-        let Some(next) = next else { break };
-        // The rows the offset index gives the page (they decide which pages are skipped,
-        // so the levels read must agree).
-        let indexed = next
-            .num_rows
-            .filter(|_| !next.is_dict && locations.is_some());
-        if let (false, Some(n)) = (next.is_dict, next.num_rows) {
-            let end = row.saturating_add(n).min(total);
-            if rows.slice(row..end).count_ones() == 0 {
-                guarded(|| pages.skip_next_page()).map_err(|e| perr(&e))?;
+        let step = crate::parquet_pages::next_page(
+            &mut pages,
+            row,
+            |r| {
+                let end = r.end.min(total);
+                r.start < end && rows.slice(r.start..end).count_ones() > 0
+            },
+            shape.layout,
+            &mut dictionary,
+        )
+        .map_err(|e| perr(&e))?;
+        let (page, known) = match step {
+            None => return Ok(None),
+            Some(PageStep::End) => break,
+            Some(PageStep::Dictionary) => {
+                page_no += 1;
+                continue;
+            }
+            Some(PageStep::Skipped(n)) => {
                 (row, must_open) = (row.saturating_add(n), true);
                 page_no += 1;
                 data_page += 1;
                 continue;
             }
-            if let Some(p) = locations.as_ref().and_then(|l| l.get(data_page)) {
-                stored += p.compressed_page_size.max(0) as u64;
-            }
-        }
-        let Some(page) = guarded(|| pages.get_next_page()).map_err(|e| perr(&e))? else {
-            break;
+            Some(PageStep::Data(page, known)) => (page, known),
         };
+        if let Some(p) = locations.as_ref().and_then(|l| l.get(data_page)) {
+            stored += p.compressed_page_size.max(0) as u64;
+        }
+        // The rows the offset index gives the page (they decide which pages are skipped,
+        // so the levels read must agree).
+        let indexed = known.filter(|_| locations.is_some());
         let (rep, def, body, count, encoding) = match page {
-            Page::DictionaryPage {
-                buf,
-                num_values,
-                encoding,
-                ..
-            } => {
-                match crate::parquet_pages::dictionary_page(
-                    &buf,
-                    num_values,
-                    encoding,
-                    shape.layout,
-                    dictionary.is_some(),
-                ) {
-                    Ok(Some(d)) => dictionary = Some(d),
-                    Ok(None) => return Ok(None),
-                    Err(e) => return Err(perr(&e)),
-                }
-                page_no += 1;
-                continue;
-            }
+            // `next_page` reads dictionary pages itself.
+            Page::DictionaryPage { .. } => return Ok(None),
             Page::DataPage {
                 buf,
                 num_values,

@@ -87,19 +87,32 @@ impl EncodedPage {
         if sel.is_none() && self.whole() {
             return None;
         }
-        let mut out = Bitmap::zeros(0);
-        let mut asked = at;
-        for r in &self.wanted {
-            out.append(&Bitmap::zeros(r.start - out.len()));
-            match sel {
-                Some(s) => out.append(&s.slice(asked..asked + r.len())),
-                None => out.append(&Bitmap::ones(r.len())),
-            }
-            asked += r.len();
-        }
-        out.append(&Bitmap::zeros(self.rows.len() - out.len()));
-        Some(out)
+        Some(spread_selection(self.rows.len(), &self.wanted, sel, at))
     }
+}
+
+/// One bit per row of `total` rows, set at the rows of `asked` (sorted, disjoint ranges,
+/// cut at `total`), of them only those whose bit is set in `sel` if given: `sel` holds one
+/// bit per asked row, in order, from bit `from` on.
+pub(crate) fn spread_selection(
+    total: usize,
+    asked: &[Range<usize>],
+    sel: Option<&Bitmap>,
+    from: usize,
+) -> Bitmap {
+    let mut out = Bitmap::zeros(0);
+    let mut at = from;
+    for r in asked {
+        let r = r.start.min(total)..r.end.min(total);
+        out.append(&Bitmap::zeros(r.start.saturating_sub(out.len())));
+        match sel {
+            Some(s) => out.append(&s.slice(at..at + r.len())),
+            None => out.append(&Bitmap::ones(r.len())),
+        }
+        at += r.len();
+    }
+    out.append(&Bitmap::zeros(total.saturating_sub(out.len())));
+    out
 }
 
 /// Checks that every data page of the repeated column chunk `(rg, leaf)`, whose bytes
@@ -403,41 +416,29 @@ impl PagedColumn {
         let mut row = 0usize;
         let mut page_no = 0usize;
         loop {
-            // A data page whose rows are known before it is read (from the offset index)
-            // and hold none of the wanted rows is skipped.
-            let next = guarded(|| pages.peek_next_page())
-                .map_err(|e| err(&format!("page {page_no}: {e}")))?;
-            let Some(next) = next else { break };
-            if let (false, Some(n)) = (next.is_dict, next.num_rows)
-                && !overlaps(want, row..row.saturating_add(n))
-            {
-                guarded(|| pages.skip_next_page())
-                    .map_err(|e| err(&format!("page {page_no}: {e}")))?;
-                row = row.saturating_add(n);
-                page_no += 1;
-                continue;
-            }
-            let Some(page) = guarded(|| pages.get_next_page())
-                .map_err(|e| err(&format!("page {page_no}: {e}")))?
-            else {
-                break;
-            };
             let perr = |e: &dyn std::fmt::Display| err(&format!("page {page_no}: {e}"));
-            let (values, count, encoding, levels) = match page {
-                Page::DictionaryPage {
-                    buf,
-                    num_values,
-                    encoding,
-                    ..
-                } => {
-                    match dictionary_page(&buf, num_values, encoding, layout, dictionary.is_some())
-                    {
-                        Ok(Some(d)) => dictionary = Some(d),
-                        Ok(None) => return Ok(None),
-                        Err(e) => return Err(perr(&e)),
-                    }
+            let step = next_page(
+                &mut pages,
+                row,
+                |rows| overlaps(want, rows),
+                layout,
+                &mut dictionary,
+            )
+            .map_err(|e| perr(&e))?;
+            let page = match step {
+                None => return Ok(None),
+                Some(PageStep::End) => break,
+                Some(PageStep::Dictionary) => continue,
+                Some(PageStep::Skipped(n)) => {
+                    row = row.saturating_add(n);
+                    page_no += 1;
                     continue;
                 }
+                Some(PageStep::Data(page, _)) => page,
+            };
+            let (values, count, encoding, levels) = match page {
+                // `next_page` reads dictionary pages itself.
+                Page::DictionaryPage { .. } => return Ok(None),
                 Page::DataPage {
                     buf,
                     num_values,
@@ -797,6 +798,59 @@ fn with_validity(
 fn overlaps(want: &[Range<usize>], rows: Range<usize>) -> bool {
     want.iter()
         .any(|r| r.start < rows.end && rows.start < r.end)
+}
+
+/// What [`next_page`] did.
+pub(crate) enum PageStep {
+    /// Skipped a data page unread (not decompressed): its row count is known before it is
+    /// read (from the offset index, or a version-2 header) and `keep` rejected its rows.
+    Skipped(usize),
+    /// Read the dictionary page into the chunk's dictionary.
+    Dictionary,
+    /// Read a data page, with the row count known before it was read, if any.
+    Data(Page, Option<usize>),
+    /// The chunk has no more pages.
+    End,
+}
+
+/// Reads the next page of a column chunk whose next data page starts at row `row`, or
+/// skips it when `keep` rejects its rows. `Ok(None)`: a dictionary page that is not read
+/// in place (another encoding, a second one, values of another layout).
+pub(crate) fn next_page(
+    pages: &mut SerializedPageReader<ChunkBytes>,
+    row: usize,
+    keep: impl Fn(Range<usize>) -> bool,
+    layout: Layout,
+    dictionary: &mut Option<(DictValues, usize)>,
+) -> std::result::Result<Option<PageStep>, String> {
+    let Some(next) = guarded(|| pages.peek_next_page())? else {
+        return Ok(Some(PageStep::End));
+    };
+    let known = next.num_rows.filter(|_| !next.is_dict);
+    if let Some(n) = known
+        && !keep(row..row.saturating_add(n))
+    {
+        guarded(|| pages.skip_next_page())?;
+        return Ok(Some(PageStep::Skipped(n)));
+    }
+    let Some(page) = guarded(|| pages.get_next_page())? else {
+        return Ok(Some(PageStep::End));
+    };
+    if let Page::DictionaryPage {
+        buf,
+        num_values,
+        encoding,
+        ..
+    } = &page
+    {
+        let Some(d) = dictionary_page(buf, *num_values, *encoding, layout, dictionary.is_some())?
+        else {
+            return Ok(None);
+        };
+        *dictionary = Some(d);
+        return Ok(Some(PageStep::Dictionary));
+    }
+    Ok(Some(PageStep::Data(page, known)))
 }
 
 /// A dictionary page's values (`buf`, `num_values` of them, stored as `encoding`) for a
