@@ -218,3 +218,131 @@ fn lists_are_read_in_place_and_skip_pages() {
         all.bytes_read
     );
 }
+
+/// A file of 400 rows whose list `l` holds 1 to 3 non-null int64 elements per row (so its
+/// repetition levels are 0 at each row's first element, 1 after), pages v2 of 100 rows,
+/// uncompressed, PLAIN (no dictionary), with or without an offset index.
+fn plain_lists(path: &std::path::Path, offset_index: bool) -> usize {
+    use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+    let rows = 400;
+    let mut rng = Rng::new(11);
+    let lens: Vec<usize> = (0..rows).map(|_| 1 + rng.below(3) as usize).collect();
+    let total: usize = lens.iter().sum();
+    let values = Int64Array::from_iter_values((0..total as i64).map(|v| v * 7));
+    let item = Arc::new(Field::new("item", DataType::Int64, true));
+    let l = ListArray::new(
+        item,
+        OffsetBuffer::from_lengths(lens),
+        Arc::new(values),
+        None,
+    );
+    let id = Int64Array::from_iter_values(0..rows as i64);
+    let batch =
+        RecordBatch::try_from_iter([("id", Arc::new(id) as ArrayRef), ("l", Arc::new(l))]).unwrap();
+    let props = WriterProperties::builder()
+        .set_data_page_row_count_limit(100)
+        .set_write_batch_size(100)
+        .set_dictionary_enabled(false)
+        .set_encoding(parquet::basic::Encoding::PLAIN)
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_offset_index_disabled(!offset_index)
+        .set_writer_version(WriterVersion::PARQUET_2_0)
+        .build();
+    common::write_parquet_with(path, batch.schema(), std::slice::from_ref(&batch), props);
+    rows
+}
+
+/// The file offset of the repetition levels of the first data page of `l` (leaf 1), their
+/// bytes, and the page's rows by the offset index (if any).
+fn first_repetition_levels(path: &std::path::Path) -> (usize, Vec<u8>, Option<i64>) {
+    use parquet::column::page::Page;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::file::serialized_reader::ReadOptionsBuilder;
+    let options = ReadOptionsBuilder::new().with_page_index().build();
+    let reader =
+        SerializedFileReader::new_with_options(std::fs::File::open(path).unwrap(), options)
+            .unwrap();
+    let page_rows = reader.metadata().offset_index().map(|o| {
+        let pages = o[0][1].page_locations();
+        pages[1].first_row_index - pages[0].first_row_index
+    });
+    let start = reader.metadata().row_group(0).column(1).data_page_offset() as usize;
+    let mut pages = reader
+        .get_row_group(0)
+        .unwrap()
+        .get_column_page_reader(1)
+        .unwrap();
+    let Some(Page::DataPageV2 {
+        buf,
+        rep_levels_byte_len,
+        def_levels_byte_len,
+        ..
+    }) = pages.get_next_page().unwrap()
+    else {
+        panic!("the first page of l is not a data page v2");
+    };
+    let rep = buf[..rep_levels_byte_len as usize].to_vec();
+    // The page's levels, found after its header.
+    let levels = &buf[..(rep_levels_byte_len + def_levels_byte_len) as usize];
+    let file = std::fs::read(path).unwrap();
+    let at = file[start..]
+        .windows(levels.len())
+        .position(|w| w == levels)
+        .expect("the page's levels in the file");
+    (start + at, rep, page_rows)
+}
+
+/// Scans `l` of `path` whose byte `at` is set to `byte`; the error message.
+fn scan_error(path: &std::path::Path, at: usize, byte: u8) -> String {
+    let mut file = std::fs::read(path).unwrap();
+    file[at] = byte;
+    std::fs::write(path, &file).unwrap();
+    let table = Table::open(path).unwrap();
+    let scan = table.scan().project(["l"]).build().unwrap();
+    let errors: Vec<String> = scan
+        .filter_map(|b| b.err().map(|e| e.to_string()))
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    errors[0].clone()
+}
+
+/// Repetition levels a writer would never produce are reported with the file, row
+/// group, column and page: a page whose first value continues a row, a page opening
+/// fewer rows than the offset index gives it, and pages holding fewer rows than the row
+/// group (no offset index).
+#[test]
+fn damaged_repetition_levels_are_named_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for (offset_index, patch) in [(true, "first"), (true, "merge"), (false, "merge")] {
+        let path = dir.path().join(format!("{offset_index}-{patch}.parquet"));
+        let rows = plain_lists(&path, offset_index);
+        let (at, rep, page_rows) = first_repetition_levels(&path);
+        // 1 to 3 elements per row: the first run is bit-packed (header, then the bits).
+        assert_eq!(rep[0] & 1, 1, "the first run is bit-packed: {rep:?}");
+        let msg = match patch {
+            // The first value's level set to 1.
+            "first" => scan_error(&path, at + 1, rep[1] | 1),
+            // A later row start (a 0 bit after the first) set to 1: two rows become one.
+            _ => {
+                let bit = (1..8).find(|b| rep[1] >> b & 1 == 0).expect("a row start");
+                scan_error(&path, at + 1, rep[1] | 1 << bit)
+            }
+        };
+        let place = format!("{}: row group 0, column l: ", path.display());
+        assert!(msg.contains(&place), "{msg}");
+        let expected = match (offset_index, patch) {
+            (_, "first") => {
+                "page 0: the page's first value continues a row of a page not read".to_string()
+            }
+            (true, _) => {
+                let n = page_rows.expect("an offset index");
+                format!(
+                    "page 0: the page opens {} rows, the offset index gives it {n}",
+                    n - 1
+                )
+            }
+            (false, _) => format!("pages hold {} rows of the row group's {rows}", rows - 1),
+        };
+        assert!(msg.contains(&expected), "{msg}\nexpected: {expected}");
+    }
+}
