@@ -73,21 +73,62 @@ impl ByteValues {
     }
 }
 
-/// The entries of dictionary node `id`'s `dict` named by `codes` (checked to be in range),
-/// concatenated; their total is checked against the chunk's decode budget before the
-/// output is allocated.
+/// A string dictionary prepared for [`gather`], once per dictionary: the lengths of its
+/// entries, the longest, where each starts in a zero-padded copy of its bytes (so that a
+/// short entry moves as one fixed-size copy), and whether every entry is UTF-8. A column
+/// chunk's pages share one (kept in the dictionary memo), so this work is not repeated
+/// for each page.
+pub(crate) struct GatherTable {
+    dict: ByteValues,
+    lens: Vec<usize>,
+    longest: usize,
+    /// For entries of at most 32 bytes: `dict.data` followed by 32 zero bytes (every
+    /// entry has 32 bytes from its start), and each entry's (start, length), so that a
+    /// value costs one table lookup.
+    padded: Vec<u8>,
+    entries: Vec<(usize, usize)>,
+    utf8: bool,
+}
+
+impl GatherTable {
+    pub(crate) fn new(dict: ByteValues) -> Self {
+        let lens: Vec<usize> = dict
+            .offsets
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as usize)
+            .collect();
+        let longest = lens.iter().copied().max().unwrap_or(0);
+        let (mut padded, mut entries) = (Vec::new(), Vec::new());
+        if longest <= 32 {
+            padded.reserve_exact(dict.data.len() + 32);
+            padded.extend_from_slice(&dict.data);
+            padded.resize(dict.data.len() + 32, 0);
+            let starts = dict.offsets.iter().map(|&o| o as usize);
+            entries = starts.zip(lens.iter().copied()).collect();
+        }
+        // Once per entry rather than once per row in Arrow's constructor.
+        let utf8 = (0..lens.len()).all(|i| std::str::from_utf8(dict.value(i)).is_ok());
+        GatherTable {
+            dict,
+            lens,
+            longest,
+            padded,
+            entries,
+            utf8,
+        }
+    }
+}
+
+/// The entries of dictionary node `id`'s `table` named by `codes` (checked to be in
+/// range), concatenated; their total is checked against the chunk's decode budget before
+/// the output is allocated.
 pub(crate) fn gather(
     ctx: &Ctx<'_>,
     id: NodeId,
-    dict: &ByteValues,
+    table: &GatherTable,
     codes: &[u64],
 ) -> Result<ByteValues> {
-    let lens: Vec<usize> = dict
-        .offsets
-        .windows(2)
-        .map(|w| (w[1] - w[0]) as usize)
-        .collect();
-    let longest = lens.iter().copied().max().unwrap_or(0);
+    let (dict, lens, longest) = (&table.dict, &table.lens, table.longest);
     let exact = || -> Result<usize> {
         let total = codes
             .iter()
@@ -102,13 +143,13 @@ pub(crate) fn gather(
         _ => exact()?,
     };
     // Short entries (flags, modes, instructions) are copied as one fixed-size move each
-    // from a zero-padded copy of the dictionary, advancing by the true length; a `memcpy`
-    // call per value costs more than the bytes it moves.
+    // from the zero-padded copy of the dictionary, advancing by the true length; a
+    // `memcpy` call per value costs more than the bytes it moves.
     let mut out = match longest {
         1 if lens.iter().all(|&l| l == 1) => gather_bytes(dict, codes),
-        0..=8 => gather_fixed::<8>(dict, &lens, codes, bound),
-        9..=16 => gather_fixed::<16>(dict, &lens, codes, bound),
-        17..=32 => gather_fixed::<32>(dict, &lens, codes, bound),
+        0..=8 => gather_fixed::<8>(table, codes, bound),
+        9..=16 => gather_fixed::<16>(table, codes, bound),
+        17..=32 => gather_fixed::<32>(table, codes, bound),
         _ => {
             let mut out = ByteValues::with_capacity(codes.len(), bound);
             for &c in codes {
@@ -117,8 +158,7 @@ pub(crate) fn gather(
             out
         }
     };
-    // Once per entry rather than once per row in Arrow's constructor.
-    out.utf8_checked = (0..lens.len()).all(|i| std::str::from_utf8(dict.value(i)).is_ok());
+    out.utf8_checked = table.utf8;
     Ok(out)
 }
 
@@ -141,19 +181,8 @@ fn gather_bytes(dict: &ByteValues, codes: &[u64]) -> ByteValues {
 ///
 /// Written through pointers into spare capacity: zero-filling the output first (and
 /// checking each move's bounds) cost more than the moves.
-fn gather_fixed<const W: usize>(
-    dict: &ByteValues,
-    lens: &[usize],
-    codes: &[u64],
-    bound: usize,
-) -> ByteValues {
-    let mut padded = dict.data.clone();
-    padded.resize(dict.data.len() + W, 0);
-    // (start, length) per entry, so each value costs one table lookup. Every entry has `W`
-    // bytes from its start in `padded` (it ends within `dict.data`, padded by `W`).
-    let entries: Vec<(usize, usize)> = (dict.offsets.iter().map(|&o| o as usize))
-        .zip(lens.iter().copied())
-        .collect();
+fn gather_fixed<const W: usize>(table: &GatherTable, codes: &[u64], bound: usize) -> ByteValues {
+    let (padded, entries) = (&table.padded, &table.entries);
     let mut data: Vec<u8> = Vec::with_capacity(bound + W);
     let mut offsets: Vec<u32> = Vec::with_capacity(codes.len() + 1);
     let (dst, ends) = (data.as_mut_ptr(), offsets.as_mut_ptr());
@@ -164,8 +193,8 @@ fn gather_fixed<const W: usize>(
         let (start, len) = entries[c as usize];
         // SAFETY: `pos` is the sum of the lengths of the values before, at most `bound`
         // (the longest entry times the values), so the `W` bytes at `pos` are within the
-        // capacity `bound + W`; the source has `W` bytes from `start` (see `entries`); `i + 1 <=
-        // codes.len()`.
+        // capacity `bound + W`; the source has `W` bytes from `start` (the padded copy
+        // ends 32 zero bytes past the dictionary's bytes); `i + 1 <= codes.len()`.
         unsafe {
             std::ptr::copy_nonoverlapping(padded.as_ptr().add(start), dst.add(pos), W);
             pos += len;
@@ -334,7 +363,7 @@ mod tests {
             nodes: vec![],
         };
         let ctx = Ctx::new(&enc, &[]);
-        let out = gather(&ctx, 0, &dict, &codes).map_err(|e| e.to_string());
+        let out = gather(&ctx, 0, &GatherTable::new(dict), &codes).map_err(|e| e.to_string());
         let out = out
             .as_ref()
             .map(|o| (o.data.len(), o.value(123).len(), o.value(0)));

@@ -328,8 +328,8 @@ pub struct DictionaryMemo {
     mask: std::cell::RefCell<Option<(usize, std::rc::Rc<[bool]>)>>,
     /// The same as a code set, once one is needed.
     set: std::cell::RefCell<Option<std::rc::Rc<CodeMask>>>,
-    /// The decoded entries (an `Rc<Vec<V>>` of the domain they were decoded as), by
-    /// dictionary length.
+    /// The decoded entries (an `Rc<Vec<V>>` of the domain they were decoded as, or strings
+    /// prepared for gathers, an `Rc<GatherTable>`), by dictionary length.
     entries: std::cell::RefCell<Option<(usize, std::rc::Rc<dyn std::any::Any>)>>,
 }
 
@@ -361,15 +361,16 @@ impl DictionaryMemo {
         Ok(mask)
     }
 
-    /// The `len` entries decoded as `V`: those kept, else `compute`'s (kept).
-    pub(crate) fn entries<V: 'static>(
+    /// The `len` entries decoded as `T` (a `Vec` of a domain's values, or prepared
+    /// strings): those kept, else `compute`'s (kept).
+    pub(crate) fn entries<T: 'static>(
         &self,
         len: usize,
-        compute: impl FnOnce() -> Result<Vec<V>>,
-    ) -> Result<std::rc::Rc<Vec<V>>> {
+        compute: impl FnOnce() -> Result<T>,
+    ) -> Result<std::rc::Rc<T>> {
         if let Some((n, kept)) = self.entries.borrow().as_ref()
             && *n == len
-            && let Ok(entries) = kept.clone().downcast::<Vec<V>>()
+            && let Ok(entries) = kept.clone().downcast::<T>()
         {
             return Ok(entries);
         }
@@ -592,8 +593,8 @@ fn native_root(
 mod tests {
     use super::*;
 
-    /// Entries are decoded once per dictionary length and domain; another length or
-    /// domain decodes again.
+    /// Entries are decoded once per dictionary length and domain (strings too); another
+    /// length or domain decodes again.
     #[test]
     fn memo_keeps_entries_by_length_and_domain() {
         let memo = DictionaryMemo::default();
@@ -613,10 +614,21 @@ mod tests {
         assert_eq!(calls.get(), 3);
         // A failed decode keeps nothing.
         assert!(
-            memo.entries::<i64>(5, || Err(crate::error::corrupt("bad")))
+            memo.entries::<Vec<i64>>(5, || Err(crate::error::corrupt("bad")))
                 .is_err()
         );
         assert_eq!(memo.entries(5, || decode(5)).unwrap().len(), 5);
+        // Any other type of entries (strings) is kept the same way.
+        let strings = |n: usize| {
+            calls.set(calls.get() + 1);
+            let mut v = crate::byte_values::ByteValues::with_capacity(n, n);
+            (0..n).for_each(|i| v.push(&[b'a' + i as u8]));
+            Ok(v)
+        };
+        let before = calls.get();
+        assert_eq!(memo.entries(5, || strings(5)).unwrap().value(4), b"e");
+        assert_eq!(memo.entries(5, || strings(5)).unwrap().len(), 5);
+        assert_eq!(calls.get(), before + 1);
     }
 
     #[test]

@@ -645,25 +645,35 @@ impl PagedColumn {
                 self.rows()
             )));
         }
-        let mut parts = Vec::with_capacity(self.pages.len());
+        // Each page's rows to decode (`None`: all), and how many of them.
         let mut at = 0;
-        // The dictionary page's entries, decoded once for every page over them.
+        let selections: Vec<(Option<Bitmap>, usize)> = (self.pages.iter())
+            .map(|p| {
+                let s = p.selection(sel, at);
+                at += p.wanted.iter().map(ExactSizeIterator::len).sum::<usize>();
+                let n = s.as_ref().map_or(p.rows.len(), Bitmap::count_ones);
+                (s, n)
+            })
+            .collect();
+        // The dictionary page's entries, decoded once for every page over them, when more
+        // than one page is decoded (else the page decodes only the entries its codes use).
         let memo = DictionaryMemo::default();
-        for (i, p) in self.pages.iter().enumerate() {
-            let chunk = self.chunk(i).with_memo(&memo);
-            let decode = |s: Option<&Bitmap>| crate::eval::decode_as(&chunk, s, read);
-            let part = match p.selection(sel, at) {
-                None => Some(decode(None)),
-                Some(s) => match s.count_ones() {
-                    0 => None,
-                    n if n == s.len() => Some(decode(None)),
-                    _ => Some(decode(Some(&s))),
-                },
+        let shared = selections.iter().filter(|(_, n)| *n > 0).count() > 1;
+        let mut parts = Vec::with_capacity(self.pages.len());
+        for (i, (s, n)) in selections.iter().enumerate() {
+            let chunk = self.chunk(i);
+            let chunk = if shared {
+                chunk.with_memo(&memo)
+            } else {
+                chunk
             };
-            at += p.wanted.iter().map(ExactSizeIterator::len).sum::<usize>();
-            if let Some(part) = part {
-                parts.push(part.map_err(|e| self.error(i, e))?);
-            }
+            let decode = |s: Option<&Bitmap>| crate::eval::decode_as(&chunk, s, read);
+            let part = match s {
+                _ if *n == 0 => continue,
+                Some(s) if *n < s.len() => decode(Some(s)),
+                _ => decode(None),
+            };
+            parts.push(part.map_err(|e| self.error(i, e))?);
         }
         if parts.is_empty() {
             parts.push(arrow_array::new_empty_array(&self.data_type));

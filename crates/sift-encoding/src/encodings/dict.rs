@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sift_bits::Bitmap;
 
 use crate::Node;
-use crate::byte_values::{ByteValues, gather};
+use crate::byte_values::{ByteValues, GatherTable, gather};
 use crate::domain::{Domain, Strings, Value, decode_indices, select_indices};
 use crate::encoding::{DECODE_ROW_COST, Encoding};
 use crate::error::{Result, corrupt};
@@ -191,6 +191,22 @@ impl Dict {
         Strings::decode(ctx, ctx.child(id, self.values)?, len, depth + 1)
     }
 
+    /// The string entries prepared for gathers: for the root dictionary, those kept in
+    /// the memo (prepared once for every page of a column chunk).
+    fn gather_table(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        len: usize,
+        depth: usize,
+    ) -> Result<std::rc::Rc<GatherTable>> {
+        let compute = || Ok(GatherTable::new(self.byte_entries(ctx, id, len, depth)?));
+        match Self::memo(ctx, id) {
+            Some(memo) => memo.entries(len, compute),
+            None => compute().map(std::rc::Rc::new),
+        }
+    }
+
     /// The codes of all `count` values, or of those selected by `sel`.
     pub(crate) fn codes(
         &self,
@@ -344,9 +360,9 @@ impl Encoding for Dict {
         depth: usize,
     ) -> Result<Option<ByteValues>> {
         let len = self.checked_len(ctx, count)?;
-        let dict = self.byte_entries(ctx, id, len, depth)?;
+        let table = self.gather_table(ctx, id, len, depth)?;
         let codes = self.codes(ctx, id, count, len, depth, None)?;
-        gather(ctx, id, &dict, &codes).map(Some)
+        gather(ctx, id, &table, &codes).map(Some)
     }
 
     fn select<V: Value>(
@@ -388,6 +404,12 @@ impl Encoding for Dict {
     ) -> Result<Option<ByteValues>> {
         let len = self.checked_len(ctx, count)?;
         let codes = self.codes(ctx, id, count, len, depth, Some(sel))?;
+        // The entries kept in the memo (decoded once for every page of the chunk), else
+        // only those the selected codes use, when they are few.
+        if Self::memo(ctx, id).is_some() {
+            let table = self.gather_table(ctx, id, len, depth)?;
+            return gather(ctx, id, &table, &codes).map(Some);
+        }
         let (dict, codes) = match sparse(&codes, len) {
             Some((used, codes)) => {
                 let child = ctx.child(id, self.values)?;
@@ -395,7 +417,7 @@ impl Encoding for Dict {
             }
             None => (self.byte_entries(ctx, id, len, depth)?, codes),
         };
-        gather(ctx, id, &dict, &codes).map(Some)
+        gather(ctx, id, &GatherTable::new(dict), &codes).map(Some)
     }
 
     fn filter<V: Value, P: DomainPred<V>>(
