@@ -15,9 +15,9 @@ Engines (each single-threaded, each process pinned to CPU 0 with `taskset -c 0`)
   polars               Polars (POLARS_MAX_THREADS=1), lazy `pl.scan_parquet` frames; the
                        query through `pl.SQLContext` (explicit joins, literal dates), or when
                        Polars' SQL cannot run it, the same query as lazy expressions
-  pyarrow              micro and repeated column only: `pyarrow.dataset` (footer read
-                       untimed), `to_table(columns=..., filter=..., use_threads=False)`, then
-                       pyarrow.compute (repeated column: read a1 and r, then filter)
+  pyarrow              micro, repeated and string columns only: `pyarrow.dataset` (footer
+                       read untimed), `to_table(columns=..., filter=..., use_threads=False)`,
+                       then pyarrow.compute (repeated column: read a1 and r, then filter)
 
 Query sets:
 
@@ -41,6 +41,10 @@ Query sets:
   repeated  The micro table at w = 8 plus `r` list<int64> (0-8 elements per row, values
             uniform in [0, 2^16)); `select r from t where a1 < X` at 1/8 and 1/128,
             materialised by every engine.  (w = 8: one 5-bit column cannot select 1/128.)
+  strings   The micro table at w = 8 plus `s` utf8 drawn from 20,000 distinct 20-byte
+            strings (one dictionary page per column chunk, ~50 data pages); `select max(s)
+            from t where a1 < X` at 1/2, 1/8 and 1/128: the string column decoded at the
+            selected rows.
 
 Timing, as bench/sql.py: one fresh process per (engine, case, file) opens the files and
 plans the query untimed (`sift sql --runs N`: tables registered and the SQL planned; DuckDB:
@@ -129,7 +133,8 @@ ENGINE_NOTES = {
                "filter=(a1 < X) & (a2 < Y), use_threads=False)` (row-group pruning by "
                "statistics, the filter applied after decoding, as `pq.read_table(filters=...)` "
                "does) then `pc.max` of each column; repeated column: `to_table(columns=[a1, "
-               "r])` then `Table.filter(a1 < X)` and the r column.",
+               "r])` then `Table.filter(a1 < X)` and the r column; string column: "
+               "`to_table(columns=[s], filter=a1 < X)` then `pc.max`.",
 }
 
 TPCH_TABLES = ("lineitem", "orders", "part")
@@ -149,6 +154,8 @@ ROW_GROUP = 1 << 20            # pyarrow's default maximum row group length
 MICRO_SEED = 20240611
 NULL_SEED = 20240612
 LIST_SEED = 20240613
+STRING_SEED = 20240614
+STRING_DISTINCT = 20_000
 NULL_FRACTION = 0.10
 LIST_MAX_LEN = 8
 LIST_VALUE_BITS = 16
@@ -157,10 +164,12 @@ HEADLINE_DENOMS = (1, 2, 4, 8, 16, 32, 64, 128)
 SWEEP_WIDTHS = (1, 2, 4, 8, 12, 16)
 SWEEP_DENOMS = (1, 4, 16, 128)
 REPEATED_DENOMS = (8, 128)
+STRINGS_DENOMS = (2, 8, 128)
+STRINGS_WIDTH = 8
 SMOKE_WIDTHS = (1, 16)
 SMOKE_DENOMS = (1, 8, 128)
 
-CASE_GROUPS = ("tpch", "micro", "sweep", "nulls", "repeated")
+CASE_GROUPS = ("tpch", "micro", "sweep", "nulls", "repeated", "strings")
 
 # Polars SQL texts of the five TPC-H queries: the same queries as bench/tpch/qNN.sql with
 # the date arithmetic folded into literals and the joins written as JOIN ... ON (a comma
@@ -224,6 +233,10 @@ def micro_sql(x: int, y: int) -> str:
 
 def repeated_sql(x: int) -> str:
     return f"select r from t where a1 < {x}"
+
+
+def strings_sql(x: int) -> str:
+    return f"select max(s) from t where a1 < {x}"
 
 
 def micro_bounds(width: int, denom: int) -> tuple[int, int] | None:
@@ -297,6 +310,8 @@ def polars_lazy(name: str, frames: dict, params: dict):
             c("a10").max(), c("a11").max(), c("a12").max())
     if name == "repeated":
         return frames["t"].filter(c("a1") < params["x"]).select("r")
+    if name == "strings":
+        return frames["t"].filter(c("a1") < params["x"]).select(c("s").max())
     li = frames.get("lineitem")
     dp = c("l_extendedprice") * (1 - c("l_discount"))
     if name == "q01":
@@ -414,6 +429,14 @@ def worker_setup(spec: dict):
                 t = ds.to_table(columns=["a1", "r"], use_threads=False)
                 return t.filter(pc.less(t["a1"], x)).select(["r"])
             return run, lambda t: (t.num_rows, {"digest": list_digest(t.column(0))}), \
+                "dataset"
+        if lz["name"] == "strings":
+            filt = pc.field("a1") < lz["x"]
+
+            def run():
+                t = ds.to_table(columns=["s"], filter=filt, use_threads=False)
+                return [(pc.max(t["s"]).as_py(),)]
+            return run, lambda rows: (len(rows), {"result": [list(r) for r in rows]}), \
                 "dataset"
         raise ValueError(f"pyarrow: no plan for {lz['name']}")
     raise ValueError(f"unknown worker engine {engine}")
@@ -548,11 +571,13 @@ class MicroSpec:
     codec: str = "none"
     nulls: bool = False
     lists: bool = False
+    strings: bool = False
 
     @property
     def name(self) -> str:
         return (f"w{self.width}" + ("-nulls" if self.nulls else "")
-                + ("-list" if self.lists else "") + f"-{self.codec}")
+                + ("-list" if self.lists else "") + ("-strings" if self.strings else "")
+                + f"-{self.codec}")
 
     @property
     def label(self) -> str:
@@ -561,6 +586,8 @@ class MicroSpec:
             s += f", {NULL_FRACTION:.0%} nulls"
         if self.lists:
             s += ", + r list<int64>"
+        if self.strings:
+            s += f", + s utf8 ({STRING_DISTINCT:,} distinct)"
         return s + (", uncompressed" if self.codec == "none" else f", {self.codec}")
 
 
@@ -585,6 +612,11 @@ def micro_chunk(spec: MicroSpec, chunk: int, n: int):
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(lens, out=offsets[1:])
         cols.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)))
+    if spec.strings:
+        vocab = np.array([f"value-{i:08d}-{(i * 7919) % 100_000:05d}"
+                          for i in range(STRING_DISTINCT)])
+        rng = np.random.default_rng([STRING_SEED, chunk])
+        cols.append(pa.array(vocab[rng.integers(0, STRING_DISTINCT, size=n)], type=pa.utf8()))
     return cols, masks
 
 
@@ -594,6 +626,8 @@ def micro_schema(spec: MicroSpec):
               for j in range(MICRO_COLUMNS)]
     if spec.lists:
         fields.append(pa.field("r", pa.list_(pa.int64()), nullable=False))
+    if spec.strings:
+        fields.append(pa.field("s", pa.utf8(), nullable=False))
     return pa.schema(fields)
 
 
@@ -608,6 +642,7 @@ def prepare_micro(spec: MicroSpec, rows: int, base: Path) -> tuple[Path, dict]:
     man = base / f"{spec.name}.json"
     params = {"rows": rows, "width": spec.width, "codec": spec.codec, "nulls": spec.nulls,
               "null_fraction": NULL_FRACTION if spec.nulls else 0, "lists": spec.lists,
+              "strings": spec.strings, "string_distinct": STRING_DISTINCT,
               "seeds": [MICRO_SEED, NULL_SEED, LIST_SEED], "row_group": ROW_GROUP,
               "list_max_len": LIST_MAX_LEN, "list_value_bits": LIST_VALUE_BITS,
               "writer": f"pyarrow {pa.__version__}", "columns": MICRO_COLUMNS}
@@ -650,7 +685,7 @@ def prepare_micro(spec: MicroSpec, rows: int, base: Path) -> tuple[Path, dict]:
 @dataclass
 class Case:
     id: str              # unique key in the results
-    group: str           # tpch | micro | sweep | nulls | repeated
+    group: str           # tpch | micro | sweep | nulls | repeated | strings
     label: str           # report row label
     file: str            # file label (report) / file key
     sql: str
@@ -660,7 +695,7 @@ class Case:
     engines: tuple
     polars_sql: str
     lazy: dict
-    query: str = ""      # q01 ... / micro / repeated
+    query: str = ""      # q01 ... / micro / repeated / strings
     width: int | None = None
     denom: int | None = None
     selected: int | None = None
@@ -733,6 +768,20 @@ def build_cases(args, tpch_files: dict | None, micro_files: dict) -> list[Case]:
                                   {"t": path}, "lists", False, tuple(engines),
                                   repeated_sql(x), {"name": "repeated", "x": x}, "repeated",
                                   spec.width, d, s["selected"], meta["params"]["rows"]))
+    if "strings" in args.case_groups:
+        spec = MicroSpec(STRINGS_WIDTH, strings=True)
+        if spec in micro_files:
+            path, meta = micro_files[spec]
+            for d in STRINGS_DENOMS:
+                s = meta["singles"].get(str(d))
+                if s is None:
+                    continue
+                x = s["x"]
+                cases.append(Case(f"strings/{spec.name}/1-{d}", "strings",
+                                  f"{spec.label} · 1/{d}", spec.name, strings_sql(x),
+                                  {"t": path}, "rows", False, tuple(engines),
+                                  strings_sql(x), {"name": "strings", "x": x}, "strings",
+                                  spec.width, d, s["selected"], meta["params"]["rows"]))
     return cases
 
 
@@ -748,6 +797,8 @@ def micro_specs(args) -> list[MicroSpec]:
             specs.append(MicroSpec(MICRO_WIDTH))
     if "repeated" in args.case_groups:
         specs.append(MicroSpec(REPEATED_WIDTH, lists=True))
+    if "strings" in args.case_groups:
+        specs.append(MicroSpec(STRINGS_WIDTH, strings=True))
     return specs
 
 
@@ -1271,6 +1322,14 @@ def report(cases: list[Case], results: dict, args, files: dict, load: list[float
                 "--runs` collects the batches; DuckDB: Arrow table; Polars: DataFrame; "
                 "pyarrow: reads a1 and r, then `Table.filter`).", ""]
         out += case_table(rp, results, "selectivity (actual)", frac_label)
+    st = [c for c in cases if c.group == "strings"]
+    if st:
+        out += ["## String dictionary column: best ms (first ms)", "",
+                f"`select max(s) from t where a1 < X`: the micro table at w = {STRINGS_WIDTH} "
+                f"plus `s` utf8 drawn uniformly from {STRING_DISTINCT:,} distinct 20-byte "
+                "strings (pyarrow writes one dictionary page per column chunk), uncompressed; "
+                "the string column decoded at the selected rows.", ""]
+        out += case_table(st, results, "selectivity (actual)", frac_label)
     out += ["## Files", ""] + files_table(files)
     m, s = divmod(int(elapsed), 60)
     out += [f"Whole harness: {m} min {s} s.", "", "Machine:",
