@@ -18,7 +18,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use parquet::file::reader::{ChunkReader, Length};
@@ -205,11 +205,15 @@ pub(crate) enum InputRead {
     /// A local file at an explicit offset. The `parquet` crate's own reader for `File`
     /// seeks a cloned handle, and clones share one offset: two threads reading one table
     /// through it read each other's positions.
-    File {
-        file: Arc<File>,
-        pos: u64,
-    },
-    Bytes(bytes::buf::Reader<Bytes>),
+    File { file: Arc<File>, pos: u64 },
+    /// Bytes in memory (a mapped file, an object's tail or fetched chunk), read from `pos`.
+    Bytes { bytes: Bytes, pos: usize },
+}
+
+impl InputRead {
+    pub(crate) fn bytes(bytes: Bytes) -> InputRead {
+        InputRead::Bytes { bytes, pos: 0 }
+    }
 }
 
 /// Reading past the end is an error, not an end: the `parquet` crate reads page headers
@@ -218,6 +222,7 @@ pub(crate) enum InputRead {
 /// strings would otherwise be skipped string by string at the end of the file, for
 /// minutes. No valid page header reaches the end of the file.
 impl Read for InputRead {
+    #[inline]
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = match self {
             InputRead::File { file, pos } => {
@@ -225,7 +230,19 @@ impl Read for InputRead {
                 *pos += n as u64;
                 n
             }
-            InputRead::Bytes(r) => r.read(buf)?,
+            InputRead::Bytes { bytes, pos } => {
+                let rest = bytes.get(*pos..).unwrap_or_default();
+                let n = buf.len().min(rest.len());
+                // The Thrift decoder reads page headers a byte at a time: a single byte
+                // is moved directly rather than through a `memcpy` call.
+                if n == 1 {
+                    buf[0] = rest[0];
+                } else {
+                    buf[..n].copy_from_slice(&rest[..n]);
+                }
+                *pos += n;
+                n
+            }
         };
         if n == 0 && !buf.is_empty() {
             return Err(std::io::Error::new(
@@ -248,7 +265,7 @@ impl ChunkReader for ParquetInput {
         }
         match self {
             ParquetInput::Local { map: Some(map), .. } if start <= map.len() as u64 => {
-                Ok(InputRead::Bytes(map.slice(start as usize..).reader()))
+                Ok(InputRead::bytes(map.slice(start as usize..)))
             }
             ParquetInput::Local { file, .. } => Ok(InputRead::File {
                 file: file.clone(),
@@ -256,7 +273,7 @@ impl ChunkReader for ParquetInput {
             }),
             ParquetInput::Remote(r) => r
                 .rest_from(start)
-                .map(|b| InputRead::Bytes(b.reader()))
+                .map(InputRead::bytes)
                 .map_err(|e| ParquetError::External(Box::new(e))),
         }
     }

@@ -228,8 +228,7 @@ impl ChunkReader for ChunkBytes {
     type T = InputRead;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        use bytes::Buf;
-        Ok(InputRead::Bytes(self.slice(start, None)?.reader()))
+        Ok(InputRead::bytes(self.slice(start, None)?))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
