@@ -745,6 +745,21 @@ def build_cases(args, tpch_files: dict | None, micro_files: dict) -> list[Case]:
                               {"name": "micro", "x": x, "y": y}, "micro", spec.width, d,
                               b["selected"], meta["params"]["rows"]))
 
+    def single_cases(group: str, spec: MicroSpec, denoms, sql, kind: str) -> None:
+        """`sql(X)` with one filter `a1 < X` selecting 1/d of the rows, for d in denoms."""
+        if spec not in micro_files:
+            return
+        path, meta = micro_files[spec]
+        for d in denoms:
+            s = meta["singles"].get(str(d))
+            if s is None:
+                continue
+            x = s["x"]
+            cases.append(Case(f"{group}/{spec.name}/1-{d}", group, f"{spec.label} · 1/{d}",
+                              spec.name, sql(x), {"t": path}, kind, False, tuple(engines),
+                              sql(x), {"name": group, "x": x}, group, spec.width, d,
+                              s["selected"], meta["params"]["rows"]))
+
     if "micro" in args.case_groups:
         micro_cases("micro", MicroSpec(MICRO_WIDTH), args.headline_denoms)
         micro_cases("micro", MicroSpec(MICRO_WIDTH, "snappy"), args.headline_denoms)
@@ -755,33 +770,11 @@ def build_cases(args, tpch_files: dict | None, micro_files: dict) -> list[Case]:
     if "nulls" in args.case_groups:
         micro_cases("nulls", MicroSpec(MICRO_WIDTH, nulls=True), args.headline_denoms)
     if "repeated" in args.case_groups:
-        spec = MicroSpec(REPEATED_WIDTH, lists=True)
-        if spec in micro_files:
-            path, meta = micro_files[spec]
-            for d in REPEATED_DENOMS:
-                s = meta["singles"].get(str(d))
-                if s is None:
-                    continue
-                x = s["x"]
-                cases.append(Case(f"repeated/{spec.name}/1-{d}", "repeated",
-                                  f"{spec.label} · 1/{d}", spec.name, repeated_sql(x),
-                                  {"t": path}, "lists", False, tuple(engines),
-                                  repeated_sql(x), {"name": "repeated", "x": x}, "repeated",
-                                  spec.width, d, s["selected"], meta["params"]["rows"]))
+        single_cases("repeated", MicroSpec(REPEATED_WIDTH, lists=True), REPEATED_DENOMS,
+                     repeated_sql, "lists")
     if "strings" in args.case_groups:
-        spec = MicroSpec(STRINGS_WIDTH, strings=True)
-        if spec in micro_files:
-            path, meta = micro_files[spec]
-            for d in STRINGS_DENOMS:
-                s = meta["singles"].get(str(d))
-                if s is None:
-                    continue
-                x = s["x"]
-                cases.append(Case(f"strings/{spec.name}/1-{d}", "strings",
-                                  f"{spec.label} · 1/{d}", spec.name, strings_sql(x),
-                                  {"t": path}, "rows", False, tuple(engines),
-                                  strings_sql(x), {"name": "strings", "x": x}, "strings",
-                                  spec.width, d, s["selected"], meta["params"]["rows"]))
+        single_cases("strings", MicroSpec(STRINGS_WIDTH, strings=True), STRINGS_DENOMS,
+                     strings_sql, "rows")
     return cases
 
 
