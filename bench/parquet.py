@@ -730,35 +730,26 @@ def build_cases(args, tpch_files: dict | None, micro_files: dict) -> list[Case]:
                                   tpch_sql(q), tabs, "rows", TPCH_ORDERED[q], no_pa,
                                   POLARS_SQL[q].strip(), {"name": q}, q))
 
-    def micro_cases(group: str, spec: MicroSpec, denoms) -> None:
+    def file_cases(group: str, spec: MicroSpec, denoms, bounds: str, sql, kind: str,
+                   query: str) -> None:
+        """One case per selectivity 1/d of the file of `spec`: `sql(X, Y)` with the two
+        filters' bounds of the manifest's `pairs`, or `sql(X)` with one filter's (`singles`)."""
         if spec not in micro_files:
             return
         path, meta = micro_files[spec]
         for d in denoms:
-            b = meta["pairs"].get(str(d))
+            b = meta[bounds].get(str(d))
             if b is None:
                 continue
-            x, y = b["x"], b["y"]
-            cases.append(Case(f"{group}/{spec.name}/1-{d}", group,
-                              f"{spec.label} · 1/{d}", spec.name, micro_sql(x, y), {"t": path},
-                              "rows", False, tuple(engines), micro_sql(x, y),
-                              {"name": "micro", "x": x, "y": y}, "micro", spec.width, d,
-                              b["selected"], meta["params"]["rows"]))
-
-    def single_cases(group: str, spec: MicroSpec, denoms, sql, kind: str) -> None:
-        """`sql(X)` with one filter `a1 < X` selecting 1/d of the rows, for d in denoms."""
-        if spec not in micro_files:
-            return
-        path, meta = micro_files[spec]
-        for d in denoms:
-            s = meta["singles"].get(str(d))
-            if s is None:
-                continue
-            x = s["x"]
+            xy = (b["x"], b["y"]) if bounds == "pairs" else (b["x"],)
+            lazy = {"name": query, **dict(zip(("x", "y"), xy))}
             cases.append(Case(f"{group}/{spec.name}/1-{d}", group, f"{spec.label} · 1/{d}",
-                              spec.name, sql(x), {"t": path}, kind, False, tuple(engines),
-                              sql(x), {"name": group, "x": x}, group, spec.width, d,
-                              s["selected"], meta["params"]["rows"]))
+                              spec.name, sql(*xy), {"t": path}, kind, False, tuple(engines),
+                              sql(*xy), lazy, query, spec.width, d, b["selected"],
+                              meta["params"]["rows"]))
+
+    def micro_cases(group: str, spec: MicroSpec, denoms) -> None:
+        file_cases(group, spec, denoms, "pairs", micro_sql, "rows", "micro")
 
     if "micro" in args.case_groups:
         micro_cases("micro", MicroSpec(MICRO_WIDTH), args.headline_denoms)
@@ -770,11 +761,11 @@ def build_cases(args, tpch_files: dict | None, micro_files: dict) -> list[Case]:
     if "nulls" in args.case_groups:
         micro_cases("nulls", MicroSpec(MICRO_WIDTH, nulls=True), args.headline_denoms)
     if "repeated" in args.case_groups:
-        single_cases("repeated", MicroSpec(REPEATED_WIDTH, lists=True), REPEATED_DENOMS,
-                     repeated_sql, "lists")
+        file_cases("repeated", MicroSpec(REPEATED_WIDTH, lists=True), REPEATED_DENOMS,
+                   "singles", repeated_sql, "lists", "repeated")
     if "strings" in args.case_groups:
-        single_cases("strings", MicroSpec(STRINGS_WIDTH, strings=True), STRINGS_DENOMS,
-                     strings_sql, "rows")
+        file_cases("strings", MicroSpec(STRINGS_WIDTH, strings=True), STRINGS_DENOMS,
+                   "singles", strings_sql, "rows", "strings")
     return cases
 
 
