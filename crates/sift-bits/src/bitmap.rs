@@ -149,19 +149,7 @@ impl Bitmap {
     /// Number of one bits in `range` (clipped to the bitmap), without a copy of them.
     pub fn count_ones_in(&self, range: std::ops::Range<usize>) -> usize {
         let end = range.end.min(self.len);
-        let start = range.start.min(end);
-        if start == end {
-            return 0;
-        }
-        let (first, last) = (start / 64, (end - 1) / 64);
-        let head = !0u64 << (start % 64);
-        let tail = !0u64 >> (63 - (end - 1) % 64);
-        if first == last {
-            return (self.words[first] & head & tail).count_ones() as usize;
-        }
-        (self.words[first] & head).count_ones() as usize
-            + popcount(&self.words[first + 1..last])
-            + (self.words[last] & tail).count_ones() as usize
+        count_ones_in_words(&self.words, range.start.min(end)..end)
     }
 
     /// Iterates over the positions of one bits, in increasing order.
@@ -368,6 +356,28 @@ impl BitOrAssign<&Bitmap> for Bitmap {
     }
 }
 
+/// Number of one bits at positions `range` of `words` (bit `i` is bit `i % 64` of word
+/// `i / 64`; words past the slice count as zeros).
+pub fn count_ones_in_words(words: &[u64], range: std::ops::Range<usize>) -> usize {
+    let (start, end) = (range.start, range.end);
+    if start >= end {
+        return 0;
+    }
+    let (first, last) = (start / 64, (end - 1) / 64);
+    let head = !0u64 << (start % 64);
+    let tail = !0u64 >> (63 - (end - 1) % 64);
+    let word = |i: usize| words.get(i).copied().unwrap_or(0);
+    if first == last {
+        return (word(first) & head & tail).count_ones() as usize;
+    }
+    let inner = words
+        .get(first + 1..last.min(words.len()))
+        .unwrap_or_default();
+    (word(first) & head).count_ones() as usize
+        + popcount(inner)
+        + (word(last) & tail).count_ones() as usize
+}
+
 /// Number of one bits in `words`. Without `-C target-cpu`, `u64::count_ones` compiles to a
 /// software bit count (~15 instructions a word); scans count selections constantly, so the
 /// POPCNT instruction is used when the CPU has it.
@@ -422,6 +432,21 @@ unsafe fn popcount_avx512(words: &[u64]) -> usize {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Words past the slice count as zeros; an empty or reversed range counts none.
+    #[test]
+    fn count_ones_in_words_past_the_slice() {
+        let words = [u64::MAX, 1];
+        assert_eq!(count_ones_in_words(&words, 60..200), 5);
+        assert_eq!(count_ones_in_words(&words, 0..64), 64);
+        assert_eq!(count_ones_in_words(&words, 64..65), 1);
+        assert_eq!(count_ones_in_words(&words, 130..300), 0);
+        assert_eq!(count_ones_in_words(&words, 10..10), 0);
+        assert_eq!(
+            count_ones_in_words(&words, std::ops::Range { start: 10, end: 5 }),
+            0
+        );
+    }
 
     proptest! {
         /// Every path of `popcount` (eight words at a time and the rest) counts as a fold.

@@ -39,6 +39,7 @@
 //! exist as a column of 64-bit integers to be checked and mapped in further passes.
 
 use serde::{Deserialize, Serialize};
+use sift_bits::bitmap::count_ones_in_words;
 use sift_bits::compact::SLACK;
 use sift_bits::pack::{low_mask, packed_words};
 use sift_bits::predicate::Predicate;
@@ -584,28 +585,6 @@ fn push(runs: &mut Vec<Run>, run: Run) {
     runs.push(run);
 }
 
-/// The number of set bits `start..start + len` of `words`.
-fn count_range(words: &[u64], start: usize, len: usize) -> usize {
-    if len == 0 {
-        return 0;
-    }
-    let end = start + len;
-    let (sw, ew) = (start / 64, (end - 1) / 64);
-    let lo = u64::MAX << (start % 64);
-    let hi = u64::MAX >> (63 - (end - 1) % 64);
-    let word = |i: usize| words.get(i).copied().unwrap_or(0);
-    if sw == ew {
-        return (word(sw) & lo & hi).count_ones() as usize;
-    }
-    let inner: usize = words
-        .get(sw + 1..ew)
-        .unwrap_or_default()
-        .iter()
-        .map(|w| w.count_ones() as usize)
-        .sum();
-    (word(sw) & lo).count_ones() as usize + inner + (word(ew) & hi).count_ones() as usize
-}
-
 /// Bits `start..start + len` of `words`, shifted to bit 0, into `out` (cleared first; no
 /// bit set past `len`).
 fn bits_range(words: &[u64], start: usize, len: usize, out: &mut Vec<u64>) {
@@ -674,7 +653,7 @@ fn gather_stream(
     // has none: the count advances only by the word's bits), so only words with more
     // take the loop.
     let first = out.len();
-    out.resize(first + count_range(sel, start, len) + 1, 0);
+    out.resize(first + count_ones_in_words(sel, start..start + len) + 1, 0);
     let mut k = first;
     for w in start / 64..end.div_ceil(64) {
         let mut b = sel.get(w).copied().unwrap_or(0);
@@ -965,7 +944,10 @@ impl Hybrid {
             let mut reader = RunReader::new(self.bits, bytes, count).map_err(self.context(id))?;
             while let Some(run) = reader.next_run().map_err(self.context(id))? {
                 match run.kind {
-                    Kind::Repeat(v) => sink.repeat(v, count_range(words, run.start, run.len)),
+                    Kind::Repeat(v) => sink.repeat(
+                        v,
+                        count_ones_in_words(words, run.start..run.start + run.len),
+                    ),
                     Kind::Packed(at) => {
                         picked.clear();
                         gather_stream(bytes, at, bits, words, run.start, run.len, &mut picked);
@@ -988,13 +970,15 @@ impl Hybrid {
                     bytes,
                     &runs,
                     span,
-                    |start, len| count_range(words, start, len) > 0,
+                    |start, len| count_ones_in_words(words, start..start + len) > 0,
                     |start, len, seg| {
                         match seg {
-                            Segment::Repeat(v) => sink.repeat(v, count_range(words, start, len)),
+                            Segment::Repeat(v) => {
+                                sink.repeat(v, count_ones_in_words(words, start..start + len))
+                            }
                             Segment::Packed(packed) => {
                                 bits_range(words, start, len, part);
-                                let ones = count_range(words, start, len);
+                                let ones = count_ones_in_words(words, start..start + len);
                                 if ones * GATHER_EVERY <= len {
                                     picked.clear();
                                     gather(packed, bits, part, picked);
