@@ -147,6 +147,20 @@ impl Dict {
         V::decode(ctx, ctx.child(id, self.values)?, len, depth + 1)
     }
 
+    /// `compute`'s entries (`len` of them), or for the root dictionary, those kept in the
+    /// memo.
+    fn kept<T: 'static>(
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        len: usize,
+        compute: impl FnOnce() -> Result<T>,
+    ) -> Result<std::rc::Rc<T>> {
+        match Self::memo(ctx, id) {
+            Some(memo) => memo.entries(len, compute),
+            None => compute().map(std::rc::Rc::new),
+        }
+    }
+
     /// [`entries`](Self::entries), or for the root dictionary, those kept in the memo.
     fn shared_entries<V: Value>(
         &self,
@@ -155,11 +169,7 @@ impl Dict {
         len: usize,
         depth: usize,
     ) -> Result<std::rc::Rc<Vec<V>>> {
-        let compute = || self.entries::<V>(ctx, id, len, depth);
-        match Self::memo(ctx, id) {
-            Some(memo) => memo.entries(len, compute),
-            None => compute().map(std::rc::Rc::new),
-        }
+        Self::kept(ctx, id, len, || self.entries::<V>(ctx, id, len, depth))
     }
 
     /// The values of all `count` codes, or of those selected by `sel`, in `dict` (the
@@ -200,11 +210,9 @@ impl Dict {
         len: usize,
         depth: usize,
     ) -> Result<std::rc::Rc<GatherTable>> {
-        let compute = || Ok(GatherTable::new(self.byte_entries(ctx, id, len, depth)?));
-        match Self::memo(ctx, id) {
-            Some(memo) => memo.entries(len, compute),
-            None => compute().map(std::rc::Rc::new),
-        }
+        Self::kept(ctx, id, len, || {
+            Ok(GatherTable::new(self.byte_entries(ctx, id, len, depth)?))
+        })
     }
 
     /// The codes of all `count` values, or of those selected by `sel`.
