@@ -45,12 +45,12 @@ impl<'a> Chunk<'a> {
         }
     }
 
-    /// Shares `memo` with the other chunks over the same root dictionary (the data pages
-    /// of one Parquet column chunk): its entries are decoded once for all of them. Only
-    /// decoding uses it; a filter's verdicts are shared through
+    /// Shares `memo` (if any) with the other chunks over the same root dictionary (the
+    /// data pages of one Parquet column chunk): its entries are decoded once for all of
+    /// them. Only decoding uses it; a filter's verdicts are shared through
     /// [`filter_memo`](Self::filter_memo), one memo per predicate.
-    pub fn with_memo(mut self, memo: &'a DictionaryMemo) -> Self {
-        self.memo = Some(memo);
+    pub fn with_memo(mut self, memo: Option<&'a DictionaryMemo>) -> Self {
+        self.memo = memo;
         self
     }
 

@@ -189,10 +189,7 @@ pub(crate) fn read_list(
         let step = crate::parquet_pages::next_page(
             &mut pages,
             row,
-            |r| {
-                let end = r.end.min(total);
-                r.start < end && rows.slice(r.start..end).count_ones() > 0
-            },
+            |r| rows.count_ones_in(r) > 0,
             shape.layout,
             &mut dictionary,
         )
@@ -394,20 +391,28 @@ fn assemble(
     // The slots of the selected rows, then the selected present values.
     let slots = sift_bits::levels::extend(selected, row_starts).map_err(|e| err(&e))?;
     let chosen = sift_bits::levels::extract(&slots, levels.present()).map_err(|e| err(&e))?;
-    let mut pieces = Vec::new();
+    // Each page's present values (a range of `chosen`) and how many of them are chosen.
     let mut at = 0usize;
-    // The dictionary page's entries, decoded once for every page over them.
+    let chosen_in: Vec<(std::ops::Range<usize>, usize)> = (pages.iter())
+        .map(|p| {
+            let r = at..at + p.values;
+            at = r.end;
+            let n = chosen.count_ones_in(r.clone());
+            (r, n)
+        })
+        .collect();
     let memo = sift_encoding::DictionaryMemo::default();
-    for (i, page) in pages.iter().enumerate() {
-        let sel = chosen.slice(at..at + page.values);
-        at += page.values;
-        let n = sel.count_ones();
+    let decoded = chosen_in.iter().filter(|(_, n)| *n > 0).count();
+    let memo = crate::parquet_pages::shared_memo(&memo, decoded);
+    let mut pieces = Vec::new();
+    for (i, (page, (r, n))) in pages.iter().zip(chosen_in).enumerate() {
         if n == 0 {
             continue;
         }
         let buffers = page.buffers.iter().map(|b| b.as_ref()).collect();
         let chunk = Chunk::new(&page.encoding, shape.item.data_type(), page.values, buffers)
-            .with_memo(&memo);
+            .with_memo(memo);
+        let sel = chosen.slice(r);
         let sel = (n != page.values).then_some(&sel);
         let piece = crate::eval::decode_as(&chunk, sel, Read::Values)
             .map_err(|e| err(&format!("values of data page {i}: {e}")))?;

@@ -654,18 +654,12 @@ impl PagedColumn {
                 (s, n)
             })
             .collect();
-        // The dictionary page's entries, decoded once for every page over them, when more
-        // than one page is decoded (else the page decodes only the entries its codes use).
         let memo = DictionaryMemo::default();
-        let shared = selections.iter().filter(|(_, n)| *n > 0).count() > 1;
+        let decoded = selections.iter().filter(|(_, n)| *n > 0).count();
+        let memo = shared_memo(&memo, decoded);
         let mut parts = Vec::with_capacity(self.pages.len());
         for (i, (s, n)) in selections.iter().enumerate() {
-            let chunk = self.chunk(i);
-            let chunk = if shared {
-                chunk.with_memo(&memo)
-            } else {
-                chunk
-            };
+            let chunk = self.chunk(i).with_memo(memo);
             let decode = |s: Option<&Bitmap>| crate::eval::decode_as(&chunk, s, read);
             let part = match s {
                 _ if *n == 0 => continue,
@@ -807,6 +801,13 @@ fn with_validity(
 fn overlaps(want: &[Range<usize>], rows: Range<usize>) -> bool {
     want.iter()
         .any(|r| r.start < rows.end && rows.start < r.end)
+}
+
+/// The memo through which the `decoded` data pages of a column chunk share its dictionary
+/// page's entries, decoded once for all of them: only when more than one page is decoded
+/// (a single page decodes only the entries its codes use).
+pub(crate) fn shared_memo(memo: &DictionaryMemo, decoded: usize) -> Option<&DictionaryMemo> {
+    (decoded > 1).then_some(memo)
 }
 
 /// What [`next_page`] did.
