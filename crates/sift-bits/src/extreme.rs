@@ -9,6 +9,81 @@
 
 use crate::dispatch::Level;
 
+/// The smallest and largest rank, and the largest code, among the byte codes
+/// [`rank_extremes`] admits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankExtremes {
+    pub lo: u8,
+    pub hi: u8,
+    /// The largest admitted code itself: a code past a dictionary's entries is found by
+    /// comparing it with their count.
+    pub top: u8,
+}
+
+impl RankExtremes {
+    /// Both folded into one.
+    pub fn fold(self, other: RankExtremes) -> RankExtremes {
+        RankExtremes {
+            lo: self.lo.min(other.lo),
+            hi: self.hi.max(other.hi),
+            top: self.top.max(other.top),
+        }
+    }
+}
+
+/// The extremes of `ranks[c]` over the byte codes `c` of `codes` whose bit is set in `sel`
+/// (LSB first, at least `codes.len()` bits; `None`: every code), or `None` when no code
+/// counts: a dictionary's `MIN` and `MAX` over selected codes, where `ranks` orders its
+/// entries (the entry of rank `r` is the `r`-th smallest), with no entry looked up per
+/// value. With AVX-512 (VBMI) a 64-code block is a masked load, two 128-byte table
+/// permutes and a blend (`VPERMI2B`), and masked byte minima and maxima.
+///
+/// # Panics
+/// If `sel` holds fewer than `codes.len()` bits.
+pub fn rank_extremes(
+    level: Level,
+    codes: &[u8],
+    sel: Option<&[u64]>,
+    ranks: &[u8; 256],
+) -> Option<RankExtremes> {
+    if let Some(s) = sel {
+        assert!(
+            s.len() * 64 >= codes.len(),
+            "selection of {} bits for {} codes",
+            s.len() * 64,
+            codes.len()
+        );
+    }
+    #[cfg(target_arch = "x86_64")]
+    if level.clamp() == Level::Avx512 {
+        // SAFETY: `clamp` returned Avx512 only because avx512f/bw/vbmi were detected;
+        // `sel` was checked above.
+        return unsafe { avx512_ranks::rank_extremes(codes, sel, ranks) };
+    }
+    let _ = level;
+    rank_extremes_scalar(codes, sel, ranks)
+}
+
+/// The portable reference for [`rank_extremes`].
+pub fn rank_extremes_scalar(
+    codes: &[u8],
+    sel: Option<&[u64]>,
+    ranks: &[u8; 256],
+) -> Option<RankExtremes> {
+    let counted = |i: usize| sel.is_none_or(|s| s[i / 64] >> (i % 64) & 1 == 1);
+    (codes.iter().enumerate())
+        .filter(|&(i, _)| counted(i))
+        .map(|(_, &c)| {
+            let r = ranks[usize::from(c)];
+            RankExtremes {
+                lo: r,
+                hi: r,
+                top: c,
+            }
+        })
+        .reduce(RankExtremes::fold)
+}
+
 /// The largest (`max`) or smallest value of `values` among the rows whose bit is set in
 /// `valid` (LSB first, at least `values.len()` bits; `None`: every row), or `None` when no
 /// row counts.
@@ -86,6 +161,66 @@ mod avx512 {
             (Some(a), Some(b)) => Some(if max { a.max(b) } else { a.min(b) }),
             (a, b) => a.or(b),
         }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512_ranks {
+    use std::arch::x86_64::*;
+
+    use super::RankExtremes;
+
+    /// [`super::rank_extremes`] 64 codes at a time.
+    ///
+    /// # Safety
+    /// The CPU must support avx512f, avx512bw and avx512vbmi; `sel`, if given, holds at
+    /// least `codes.len()` bits.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(crate) unsafe fn rank_extremes(
+        codes: &[u8],
+        sel: Option<&[u64]>,
+        ranks: &[u8; 256],
+    ) -> Option<RankExtremes> {
+        // SAFETY: `ranks` is 256 bytes: four 64-byte unaligned loads.
+        let t: [__m512i; 4] =
+            std::array::from_fn(|r| unsafe { _mm512_loadu_si512(ranks[r * 64..].as_ptr().cast()) });
+        let (mut lo, mut hi, mut top) = (
+            _mm512_set1_epi8(-1),
+            _mm512_setzero_si512(),
+            _mm512_setzero_si512(),
+        );
+        let mut any = 0u64;
+        let mut at = 0usize;
+        while at < codes.len() {
+            let n = (codes.len() - at).min(64);
+            let lanes = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+            let k = lanes & sel.map_or(u64::MAX, |s| s[at / 64]);
+            any |= k;
+            // SAFETY: lanes `..n` of the masked load lie inside `codes` from `at` on.
+            let c = unsafe { _mm512_maskz_loadu_epi8(lanes, codes.as_ptr().add(at).cast()) };
+            // Bits 0–6 pick a byte of a 128-byte half; bit 7 picks the half.
+            let low = _mm512_permutex2var_epi8(t[0], c, t[1]);
+            let high = _mm512_permutex2var_epi8(t[2], c, t[3]);
+            let r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), low, high);
+            lo = _mm512_mask_min_epu8(lo, k, lo, r);
+            hi = _mm512_mask_max_epu8(hi, k, hi, r);
+            top = _mm512_mask_max_epu8(top, k, top, c);
+            at += n;
+        }
+        if any == 0 {
+            return None;
+        }
+        let bytes = |v: __m512i| {
+            let mut out = [0u8; 64];
+            // SAFETY: `out` is 64 bytes; the store is unaligned.
+            unsafe { _mm512_storeu_si512(out.as_mut_ptr().cast(), v) };
+            out
+        };
+        Some(RankExtremes {
+            lo: bytes(lo).into_iter().min().unwrap_or(u8::MAX),
+            hi: bytes(hi).into_iter().max().unwrap_or(0),
+            top: bytes(top).into_iter().max().unwrap_or(0),
+        })
     }
 }
 

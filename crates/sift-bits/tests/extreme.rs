@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 use sift_bits::Level;
-use sift_bits::extreme::extreme_i64;
+use sift_bits::extreme::{RankExtremes, extreme_i64, rank_extremes};
 
 /// The answer, one row at a time.
 fn reference(values: &[i64], valid: Option<&[bool]>, max: bool) -> Option<i64> {
@@ -64,6 +64,52 @@ proptest! {
                     max
                 );
             }
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn rank_extremes_agree_at_every_level(
+        codes in prop::collection::vec(prop_oneof![any::<u8>(), 0u8..4, 120u8..136], 0..300),
+        ranks in prop::collection::vec(any::<u8>(), 256),
+        density in prop_oneof![Just(0u8), Just(1), Just(50), Just(100)],
+        seed in any::<u64>(),
+    ) {
+        let ranks: [u8; 256] = ranks.try_into().unwrap();
+        let mut s = seed | 1;
+        let picked: Vec<bool> = codes
+            .iter()
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s % 100) < u64::from(density)
+            })
+            .collect();
+        let mut words = vec![0u64; codes.len().div_ceil(64)];
+        for (i, &p) in picked.iter().enumerate() {
+            words[i / 64] |= u64::from(p) << (i % 64);
+        }
+        // The answer, one code at a time.
+        let reference = |sel: Option<&[bool]>| {
+            let mut out: Option<RankExtremes> = None;
+            for (i, &c) in codes.iter().enumerate() {
+                if sel.is_some_and(|s| !s[i]) {
+                    continue;
+                }
+                let r = ranks[c as usize];
+                out = Some(match out {
+                    None => RankExtremes { lo: r, hi: r, top: c },
+                    Some(o) => RankExtremes { lo: o.lo.min(r), hi: o.hi.max(r), top: o.top.max(c) },
+                });
+            }
+            out
+        };
+        let (all, some) = (reference(None), reference(Some(&picked)));
+        for level in Level::supported() {
+            prop_assert_eq!(rank_extremes(level, &codes, None, &ranks), all, "{:?}", level);
+            prop_assert_eq!(rank_extremes(level, &codes, Some(&words), &ranks), some, "{:?} selected", level);
         }
     }
 }

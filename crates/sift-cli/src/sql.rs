@@ -94,6 +94,13 @@ pub struct SqlArgs {
     #[arg(long, value_name = "ON|OFF", default_value = "on", value_parser = on_off,
         action = clap::ArgAction::Set)]
     pub scan_aggregates: bool,
+    /// With aggregates next to the scan: ungrouped MIN and MAX of columns take only each
+    /// block's smallest and largest selected value from the scan, folded from a Parquet
+    /// dictionary page's codes without decoding values (--explain shows extremes_only).
+    /// Also `SET sift.scan_extremes = false` in SQL.
+    #[arg(long, value_name = "ON|OFF", default_value = "on", value_parser = on_off,
+        action = clap::ArgAction::Set)]
+    pub scan_extremes: bool,
 }
 
 fn on_off(s: &str) -> Result<bool, String> {
@@ -146,6 +153,7 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<()> {
         {
             o.join_filters = args.join_filters;
             o.scan_aggregates = args.scan_aggregates;
+            o.scan_extremes = args.scan_extremes;
         }
         if args.parquet_reader == ParquetReader::Datafusion {
             ctx.state_ref()

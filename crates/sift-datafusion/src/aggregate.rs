@@ -81,14 +81,15 @@ impl PhysicalOptimizerRule for ScanAggregates {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        if !SiftOptions::of(config).scan_aggregates {
+        let options = SiftOptions::of(config);
+        if !options.scan_aggregates {
             return Ok(plan);
         }
         plan.transform_up(|node| {
             let Some(agg) = node.downcast_ref::<AggregateExec>() else {
                 return Ok(Transformed::no(node));
             };
-            match push_down(agg)? {
+            match push_down(agg, options.scan_extremes)? {
                 Some(new) => Ok(Transformed::yes(new)),
                 None => Ok(Transformed::no(node)),
             }
@@ -105,8 +106,9 @@ impl PhysicalOptimizerRule for ScanAggregates {
     }
 }
 
-/// `agg` computed by a [`SiftAggregateExec`], or `None` when it cannot be.
-fn push_down(agg: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+/// `agg` computed by a [`SiftAggregateExec`], or `None` when it cannot be; `extremes`:
+/// ungrouped `MIN` and `MAX` of columns may take only each block's extremes from the scan.
+fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let single = match agg.mode() {
         AggregateMode::Partial => false,
         AggregateMode::Single => true,
@@ -197,7 +199,18 @@ fn push_down(agg: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>> {
             .collect(),
         group_names: (group_by.expr().iter()).map(|(_, n)| n.clone()).collect(),
     };
-    let scan: Arc<dyn ExecutionPlan> = Arc::new(scan.with_reads(dictionary, unscaled));
+    let scan = scan.with_reads(dictionary, unscaled);
+    // `MIN` and `MAX` of columns, ungrouped, need of each block only its extremes, which
+    // a dictionary-encoded Parquet page gives from its codes.
+    let extremes = extremes
+        && spec.groups.is_empty()
+        && !spec.aggregates.is_empty()
+        && (spec.aggregates.iter()).all(|a| matches!(a, Aggregate::MinMax { .. }))
+        && (spec.nodes.iter()).all(|n| matches!(n, Node::IntColumn(_)));
+    let scan: Arc<dyn ExecutionPlan> = match extremes.then(|| scan.with_extremes()).flatten() {
+        Some(s) => Arc::new(s),
+        None => Arc::new(scan),
+    };
     let exec: Arc<dyn ExecutionPlan> = Arc::new(SiftAggregateExec::new(
         Arc::new(CooperativeExec::new(scan)),
         Arc::new(spec),

@@ -64,6 +64,9 @@ pub struct SiftScanExec {
     dictionary: Vec<String>,
     /// Decimal columns read as their unscaled `Int64` values (for arithmetic on them).
     unscaled: Vec<String>,
+    /// Each block returns the smallest and largest value of every column over its
+    /// selected rows instead of the rows ([`SiftScanExec::with_extremes`]).
+    extremes: bool,
     /// Per partition, the blocks it reads, consecutive in each file.
     partitions: Vec<Vec<PartBlock>>,
     properties: Arc<PlanProperties>,
@@ -103,6 +106,7 @@ impl SiftScanExec {
             selectivity: None,
             dictionary: Vec::new(),
             unscaled: Vec::new(),
+            extremes: false,
             partitions,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
@@ -179,6 +183,23 @@ impl SiftScanExec {
         node.unscaled = unscaled;
         node.metrics = ExecutionPlanMetricsSet::new();
         node
+    }
+
+    /// The scan returning, for each block with selected rows, two rows: the smallest and
+    /// the largest value of every column over those rows (nulls ignored), for `MIN` and
+    /// `MAX` aggregates computed above it ([`sift_scan::ScanBuilder::extremes_only`]).
+    /// `None` when a column is not an integer, date, time, timestamp or decimal one, or
+    /// the scan has a limit.
+    pub(crate) fn with_extremes(&self) -> Option<SiftScanExec> {
+        let schema = self.schema();
+        let orderable = (schema.fields().iter()).all(|f| sift_scan::has_extremes(f.data_type()));
+        if !orderable || self.limit.is_some() {
+            return None;
+        }
+        let mut node = self.clone();
+        node.extremes = true;
+        node.metrics = ExecutionPlanMetricsSet::new();
+        Some(node)
     }
 
     /// Statistics of the scanned columns over every block, before any filter: bounds that
@@ -335,6 +356,9 @@ impl DisplayAs for SiftScanExec {
                 if let Some(limit) = self.limit {
                     write!(f, ", limit={limit}")?;
                 }
+                if self.extremes {
+                    write!(f, ", extremes_only")?;
+                }
                 Ok(())
             }
         }
@@ -405,6 +429,7 @@ impl ExecutionPlan for SiftScanExec {
             join_filters: self.join_filters.clone(),
             dictionary: self.dictionary.clone(),
             unscaled: self.unscaled.clone(),
+            extremes: self.extremes,
             table_schema: self.table_schema.clone(),
             remaining: self.limit.map(|l| l as u64),
             current: None,
@@ -454,6 +479,10 @@ impl ExecutionPlan for SiftScanExec {
         _input_stats: &[Arc<Statistics>],
         args: &StatisticsArgs,
     ) -> Result<Arc<Statistics>> {
+        // Two rows per block with selected rows: nothing to say of them in advance.
+        if self.extremes {
+            return Ok(Arc::new(Statistics::new_unknown(&self.schema())));
+        }
         let blocks: Vec<(usize, usize)> = match args.partition() {
             Some(p) => self
                 .partitions
@@ -561,6 +590,7 @@ struct PartitionScan {
     join_filters: Vec<JoinFilter>,
     dictionary: Vec<String>,
     unscaled: Vec<String>,
+    extremes: bool,
     table_schema: SchemaRef,
     remaining: Option<u64>,
     current: Option<(FileScan, std::path::PathBuf)>,
@@ -612,7 +642,7 @@ impl PartitionScan {
             }
         }
         let filter = Filter::all(filters);
-        let remaining = self.remaining;
+        let (remaining, extremes) = (self.remaining, self.extremes);
         // Columns the file lacks come as constants, read as nothing.
         let in_file = |names: &[String]| -> Vec<String> {
             (names.iter())
@@ -629,6 +659,9 @@ impl PartitionScan {
                     .read_unscaled(unscaled);
                 if let Some(p) = prune {
                     b = b.prune_with(p);
+                }
+                if extremes {
+                    b = b.extremes_only();
                 }
                 match remaining {
                     Some(n) => b.limit(n),

@@ -59,6 +59,10 @@ extensions_options! {
         /// Compute the first phase of aggregates over a Sift scan next to it, on the
         /// dictionary codes and 64-bit integers (see `SiftAggregateExec`).
         pub scan_aggregates: bool, default = true
+        /// With `scan_aggregates`: ungrouped `MIN` and `MAX` of columns take only each
+        /// block's extremes from the scan, folded from a dictionary page's codes where it
+        /// has them, instead of its rows.
+        pub scan_extremes: bool, default = true
     }
 }
 

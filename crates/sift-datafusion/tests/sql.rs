@@ -258,6 +258,18 @@ const AGGREGATES: &[(&str, bool)] = &[
     ("select x, count(*) from t group by x", false),
 ];
 
+/// Ungrouped `MIN` and `MAX` of columns alone: the scan returns each block's extremes
+/// (`extremes_only`) instead of its rows. With nulls, no selected row, only null values
+/// selected, no filter, and integers, dates and decimals.
+const EXTREMES: &[&str] = &[
+    "select min(k), max(k), min(d), max(p), min(id) from t where k is null or k > 5",
+    "select max(k), min(p), max(d) from t where s like 'a%'",
+    "select min(id), max(d), min(k) from t",
+    "select max(k), min(d) from t where id < 0",
+    "select min(k), max(k) from t where k is null",
+    "select max(d), min(k), max(k) from t where id between 100 and 2600 and k < 9",
+];
+
 #[test]
 fn aggregates_next_to_the_scan_equal_datafusion() {
     let f = files();
@@ -288,13 +300,41 @@ fn aggregates_next_to_the_scan_equal_datafusion() {
                         path.display()
                     );
                 }
+                for q in EXTREMES {
+                    let plan = physical_plan(&ctx, q).await;
+                    let text = displayable(plan.as_ref()).indent(true).to_string();
+                    assert!(text.contains("extremes_only"), "{q}:\n{text}");
+                    assert_eq!(
+                        rows(&ctx, q).await,
+                        rows(&reference, q).await,
+                        "{q} on {} with {threads} threads",
+                        path.display()
+                    );
+                }
+                // Extremes have a switch of their own: the aggregate then takes the rows.
+                let set = |sql: &'static str| {
+                    let ctx = &ctx;
+                    async move {
+                        ctx.sql(sql)
+                            .await
+                            .expect("set")
+                            .collect()
+                            .await
+                            .expect("set")
+                    }
+                };
+                set("set sift.scan_extremes = false").await;
+                let q = EXTREMES[0];
+                let text = displayable(physical_plan(&ctx, q).await.as_ref())
+                    .indent(true)
+                    .to_string();
+                assert!(
+                    text.contains("SiftAggregate") && !text.contains("extremes_only"),
+                    "{text}"
+                );
+                assert_eq!(rows(&ctx, q).await, rows(&reference, q).await, "{q}");
                 // The switch turns it off.
-                ctx.sql("set sift.scan_aggregates = false")
-                    .await
-                    .expect("set")
-                    .collect()
-                    .await
-                    .expect("set");
+                set("set sift.scan_aggregates = false").await;
                 let (q, _) = AGGREGATES[0];
                 let plan = physical_plan(&ctx, q).await;
                 let text = displayable(plan.as_ref()).indent(true).to_string();

@@ -148,6 +148,25 @@ impl<'a> Chunk<'a> {
         .map(Some)
     }
 
+    /// The smallest and largest value of an integer chunk's rows (all, or those set in
+    /// `sel`), nulls ignored, as a two-row array `[min, max]` of its type (both null when
+    /// no value counts), folded over a dictionary's codes without decoding the values.
+    /// `None` when the chunk is not an integer one dictionary-encoded over a Parquet hybrid
+    /// code stream (decode it and take the extremes of its values, then).
+    pub fn decode_extremes(&self, sel: Option<&Bitmap>) -> Result<Option<ArrayRef>> {
+        if self.needs_source().is_some() {
+            return Ok(None);
+        }
+        column::decode_extremes(
+            self.encoding,
+            self.data_type,
+            self.rows,
+            &self.buffers,
+            sel,
+            self.memo,
+        )
+    }
+
     /// A string or binary chunk dictionary-encoded at its root, decoded as an Arrow
     /// dictionary array over its own stored dictionary (type
     /// [`dictionary_type`](crate::dictionary_type)): only the codes are decoded. `None`

@@ -702,6 +702,62 @@ pub(crate) fn decode_rows(
     Ok(make_array(data.build()?))
 }
 
+/// The smallest and largest value of a chunk of an integer column of type `dt` (over all
+/// `len` rows, or the rows set in `selection`), nulls ignored, as a two-row array
+/// `[min, max]` of type `dt` (both null when no value counts), when the chunk is
+/// dictionary-encoded at its root over a Parquet hybrid code stream: the selected codes
+/// are folded over the entries as they are unpacked, and no value is materialised.
+/// `Ok(None)` for any other chunk (decode it and take the extremes of its values).
+pub(crate) fn decode_extremes(
+    enc: &ColumnEncoding,
+    dt: &DataType,
+    len: usize,
+    buffers: &[&[u8]],
+    selection: Option<&Bitmap>,
+    memo: Option<&crate::predicate::DictionaryMemo>,
+) -> Result<Option<ArrayRef>> {
+    check_selection(selection, len)?;
+    let PhysicalKind::Int(it) = physical_kind(dt)? else {
+        return Ok(None);
+    };
+    let Some(dict) = enc.nodes.first().and_then(|n| n.as_dict()) else {
+        return Ok(None);
+    };
+    if enc.validity == Validity::AllNull {
+        return Ok(Some(arrow_array::new_null_array(dt, 2)));
+    }
+    let mut ctx = Ctx::new(enc, buffers);
+    ctx.memo = memo;
+    let valid = crate::validity::decode(&ctx, len)?;
+    let stored = valid.as_ref().map_or(len, Bitmap::count_ones);
+    // The selection over the stored (non-null) values: PEXT by validity.
+    let on_values;
+    let sel = match (selection, &valid) {
+        (Some(s), Some(v)) => {
+            on_values = sift_bits::levels::extract(s, v).map_err(|e| corrupt(e.to_string()))?;
+            Some(&on_values)
+        }
+        (s, _) => s,
+    };
+    with_int!(it, T => {
+        if enc.node(0)?.beyond_i64(T::BYTES) {
+            return Ok(None);
+        }
+        let range = match dict.extremes(&ctx, 0, stored, 0, sel)? {
+            None => return Ok(None),
+            Some(range) => range,
+        };
+        let Some((lo, hi)) = range else {
+            return Ok(Some(arrow_array::new_null_array(dt, 2)));
+        };
+        let pair: Vec<T> = narrow(vec![lo, hi])?;
+        let data = ArrayDataBuilder::new(dt.clone())
+            .len(2)
+            .add_buffer(Buffer::from_vec(pair));
+        Ok(Some(make_array(data.build()?)))
+    })
+}
+
 /// All values of the root (`sel` = None) or the selected ones.
 fn values_of<V: Value>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -> Result<Vec<V>> {
     match sel {

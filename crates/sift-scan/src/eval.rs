@@ -212,11 +212,27 @@ impl BlockEval<'_, '_> {
         pieces
             .into_iter()
             .map(|out| match read {
-                Read::Values => Ok(out),
+                Read::Values | Read::Extremes { .. } => Ok(out),
                 Read::Dictionary => as_dictionary(out),
                 Read::Unscaled => self.as_unscaled(col, out),
             })
             .collect()
+    }
+
+    /// Column `col`'s smallest and largest value over the rows of `sel` (all rows if
+    /// `None`), nulls ignored, as a two-row array `[min, max]` (see [`crate::extremes`]);
+    /// `read` is [`Read::Extremes`].
+    pub(crate) fn extremes(
+        &mut self,
+        col: usize,
+        sel: Option<&Bitmap>,
+        read: Read,
+    ) -> Result<ArrayRef> {
+        let pair = crate::extremes::combine(self.read(col, sel, read)?)?;
+        match read {
+            Read::Extremes { unscaled: true } => self.as_unscaled(col, pair),
+            _ => Ok(pair),
+        }
     }
 
     /// A decimal column's values (of precision 18 or less) as `Int64` unscaled values:
@@ -252,8 +268,16 @@ impl BlockEval<'_, '_> {
     /// Column `col` at the rows of `sel`, as `output` asks where the chunk allows: with
     /// [`Read::Dictionary`], a chunk dictionary-encoded at its root comes out as its
     /// codes over its stored dictionary.
+    /// With [`Read::Extremes`], every piece is the `[min, max]` pair of its rows.
     fn read(&mut self, col: usize, sel: Option<&Bitmap>, output: Read) -> Result<Vec<ArrayRef>> {
         let dictionary = output == Read::Dictionary;
+        // Values decoded as they are, summarised where extremes are asked for.
+        let finish = |out: ArrayRef| -> Result<ArrayRef> {
+            match output {
+                Read::Extremes { .. } => Ok(crate::extremes::of(out.as_ref())?),
+                _ => Ok(out),
+            }
+        };
         // Selecting every row is reading them all.
         let sel = sel.filter(|s| s.count_ones() != self.rows);
         // A nested column: assembled from its nodes, a selection reaching only the
@@ -264,7 +288,7 @@ impl BlockEval<'_, '_> {
             let (array, counts) = file.read_nested(*block, col, sel, false)?;
             self.stats.values_decoded += counts.values;
             self.stats.bytes_read += counts.bytes;
-            return Ok(vec![array]);
+            return Ok(vec![finish(array)?]);
         }
         // A Parquet column decoded by the `parquet` crate, read at the selected rows only.
         #[cfg(feature = "parquet")]
@@ -272,17 +296,17 @@ impl BlockEval<'_, '_> {
             && let Some(out) = block.selected(col, s)?
         {
             self.stats.values_decoded += out.len() as u64;
-            return Ok(vec![out]);
+            return Ok(vec![finish(out)?]);
         }
         let data = match dictionary {
             true => self.data.dictionary_column(col)?,
             false => self.data.column(col)?,
         };
         let out = match data {
-            ColumnData::Decoded(a) => match sel {
+            ColumnData::Decoded(a) => finish(match sel {
                 Some(s) => arrow_select::filter::filter(&a, &boolean_of(s))?,
                 None => a,
-            },
+            })?,
             #[cfg(feature = "parquet")]
             ColumnData::Paged(c) => {
                 let pieces = c.decode_pieces(sel, output)?;
@@ -362,7 +386,8 @@ fn payload_bytes(c: &sift_format::ChunkRef<'_>, sel: &Bitmap) -> u64 {
 }
 
 /// An encoded chunk's rows (all, or those set in `sel`) as `read` asks where the chunk
-/// can give them so directly (see [`Read`]), else decoded as they are.
+/// can give them so directly (see [`Read`]), else decoded as they are (and with
+/// [`Read::Extremes`], summarised).
 pub(crate) fn decode_as(
     chunk: &sift_encoding::Chunk<'_>,
     sel: Option<&Bitmap>,
@@ -371,11 +396,13 @@ pub(crate) fn decode_as(
     let direct = match read {
         Read::Dictionary => chunk.decode_dictionary(sel)?,
         Read::Unscaled => chunk.decode_unscaled(sel)?,
+        Read::Extremes { .. } => chunk.decode_extremes(sel)?,
         Read::Values => None,
     };
-    match direct {
-        Some(d) => Ok(d),
-        None => chunk.decode_rows(sel),
+    match (direct, read) {
+        (Some(d), _) => Ok(d),
+        (None, Read::Extremes { .. }) => Ok(crate::extremes::of(chunk.decode_rows(sel)?.as_ref())?),
+        (None, _) => chunk.decode_rows(sel),
     }
 }
 

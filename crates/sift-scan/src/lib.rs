@@ -25,6 +25,7 @@ mod dataset;
 mod error;
 mod eval;
 mod expr;
+mod extremes;
 mod keys;
 mod like;
 mod order;
@@ -50,6 +51,7 @@ pub use dataset::{
 };
 pub use error::{Error, Result, catching_panics};
 pub use expr::{CmpOp, Column, Expr, Literal, Udf, UdfFn, col};
+pub use extremes::has_extremes;
 pub use keys::{BLOOM_FPR, EXACT_KEYS, KeyCollector, KeyDomain, KeyFilter, MAX_KEYS};
 pub use parse::parse_filter;
 pub use scan::{Scan, ScanBuilder, Table, scan};

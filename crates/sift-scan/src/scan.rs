@@ -150,6 +150,7 @@ pub struct ScanBuilder {
     rows: Option<Range<u64>>,
     dictionary: Vec<String>,
     unscaled: Vec<String>,
+    extremes: bool,
     threads: usize,
 }
 
@@ -166,6 +167,7 @@ impl ScanBuilder {
             rows: None,
             dictionary: Vec::new(),
             unscaled: Vec::new(),
+            extremes: false,
             threads: 1,
         }
     }
@@ -230,6 +232,18 @@ impl ScanBuilder {
     /// on them, such as an aggregate's.
     pub fn read_unscaled<S: Into<String>>(mut self, columns: impl IntoIterator<Item = S>) -> Self {
         self.unscaled.extend(columns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Returns, for each block with selected rows, two rows instead of its rows: the
+    /// smallest and the largest value of every projected column over the block's selected
+    /// rows (nulls ignored; both null where no value is selected), all that `MIN` and
+    /// `MAX` aggregates need. A dictionary-encoded Parquet page then folds its selected
+    /// codes over its dictionary's entries and decodes no value; other chunks are decoded
+    /// and their extremes taken. Integer, date, time, timestamp and decimal columns only
+    /// (floats have no single order with NaN), and no limit (rows are not returned).
+    pub fn extremes_only(mut self) -> Self {
+        self.extremes = true;
         self
     }
 
@@ -303,18 +317,42 @@ impl ScanBuilder {
             }
             reads[c] = Read::Unscaled;
         }
-        let reads: Vec<Read> = projection.iter().map(|&c| reads[c]).collect();
+        let mut reads: Vec<Read> = projection.iter().map(|&c| reads[c]).collect();
+        if self.extremes {
+            if self.limit.is_some() {
+                return Err(Error::Invalid(format!(
+                    "{}: a scan returning extremes has no rows to limit",
+                    table.path.display()
+                )));
+            }
+            for (&c, read) in projection.iter().zip(&mut reads) {
+                let f = schema.field(c);
+                if !crate::extremes::has_extremes(f.data_type()) {
+                    return Err(Error::Type(format!(
+                        "{}: column {:?} is {}; extremes_only applies to integer, date, time, timestamp and decimal columns",
+                        table.path.display(),
+                        f.name(),
+                        f.data_type()
+                    )));
+                }
+                *read = Read::Extremes {
+                    unscaled: *read == Read::Unscaled,
+                };
+            }
+        }
         let fields: Vec<Field> = projection
             .iter()
             .zip(&reads)
             .map(|(&c, read)| {
                 let f = schema.field(c);
                 match read {
-                    Read::Values => f.clone(),
+                    Read::Values | Read::Extremes { unscaled: false } => f.clone(),
                     Read::Dictionary => f
                         .clone()
                         .with_data_type(sift_encoding::dictionary_type(f.data_type())),
-                    Read::Unscaled => f.clone().with_data_type(DataType::Int64),
+                    Read::Unscaled | Read::Extremes { unscaled: true } => {
+                        f.clone().with_data_type(DataType::Int64)
+                    }
                 }
             })
             .collect();
@@ -443,6 +481,10 @@ pub(crate) enum Read {
     /// A decimal's unscaled values as `Int64` ([`ScanBuilder::read_unscaled`]), straight
     /// from the stored 64-bit integers where the chunk holds them so.
     Unscaled,
+    /// The smallest and largest value over the selected rows, as a two-row array
+    /// ([`ScanBuilder::extremes_only`]); a decimal's as `Int64` unscaled values when
+    /// `unscaled`.
+    Extremes { unscaled: bool },
 }
 
 /// Rows below which a block's output is not cut at a page boundary: shorter pieces are
@@ -858,6 +900,13 @@ impl Scan {
             selected = Some(bm);
         }
         ev.stats.rows_matched += count as u64;
+        if let Some(Read::Extremes { .. }) = self.reads.first() {
+            let columns = (self.projection.iter().zip(&self.reads))
+                .map(|(&c, &read)| ev.extremes(c, selected.as_ref(), read))
+                .collect::<Result<Vec<_>>>()?;
+            data.account(ev.stats);
+            return Ok(vec![RecordBatch::try_new(self.schema.clone(), columns)?]);
+        }
         let columns = self
             .projection
             .iter()

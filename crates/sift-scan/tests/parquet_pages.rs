@@ -293,3 +293,95 @@ fn decimal_pages_filter_and_select_in_place() {
         scan(&int_table, &ints, &parse_filter(f).unwrap());
     }
 }
+
+/// `extremes_only`: each block's `[min, max]` pairs of the integer columns, folded over the
+/// scan, equal the extremes of the reference's filtered rows, for dictionary pages (byte
+/// codes folded through ranks, wider codes looked up), PLAIN pages and the fallback, with
+/// nulls, dense and sparse selections, and no filter at all.
+#[test]
+fn extremes_of_selected_rows_equal_the_reference() {
+    use arrow::compute::kernels::aggregate::{max, min};
+    let dir = tempfile::tempdir().unwrap();
+    let batch = batch();
+    let ints = ["id", "big", "key", "small"];
+    let dictionary = |page_rows: usize| {
+        WriterProperties::builder()
+            .set_data_page_row_count_limit(page_rows)
+            .set_write_batch_size(page_rows.min(1024))
+            .set_max_row_group_row_count(Some(ROWS / 2))
+            .build()
+    };
+    let plain = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_data_page_row_count_limit(3000)
+        .build();
+    for (name, props) in [
+        ("small-pages", dictionary(700)),
+        ("large-pages", dictionary(20_000)),
+        ("plain", plain),
+    ] {
+        let table = write(&dir.path().join(format!("{name}.parquet")), &batch, props);
+        let mut cases: Vec<Option<Expr>> = filters().into_iter().map(Some).collect();
+        cases.push(None);
+        cases.push(Some(parse_filter("id = 17").unwrap()));
+        cases.push(Some(parse_filter("big = 123456789").unwrap()));
+        for expr in cases {
+            let want = common::filter_batch(&batch, expr.as_ref());
+            let mut scan = table.scan().project(ints).extremes_only();
+            if let Some(e) = &expr {
+                scan = scan.filter(e.clone());
+            }
+            let got: Vec<RecordBatch> = scan.build().unwrap().map(|b| b.unwrap()).collect();
+            for (c, column) in ints.iter().enumerate() {
+                let want = want.column_by_name(column).unwrap();
+                let (lo, hi) = match want.data_type() {
+                    DataType::Int32 => {
+                        let a = want.as_primitive::<Int32Type>();
+                        (min(a).map(i64::from), max(a).map(i64::from))
+                    }
+                    _ => {
+                        let a = want.as_primitive::<Int64Type>();
+                        (min(a), max(a))
+                    }
+                };
+                let pairs: Vec<Option<i64>> = got
+                    .iter()
+                    .flat_map(|b| {
+                        let a = arrow::compute::cast(b.column(c), &DataType::Int64).unwrap();
+                        assert_eq!(a.len(), 2, "{column}: a block's extremes are two rows");
+                        a.as_primitive::<Int64Type>().iter().collect::<Vec<_>>()
+                    })
+                    .collect();
+                let got_lo = pairs.iter().flatten().min().copied();
+                let got_hi = pairs.iter().flatten().max().copied();
+                assert_eq!(
+                    (got_lo, got_hi),
+                    (lo, hi),
+                    "{column}, {expr:?}, file {name}"
+                );
+            }
+        }
+    }
+    // Columns without extremes, and a limit, are refused before any block is read.
+    let table = Table::open(dir.path().join("plain.parquet")).unwrap();
+    let err = table
+        .scan()
+        .project(["price"])
+        .extremes_only()
+        .build()
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().contains("extremes_only applies to integer"),
+        "{err}"
+    );
+    let err = table
+        .scan()
+        .project(["id"])
+        .extremes_only()
+        .limit(3)
+        .build()
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("no rows to limit"), "{err}");
+}

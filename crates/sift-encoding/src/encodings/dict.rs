@@ -190,6 +190,28 @@ impl Dict {
         Ok(codes.into_iter().map(|c| dict[c as usize]).collect())
     }
 
+    /// The smallest and largest entry among the codes of all `count` values, or of those
+    /// `sel` selects, of a dictionary of 64-bit integers whose codes are a Parquet hybrid
+    /// stream: the codes are folded as they are unpacked, no value is materialised.
+    /// `Ok(Some(None))` when no value is selected; `Ok(None)` for codes of another
+    /// encoding, and for a code past the entries (the caller's decode then reports it).
+    pub(crate) fn extremes(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        depth: usize,
+        sel: Option<&Bitmap>,
+    ) -> Result<Option<Option<(i64, i64)>>> {
+        let codes = ctx.child(id, self.codes)?;
+        let Node::Hybrid(h) = ctx.node(codes, 0)? else {
+            return Ok(None);
+        };
+        let len = self.checked_len(ctx, count)?;
+        let dict = self.shared_entries::<i64>(ctx, id, len, depth)?;
+        h.extremes(ctx, codes, count, sel, &dict)
+    }
+
     /// The `len` entries of a string dictionary.
     pub(crate) fn byte_entries(
         &self,

@@ -41,6 +41,7 @@
 use serde::{Deserialize, Serialize};
 use sift_bits::bitmap::count_ones_in_words;
 use sift_bits::compact::SLACK;
+use sift_bits::extreme::{RankExtremes, rank_extremes};
 use sift_bits::pack::{low_mask, packed_words};
 use sift_bits::predicate::Predicate;
 use sift_bits::{Bitmap, Level};
@@ -882,36 +883,147 @@ impl Hybrid {
             out: Vec::new(),
             beyond: false,
         };
-        match sel {
-            Some(sel) => self.select_into(ctx, id, count, sel, &mut sink)?,
-            None => {
-                sink.reserve(count);
-                let (bytes, runs) = self.runs(ctx, id, count)?;
-                let bits = u32::from(self.bits);
-                with_scratch(|Scratch { span, buffers, .. }| {
-                    let codes = &mut buffers.codes;
-                    self.walk(
-                        bytes,
-                        &runs,
-                        span,
-                        |_, _| true,
-                        |_, len, seg| {
-                            match seg {
-                                Segment::Repeat(v) => sink.repeat(v, len),
-                                Segment::Packed(packed) => {
-                                    codes.resize(len, 0);
-                                    sift_bits::unpack::unpack_to(packed, bits, codes)
-                                        .map_err(|e| corrupt(format!("packed run: {e}")))?;
-                                    sink.narrow(codes);
-                                }
-                            }
-                            Ok(())
-                        },
-                    )
-                })?;
-            }
-        }
+        self.each_code(ctx, id, count, sel, &mut sink)?;
         Ok((!sink.beyond).then_some(sink.out))
+    }
+
+    /// The smallest and largest entry of `table` (a dictionary's entries) among the codes
+    /// of all `count` values (`sel` = `None`) or of those `sel` selects: the codes are
+    /// looked up a few thousand at a time into a buffer that stays in L1 and folded there,
+    /// so no value is materialised beyond it. `Ok(Some(None))` when no value is selected;
+    /// `Ok(None)` if a code lies past the table (the caller's decode then reports it).
+    pub(crate) fn extremes(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        sel: Option<&Bitmap>,
+        table: &[i64],
+    ) -> Result<Option<Option<(i64, i64)>>> {
+        let dense = sel.is_none_or(|s| s.count_ones() * GATHER_EVERY > count);
+        if self.bits <= 8 && table.len() <= 256 && dense {
+            return self.rank_extremes(ctx, id, count, sel, table);
+        }
+        let mut sink = Extremes {
+            table,
+            level: Level::active(),
+            buf: Vec::new(),
+            range: None,
+            beyond: false,
+        };
+        self.each_code(ctx, id, count, sel, &mut sink)?;
+        Ok((!sink.beyond).then_some(sink.range))
+    }
+
+    /// [`extremes`](Self::extremes) for byte codes over at most 256 entries, most spans
+    /// selected: each span unpacked to bytes in L1 and folded through the entries' ranks
+    /// under the span's selection bits ([`sift_bits::extreme::rank_extremes`]), with no
+    /// code compacted and no entry looked up per value.
+    fn rank_extremes(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        sel: Option<&Bitmap>,
+        table: &[i64],
+    ) -> Result<Option<Option<(i64, i64)>>> {
+        // The entries in order of value, and each one's place in that order.
+        let mut order: Vec<usize> = (0..table.len()).collect();
+        order.sort_by_key(|&i| table[i]);
+        let mut ranks = [0u8; 256];
+        for (r, &i) in order.iter().enumerate() {
+            ranks[i] = r as u8;
+        }
+        let (bytes, runs) = self.runs(ctx, id, count)?;
+        let (bits, level) = (u32::from(self.bits), Level::active());
+        let picked = |start: usize, len: usize| {
+            sel.is_none_or(|s| count_ones_in_words(s.words(), start..start + len) > 0)
+        };
+        let mut acc: Option<RankExtremes> = None;
+        with_scratch(
+            |Scratch {
+                 span,
+                 part,
+                 buffers: SpanBuffers { bytes: codes, .. },
+                 ..
+             }| {
+                self.walk(bytes, &runs, span, picked, |start, len, seg| {
+                    let found = match seg {
+                        Segment::Repeat(v) => picked(start, len).then(|| {
+                            // Repeated values are `bits` ≤ 8 wide.
+                            let c = v as u8;
+                            let r = ranks[usize::from(c)];
+                            RankExtremes {
+                                lo: r,
+                                hi: r,
+                                top: c,
+                            }
+                        }),
+                        Segment::Packed(packed) => {
+                            codes.resize(len, 0);
+                            sift_bits::unpack::unpack_to::<u8>(packed, bits, codes)
+                                .map_err(|e| corrupt(format!("packed run: {e}")))?;
+                            let mask = sel.map(|s| {
+                                bits_range(s.words(), start, len, part);
+                                part.as_slice()
+                            });
+                            rank_extremes(level, codes, mask, &ranks)
+                        }
+                    };
+                    if let Some(f) = found {
+                        acc = Some(acc.map_or(f, |a| a.fold(f)));
+                    }
+                    Ok(())
+                })
+            },
+        )?;
+        match acc {
+            None => Ok(Some(None)),
+            Some(a) if usize::from(a.top) >= table.len() => Ok(None),
+            Some(a) => Ok(Some(Some((
+                table[order[usize::from(a.lo)]],
+                table[order[usize::from(a.hi)]],
+            )))),
+        }
+    }
+
+    /// The codes of all `count` values (`sel` = `None`) or of those `sel` selects, handed
+    /// to `sink` in order, a span at a time in L1: they are never held as 64-bit integers.
+    fn each_code(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        sel: Option<&Bitmap>,
+        sink: &mut impl CodeSink,
+    ) -> Result<()> {
+        if let Some(sel) = sel {
+            return self.select_into(ctx, id, count, sel, sink);
+        }
+        sink.reserve(count);
+        let (bytes, runs) = self.runs(ctx, id, count)?;
+        let bits = u32::from(self.bits);
+        with_scratch(|Scratch { span, buffers, .. }| {
+            let codes = &mut buffers.codes;
+            self.walk(
+                bytes,
+                &runs,
+                span,
+                |_, _| true,
+                |_, len, seg| {
+                    match seg {
+                        Segment::Repeat(v) => sink.repeat(v, len),
+                        Segment::Packed(packed) => {
+                            codes.resize(len, 0);
+                            sift_bits::unpack::unpack_to(packed, bits, codes)
+                                .map_err(|e| corrupt(format!("packed run: {e}")))?;
+                            sink.narrow(codes);
+                        }
+                    }
+                    Ok(())
+                },
+            )
+        })
     }
 
     /// The values selected by `sel` (over `count` values), handed to `sink` in order.
@@ -1242,6 +1354,72 @@ impl<V: Value> CodeSink for Lookup<'_, V> {
 
     fn narrow(&mut self, codes: &[u32]) {
         self.beyond |= !V::look_up(codes, self.table, &mut self.out);
+    }
+}
+
+/// Codes folded into the smallest and largest of their entries in `table`: looked up at
+/// most [`EXTREMES_PIECE`] at a time into `buf` (reused, so it stays in L1), whose extremes
+/// are then taken with the SIMD kernel. A code past the entries sets `beyond`.
+struct Extremes<'t> {
+    table: &'t [i64],
+    level: Level,
+    buf: Vec<i64>,
+    /// The smallest and largest entry so far.
+    range: Option<(i64, i64)>,
+    beyond: bool,
+}
+
+/// Codes looked up at once by [`Extremes`]: 16 KiB of entries.
+const EXTREMES_PIECE: usize = 2048;
+
+impl Extremes<'_> {
+    fn fold(&mut self, lo: i64, hi: i64) {
+        self.range = Some(match self.range {
+            Some((a, b)) => (a.min(lo), b.max(hi)),
+            None => (lo, hi),
+        });
+    }
+
+    /// Folds the entries in `buf`.
+    fn fold_buf(&mut self) {
+        let lo = sift_bits::extreme::extreme_i64(self.level, &self.buf, None, false);
+        let hi = sift_bits::extreme::extreme_i64(self.level, &self.buf, None, true);
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            self.fold(lo, hi);
+        }
+    }
+}
+
+impl CodeSink for Extremes<'_> {
+    fn reserve(&mut self, _: usize) {}
+
+    fn repeat(&mut self, code: u64, n: usize) {
+        if n == 0 {
+            return;
+        }
+        match usize::try_from(code).ok().and_then(|c| self.table.get(c)) {
+            Some(&v) => self.fold(v, v),
+            None => self.beyond = true,
+        }
+    }
+
+    fn wide(&mut self, codes: &[u64]) {
+        // Codes gathered one by one (a sparse selection) come a few per run: folded as they
+        // are, which costs less than a kernel's setup.
+        for &c in codes {
+            match usize::try_from(c).ok().and_then(|c| self.table.get(c)) {
+                Some(&v) => self.fold(v, v),
+                None => self.beyond = true,
+            }
+        }
+    }
+
+    fn narrow(&mut self, codes: &[u32]) {
+        for piece in codes.chunks(EXTREMES_PIECE) {
+            self.buf.clear();
+            self.beyond |= !i64::look_up(piece, self.table, &mut self.buf);
+            self.fold_buf();
+        }
     }
 }
 
