@@ -238,12 +238,32 @@ fn lookup(c: &mut Criterion) {
     g.finish();
 }
 
+/// The extremes of a dictionary's entries over selected byte codes, folded through the
+/// entries' ranks: every code, or half of them selected.
+fn rank_extremes(c: &mut Criterion) {
+    let mut next = rng(6);
+    let mut g = c.benchmark_group("rank_extremes");
+    g.throughput(Throughput::Elements(N as u64));
+    let ranks: [u8; 256] = std::array::from_fn(|i| (i as u8).wrapping_mul(37));
+    let codes: Vec<u8> = (0..N).map(|_| (next() % 32) as u8).collect();
+    let half = bitmap(&mut next, 1);
+    for level in Level::supported() {
+        for (name, sel) in [("all", None), ("half", Some(half.words()))] {
+            g.bench_function(BenchmarkId::new(format!("{level:?}"), name), |b| {
+                b.iter(|| sift_bits::extreme::rank_extremes(level, black_box(&codes), sel, &ranks))
+            });
+        }
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .sample_size(10)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_millis(700));
-    targets = unpack, select, byteslice_select, predicates, range_compare, range_compare_values, levels, lookup
+    targets = unpack, select, byteslice_select, predicates, range_compare, range_compare_values, levels, lookup,
+        rank_extremes
 }
 criterion_main!(benches);
