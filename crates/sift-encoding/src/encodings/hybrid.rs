@@ -888,10 +888,12 @@ impl Hybrid {
     }
 
     /// The smallest and largest entry of `table` (a dictionary's entries) among the codes
-    /// of all `count` values (`sel` = `None`) or of those `sel` selects: the codes are
-    /// looked up a few thousand at a time into a buffer that stays in L1 and folded there,
-    /// so no value is materialised beyond it. `Ok(Some(None))` when no value is selected;
-    /// `Ok(None)` if a code lies past the table (the caller's decode then reports it).
+    /// of all `count` values (`sel` = `None`) or of those `sel` selects, with no value
+    /// materialised: byte codes of most spans folded through the entries' ranks
+    /// ([`rank_extremes`](Self::rank_extremes)), others looked up a few thousand at a time
+    /// into a buffer that stays in L1 ([`Extremes`]). `Ok(Some(None))` when no value is
+    /// selected; `Ok(None)` if a code lies past the table (the caller's decode then
+    /// reports it).
     pub(crate) fn extremes(
         &self,
         ctx: &Ctx<'_>,
@@ -1394,12 +1396,8 @@ impl CodeSink for Extremes<'_> {
     fn reserve(&mut self, _: usize) {}
 
     fn repeat(&mut self, code: u64, n: usize) {
-        if n == 0 {
-            return;
-        }
-        match usize::try_from(code).ok().and_then(|c| self.table.get(c)) {
-            Some(&v) => self.fold(v, v),
-            None => self.beyond = true,
+        if n > 0 {
+            self.wide(&[code]);
         }
     }
 
@@ -1715,6 +1713,25 @@ mod tests {
                 let top_selected = sel.iter_ones().any(|i| values[i] == top);
                 prop_assert_eq!(looked(None, short)?.is_none(), count > 0);
                 prop_assert_eq!(looked(Some(sel), short)?.is_none(), top_selected);
+                // Extremes over entries out of order (the rank path for byte codes), and
+                // the same table a code short.
+                let scrambled: Vec<i64> =
+                    (0..=top as i64).map(|c| (c * 7919) % 1013 - 500).collect();
+                let span = |rows: &mut dyn Iterator<Item = usize>| {
+                    let vals: Vec<i64> = rows.map(|i| scrambled[values[i] as usize]).collect();
+                    vals.iter().min().copied().zip(vals.iter().max().copied())
+                };
+                let extremes = |sel: Option<&Bitmap>, table: &[i64]| {
+                    h.extremes(ctx, 1, count, sel, table).map_err(fail)
+                };
+                prop_assert_eq!(extremes(None, &scrambled)?, Some(span(&mut (0..count))));
+                prop_assert_eq!(
+                    extremes(Some(sel), &scrambled)?,
+                    Some(span(&mut sel.iter_ones()))
+                );
+                let short = &scrambled[..top as usize];
+                prop_assert_eq!(extremes(None, short)?.is_none(), count > 0);
+                prop_assert_eq!(extremes(Some(sel), short)?.is_none(), top_selected);
             }
             for &(lo, hi) in ranges {
                 for negate in [false, true] {
