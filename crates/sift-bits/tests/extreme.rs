@@ -18,6 +18,19 @@ fn reference(values: &[i64], valid: Option<&[bool]>, max: bool) -> Option<i64> {
     if max { rows.max() } else { rows.min() }
 }
 
+/// `n` rows with about `density` % of them picked (0: none, 1: rarely one).
+fn picked(n: usize, density: u8, seed: u64) -> Vec<bool> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % 100) < u64::from(density)
+        })
+        .collect()
+}
+
 fn value() -> impl Strategy<Value = i64> {
     prop_oneof![
         any::<i64>(),
@@ -36,17 +49,7 @@ proptest! {
         density in prop_oneof![Just(0u8), Just(1), Just(50), Just(100)],
         seed in any::<u64>(),
     ) {
-        // Validity with about `density` % of rows set (0: none, 1: rarely one).
-        let mut s = seed | 1;
-        let valid: Vec<bool> = values
-            .iter()
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s % 100) < u64::from(density)
-            })
-            .collect();
+        let valid = picked(values.len(), density, seed);
         let mut bytes = vec![0u8; values.len().div_ceil(8)];
         for (i, &v) in valid.iter().enumerate() {
             bytes[i / 8] |= u8::from(v) << (i % 8);
@@ -77,16 +80,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let ranks: [u8; 256] = ranks.try_into().unwrap();
-        let mut s = seed | 1;
-        let picked: Vec<bool> = codes
-            .iter()
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s % 100) < u64::from(density)
-            })
-            .collect();
+        let picked = picked(codes.len(), density, seed);
         let mut words = vec![0u64; codes.len().div_ceil(64)];
         for (i, &p) in picked.iter().enumerate() {
             words[i / 64] |= u64::from(p) << (i % 64);
