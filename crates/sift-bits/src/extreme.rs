@@ -6,6 +6,11 @@
 //! AVX-512 (`VPMAXSQ`/`VPMINSQ`, masked by eight validity bits at a time) or AVX2
 //! (`VPCMPGTQ` and a blend) a value costs a fraction of a cycle. [`extreme_scalar`] is the
 //! reference.
+//!
+//! [`rank_extremes`] folds a dictionary's selected byte codes the same way without
+//! looking up a value: through a table of the entries' ranks (their places in order of
+//! value), so the extremes of the codes' ranks name the extreme entries.
+//! [`rank_extremes_scalar`] is its reference.
 
 use crate::dispatch::Level;
 
