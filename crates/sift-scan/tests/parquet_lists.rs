@@ -346,3 +346,98 @@ fn damaged_repetition_levels_are_named_errors() {
         assert!(msg.contains(&expected), "{msg}\nexpected: {expected}");
     }
 }
+
+/// A page whose definition levels promise values its body does not hold is reported with
+/// the file, row group, column and page, and how many values the levels promise. Crafted
+/// from a dictionary-encoded page of null elements (its body one byte, the codes' bit
+/// width): the levels patched to say the elements are present, and the page header's
+/// definition-level length made one longer, so that the body holds nothing.
+#[test]
+fn levels_promising_values_a_page_lacks_are_named_errors() {
+    use parquet::column::page::Page;
+    use parquet::file::properties::{WriterProperties, WriterVersion};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("null-elements.parquet");
+    // Rows 0..100: two null elements each; then one value each.
+    let rows = 300usize;
+    let lens: Vec<usize> = (0..rows).map(|r| if r < 100 { 2 } else { 1 }).collect();
+    let values = Int64Array::from_iter((0..400).map(|i| (i >= 200).then_some(i as i64 % 7)));
+    let item = Arc::new(Field::new("item", DataType::Int64, true));
+    let l = ListArray::new(
+        item,
+        OffsetBuffer::from_lengths(lens),
+        Arc::new(values),
+        None,
+    );
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "l",
+        l.data_type().clone(),
+        false,
+    )]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(l)]).unwrap();
+    let props = WriterProperties::builder()
+        .set_data_page_row_count_limit(100)
+        .set_write_batch_size(100)
+        .set_writer_version(WriterVersion::PARQUET_2_0)
+        .build();
+    common::write_parquet_with(&path, schema, std::slice::from_ref(&batch), props);
+    // The first data page: 200 null elements; levels, then the codes' bit width alone.
+    let reader = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+    let mut pages = reader
+        .get_row_group(0)
+        .unwrap()
+        .get_column_page_reader(0)
+        .unwrap();
+    let page = loop {
+        match pages.get_next_page().unwrap() {
+            Some(Page::DictionaryPage { .. }) => continue,
+            Some(p) => break p,
+            None => panic!("no data page"),
+        }
+    };
+    let Page::DataPageV2 {
+        buf,
+        rep_levels_byte_len,
+        def_levels_byte_len,
+        num_nulls,
+        ..
+    } = page
+    else {
+        panic!("the first page of l is not a data page v2");
+    };
+    let (rep, def) = (rep_levels_byte_len as usize, def_levels_byte_len as usize);
+    assert_eq!(num_nulls, 200);
+    assert_eq!(buf.len(), rep + def + 1, "levels and the codes' bit width");
+    // Definition levels: one repeated run of 1 (an element, null).
+    assert_eq!(buf[rep..rep + def], [0x90, 0x03, 0x01]);
+    let mut file = std::fs::read(&path).unwrap();
+    let at = file
+        .windows(buf.len())
+        .position(|w| w == &buf[..])
+        .expect("the page in the file");
+    // The run's value made 2 (the element present) ...
+    file[at + rep + 2] = 0x02;
+    // ... and in the header just before, the v2 page's definition-level length (Thrift
+    // compact: field 5, an i32, zigzag 3 = 6; then field 6) made 4.
+    let header = &file[at.saturating_sub(64)..at];
+    let field = header
+        .windows(3)
+        .rposition(|w| w == [0x15, 0x06, 0x15])
+        .expect("the definition-level length in the page header");
+    file[at.saturating_sub(64) + field + 1] = 0x08;
+    std::fs::write(&path, &file).unwrap();
+    let table = Table::open(&path).unwrap();
+    let errors: Vec<String> = (table.scan().project(["l"]).build().unwrap())
+        .filter_map(|b| b.err().map(|e| e.to_string()))
+        .collect();
+    // Pages count from the chunk's first, its dictionary page.
+    let expected = format!(
+        "{}: row group 0, column l: page 1: the levels promise 200 values, the page holds none",
+        path.display()
+    );
+    assert!(
+        errors.len() == 1 && errors[0].contains(&expected),
+        "{errors:?}\nexpected: {expected}"
+    );
+}
