@@ -79,6 +79,12 @@ const SPAN: usize = 8192;
 /// row in 32 took 24.0 ms gathered and 22.3 ms unpacked, one in 64 21.5 ms either way.
 const GATHER_EVERY: usize = 48;
 
+/// Whether `ones` selected values of `len` are few enough to gather one by one
+/// ([`GATHER_EVERY`]).
+fn gathered(ones: usize, len: usize) -> bool {
+    ones * GATHER_EVERY <= len
+}
+
 /// One run of the table, clipped to the values asked for (never empty).
 #[derive(Debug, Clone, Copy)]
 struct Run {
@@ -902,7 +908,7 @@ impl Hybrid {
         sel: Option<&Bitmap>,
         table: &[i64],
     ) -> Result<Option<Option<(i64, i64)>>> {
-        let dense = sel.is_none_or(|s| s.count_ones() * GATHER_EVERY > count);
+        let dense = sel.is_none_or(|s| !gathered(s.count_ones(), count));
         if self.bits <= 8 && table.len() <= 256 && dense {
             return self.rank_extremes(ctx, id, count, sel, table);
         }
@@ -1049,7 +1055,7 @@ impl Hybrid {
         sink.reserve(ones);
         // Values gathered one by one, handed over a run or span at a time.
         let mut picked: Vec<u64> = Vec::new();
-        if ones * GATHER_EVERY <= count {
+        if gathered(ones, count) {
             // Sparse: each selected value read where its run stores it as the run's header
             // is read (its bytes are then in cache), with no run table and no span copied
             // (spans would all be copied: at one value in 32, every span of 8,192 holds
@@ -1093,7 +1099,7 @@ impl Hybrid {
                             Segment::Packed(packed) => {
                                 bits_range(words, start, len, part);
                                 let ones = count_ones_in_words(words, start..start + len);
-                                if ones * GATHER_EVERY <= len {
+                                if gathered(ones, len) {
                                     picked.clear();
                                     gather(packed, bits, part, picked);
                                     sink.wide(picked);
