@@ -578,9 +578,13 @@ def _interrupted(fn, delay: float) -> str:
 
 
 def test_ctrl_c_stops_a_long_scan(tmp_path):
+    import numpy as np
+
     path = tmp_path / "big.sift"
-    n = 2_000_000
-    sift.write(pa.table({"v": pa.array(range(n), pa.int64())}), path, block_rows=1000)
+    # Long enough (a tenth of a second in a debug build) that a whole scan's time dwarfs
+    # the timer thread's lateness on a loaded machine, which has reached several ms.
+    n = 8_000_000
+    sift.write(pa.table({"v": pa.array(np.arange(n, dtype=np.int64))}), path, block_rows=1000)
     f = sift.open(path)
     # A whole scan's time, warm: a first scan in a fresh process can take several times
     # longer (new memory), and an interrupt timed from it would come after later scans end.
@@ -592,7 +596,7 @@ def test_ctrl_c_stops_a_long_scan(tmp_path):
     outcomes = []
     for _ in range(10):
         start = time.monotonic()
-        outcome = _interrupted(lambda: f.to_table(threads=1), whole / 3)
+        outcome = _interrupted(lambda: f.to_table(threads=1), whole / 4)
         outcomes.append(outcome)
         if outcome == "inside":
             # Stopped well before a whole scan's time.
