@@ -441,3 +441,24 @@ fn levels_promising_values_a_page_lacks_are_named_errors() {
         "{errors:?}\nexpected: {expected}"
     );
 }
+
+/// Thousands of one-row row groups (the property test's layouts reach them): written
+/// from one batch and scanned, with and without a filter.
+#[test]
+fn one_row_groups_are_read() {
+    let batch = table(1, 3000, &DataType::Int64, false, 6, true, 5, 300);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    let layout = ParquetLayout::new(1, 1);
+    common::write_parquet_layout(&path, batch.schema(), std::slice::from_ref(&batch), layout);
+    let table = Table::open(&path).unwrap();
+    let reference = common::read_parquet(&path);
+    assert_eq!(reference, batch);
+    check(&table, &reference, None, "one-row groups");
+    check(
+        &table,
+        &reference,
+        Some(&col("k").eq(3i64)),
+        "one-row groups",
+    );
+}

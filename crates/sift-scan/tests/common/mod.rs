@@ -463,10 +463,19 @@ pub fn write_parquet_with(
     batches: &[RecordBatch],
     props: parquet::file::properties::WriterProperties,
 ) {
+    // arrow-rs's writer splits a batch longer than a row group by calling itself on the
+    // rest, a stack frame per row group: thousands of one-row groups in one batch overflow
+    // a test thread's stack in a debug build. So batches go in pieces of one row group.
+    let piece = props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
     let file = std::fs::File::create(path).unwrap();
     let mut w = parquet::arrow::ArrowWriter::try_new(file, schema, Some(props)).unwrap();
     for b in batches {
-        w.write(b).unwrap();
+        let mut at = 0;
+        while at < b.num_rows() {
+            let len = piece.min(b.num_rows() - at);
+            w.write(&b.slice(at, len)).unwrap();
+            at += len;
+        }
     }
     w.close().unwrap();
 }
