@@ -219,6 +219,17 @@ fn lists_are_read_in_place_and_skip_pages() {
     );
 }
 
+/// A non-null `list<int64>` column of rows `lens` long over `values` (nullable items).
+fn int_lists(lens: Vec<usize>, values: Int64Array) -> ListArray {
+    let item = Arc::new(Field::new("item", DataType::Int64, true));
+    ListArray::new(
+        item,
+        OffsetBuffer::from_lengths(lens),
+        Arc::new(values),
+        None,
+    )
+}
+
 /// A file of 400 rows whose list `l` holds 1 to 3 non-null int64 elements per row (so its
 /// repetition levels are 0 at each row's first element, 1 after), pages v2 of 100 rows,
 /// uncompressed, PLAIN (no dictionary), with or without an offset index.
@@ -228,13 +239,9 @@ fn plain_lists(path: &std::path::Path, offset_index: bool) -> usize {
     let mut rng = Rng::new(11);
     let lens: Vec<usize> = (0..rows).map(|_| 1 + rng.below(3) as usize).collect();
     let total: usize = lens.iter().sum();
-    let values = Int64Array::from_iter_values((0..total as i64).map(|v| v * 7));
-    let item = Arc::new(Field::new("item", DataType::Int64, true));
-    let l = ListArray::new(
-        item,
-        OffsetBuffer::from_lengths(lens),
-        Arc::new(values),
-        None,
+    let l = int_lists(
+        lens,
+        Int64Array::from_iter_values((0..total as i64).map(|v| v * 7)),
     );
     let id = Int64Array::from_iter_values(0..rows as i64);
     let batch =
@@ -362,13 +369,9 @@ fn levels_promising_values_a_page_lacks_are_named_errors() {
     // Rows 0..100: two null elements each; then one value each.
     let rows = 300usize;
     let lens: Vec<usize> = (0..rows).map(|r| if r < 100 { 2 } else { 1 }).collect();
-    let values = Int64Array::from_iter((0..400).map(|i| (i >= 200).then_some(i as i64 % 7)));
-    let item = Arc::new(Field::new("item", DataType::Int64, true));
-    let l = ListArray::new(
-        item,
-        OffsetBuffer::from_lengths(lens),
-        Arc::new(values),
-        None,
+    let l = int_lists(
+        lens,
+        Int64Array::from_iter((0..400).map(|i| (i >= 200).then_some(i as i64 % 7))),
     );
     let schema = Arc::new(Schema::new(vec![Field::new(
         "l",
