@@ -38,6 +38,8 @@
 //! dictionary's entries as each span is unpacked ([`Hybrid::lookup`]), so that they never
 //! exist as a column of 64-bit integers to be checked and mapped in further passes.
 
+use std::hint::select_unpredictable;
+
 use serde::{Deserialize, Serialize};
 use sift_bits::bitmap::count_ones_in_words;
 use sift_bits::compact::SLACK;
@@ -273,7 +275,7 @@ pub fn check_stream(bits: u8, bytes: &[u8], count: usize) -> std::result::Result
 /// or the OR or the AND of their two bits, is gathered from every other bit. Runs of at
 /// most 64 values behind a one-byte header (the levels of lists a few values long switch
 /// between a repeated and a bit-packed run every few dozen values) are read without a
-/// branch on their kind, as [`one_bit_words`] reads validity. Checks the stream as
+/// branch on their kind, as [`short_one_bit_runs`] reads validity. Checks the stream as
 /// [`parse`] does; on an error the bitmaps are left as they were.
 pub fn append_level_bitmaps(
     bits: u8,
@@ -493,32 +495,9 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
     let mut out = vec![0u64; words + 1];
     let (mut pos, mut row) = (0usize, 0usize);
     while row < count {
-        // Short runs (a one-byte header and at most 64 values: nearly every run of levels
-        // with scattered nulls) as one 64-bit field, without a branch on the run's kind:
-        // a repeated run's bits are all its value, a bit-packed run's are its next bytes
-        // (the 8 loaded past a shorter run are cut off by the length).
-        if let (Some(&h), Some(next)) = (bytes.get(pos), bytes.get(pos + 1..pos + 9))
-            && h < 0x80
-        {
-            let n = usize::from(h >> 1);
-            let repeated = h & 1 == 0;
-            let len = if repeated { n } else { n * 8 };
-            if len <= 64 && (!repeated || next[0] <= 1) {
-                let field = if repeated {
-                    0u64.wrapping_sub(u64::from(next[0]))
-                } else {
-                    u64::from_le_bytes([
-                        next[0], next[1], next[2], next[3], next[4], next[5], next[6], next[7],
-                    ])
-                };
-                let len = len.min(count - row);
-                let wide = u128::from(field & low_mask(len as u32)) << (row % 64);
-                out[row / 64] |= wide as u64;
-                out[row / 64 + 1] |= (wide >> 64) as u64;
-                row += len;
-                pos += if repeated { 2 } else { 1 + n };
-                continue;
-            }
+        (pos, row) = short_one_bit_runs(bytes, pos, row, count, &mut out);
+        if row == count {
+            break;
         }
         let at = pos;
         // Most headers are one byte.
@@ -577,6 +556,60 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
     }
     out.truncate(words);
     Ok(out)
+}
+
+/// Decodes the runs of at most 64 one-bit values behind a one-byte header (nearly every
+/// run of definition levels with scattered nulls) from byte `pos` of `bytes` into `out`
+/// from bit `row`, while 9 bytes and 64 values remain; returns where it stopped: the end
+/// of that stretch, or the first run it leaves to the caller (a longer run, a wider
+/// header, a repeated value above 1). A run's bits are one 64-bit field: all its value
+/// when repeated, its next bytes when bit-packed (the 8 loaded past a shorter run are cut
+/// off by its length), chosen, like its length and size, without a branch on its kind,
+/// which switches at random where nulls are scattered. The word being filled stays in a
+/// register and is stored whole after every run, the bits a run carries past it starting
+/// the next word, so no run reads `out`. A function of its own (not inlined into its
+/// callers, where the loop's values were spilled to the stack).
+#[inline(never)]
+fn short_one_bit_runs(
+    bytes: &[u8],
+    mut pos: usize,
+    mut row: usize,
+    count: usize,
+    out: &mut [u64],
+) -> (usize, usize) {
+    let Some(last_row) = count.checked_sub(64) else {
+        return (pos, row);
+    };
+    let Some(&first) = out.get(row / 64) else {
+        return (pos, row);
+    };
+    let mut word = first;
+    while row <= last_row {
+        let Some(&[h, b0, b1, b2, b3, b4, b5, b6, b7]) = bytes.get(pos..pos + 9) else {
+            break;
+        };
+        let n = usize::from(h >> 1);
+        let packed = h & 1 == 1;
+        if h >= 0x80 || (packed && n > 8) || (!packed && b0 > 1) {
+            break;
+        }
+        let next = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
+        let len = select_unpredictable(packed, n * 8, n);
+        let field = select_unpredictable(packed, next, 0u64.wrapping_sub(u64::from(b0)))
+            & low_mask(len as u32);
+        let shift = row % 64;
+        word |= field << shift;
+        // Bits past the word: `field >> (64 - shift)`, written so that no shift is by 64.
+        let carry = (field >> 1) >> (63 - shift);
+        out[row / 64] = word;
+        word = select_unpredictable(shift + len >= 64, carry, word);
+        row += len;
+        pos += select_unpredictable(packed, 1 + n, 2);
+    }
+    if let Some(slot) = out.get_mut(row / 64) {
+        *slot = word;
+    }
+    (pos, row)
 }
 
 /// Appends `run` (never empty), joined to the previous one when both repeat the same
@@ -1871,6 +1904,24 @@ mod tests {
                 .map(|&(a, b)| (bound(a, &values, bits), bound(b, &values, bits)))
                 .collect();
             check(bits, &stream, &values, &sel, &ranges)?;
+        }
+
+        /// One-bit streams of many runs of at most 64 values (definition levels with
+        /// scattered nulls), read by the short-run path, with long runs, wide headers and
+        /// the stream's last bytes among them, cut short and followed by bytes that are not
+        /// runs.
+        #[test]
+        fn short_one_bit_runs(
+            specs in specs(300, 80),
+            cut in 0usize..70,
+            garbage in proptest::collection::vec(any::<u8>(), 0..12),
+            sel_seed in any::<u64>(),
+        ) {
+            let (mut stream, mut values) = write_stream(1, &specs);
+            values.truncate(values.len().saturating_sub(cut));
+            stream.extend_from_slice(&garbage);
+            let sel = bitmap((0..values.len() as u64).map(|i| mix(sel_seed ^ i).is_multiple_of(4)));
+            check(1, &stream, &values, &sel, &[(0, 0), (1, 1), (0, 1)])?;
         }
 
         /// One-bit streams as booleans: decoded, selected, filtered, and as a validity root.
