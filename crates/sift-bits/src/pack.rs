@@ -139,9 +139,12 @@ pub fn words_from_le_bytes(bytes: &[u8]) -> Vec<u64> {
 
 /// Appends words to a byte buffer in little-endian order.
 pub fn extend_le_bytes(out: &mut Vec<u8>, words: &[u64]) {
-    out.reserve(words.len() * 8);
-    for w in words {
-        out.extend_from_slice(&w.to_le_bytes());
+    // Sized once and filled in place (a copy of the words on a little-endian machine):
+    // extending by 8 bytes a word checked the capacity word by word.
+    let start = out.len();
+    out.resize(start + words.len() * 8, 0);
+    for (dst, w) in out[start..].chunks_exact_mut(8).zip(words) {
+        dst.copy_from_slice(&w.to_le_bytes());
     }
 }
 
