@@ -25,6 +25,7 @@ use sift_bits::bloom::{BloomFilter, i128_key};
 use arrow_array::Array;
 
 use crate::domain::{FloatBits, Strings, Value, eval_all};
+use crate::encodings::hybrid::EntryRanks;
 use crate::error::{EncodingError, Result};
 use crate::tree::Ctx;
 
@@ -331,6 +332,8 @@ pub struct DictionaryMemo {
     /// The decoded entries (an `Rc<Vec<V>>` of the domain they were decoded as, or strings
     /// prepared for gathers, an `Rc<GatherTable>`), by dictionary length.
     entries: std::cell::RefCell<Option<(usize, std::rc::Rc<dyn std::any::Any>)>>,
+    /// The integer entries' ranks by value, by dictionary length.
+    ranks: std::cell::RefCell<Option<(usize, std::rc::Rc<EntryRanks>)>>,
 }
 
 impl std::fmt::Debug for DictionaryMemo {
@@ -377,6 +380,22 @@ impl DictionaryMemo {
         let entries = std::rc::Rc::new(compute()?);
         *self.entries.borrow_mut() = Some((len, entries.clone()));
         Ok(entries)
+    }
+
+    /// The ranks of the `len` integer entries: those kept, else `compute`'s (kept).
+    pub(crate) fn ranks(
+        &self,
+        len: usize,
+        compute: impl FnOnce() -> EntryRanks,
+    ) -> std::rc::Rc<EntryRanks> {
+        if let Some((n, ranks)) = self.ranks.borrow().as_ref()
+            && *n == len
+        {
+            return ranks.clone();
+        }
+        let ranks = std::rc::Rc::new(compute());
+        *self.ranks.borrow_mut() = Some((len, ranks.clone()));
+        ranks
     }
 
     /// The kept verdicts as a code set (built on first use).

@@ -209,7 +209,7 @@ impl Dict {
         };
         let len = self.checked_len(ctx, count)?;
         let dict = self.shared_entries::<i64>(ctx, id, len, depth)?;
-        h.extremes(ctx, codes, count, sel, &dict)
+        h.extremes(ctx, codes, count, sel, &dict, Self::memo(ctx, id))
     }
 
     /// The `len` entries of a string dictionary.

@@ -39,6 +39,7 @@
 //! exist as a column of 64-bit integers to be checked and mapped in further passes.
 
 use std::hint::select_unpredictable;
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 use sift_bits::bitmap::count_ones_in_words;
@@ -52,7 +53,7 @@ use crate::domain::{Domain, Value, set_range, uniform};
 use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
 use crate::error::{Result, corrupt};
-use crate::predicate::{CodeMask, DomainPred};
+use crate::predicate::{CodeMask, DictionaryMemo, DomainPred};
 use crate::tree::{ColumnEncoding, Ctx, NodeId};
 use crate::wire::{Reader, Writer};
 
@@ -932,7 +933,8 @@ impl Hybrid {
     /// ([`rank_extremes`](Self::rank_extremes)), others looked up a few thousand at a time
     /// into a buffer that stays in L1 ([`Extremes`]). `Ok(Some(None))` when no value is
     /// selected; `Ok(None)` if a code lies past the table (the caller's decode then
-    /// reports it).
+    /// reports it). `memo`, when `table` holds the entries of a dictionary other chunks
+    /// share, keeps the entries' ranks for them.
     pub(crate) fn extremes(
         &self,
         ctx: &Ctx<'_>,
@@ -940,10 +942,15 @@ impl Hybrid {
         count: usize,
         sel: Option<&Bitmap>,
         table: &[i64],
+        memo: Option<&DictionaryMemo>,
     ) -> Result<Option<Option<(i64, i64)>>> {
         let dense = sel.is_none_or(|s| !gathered(s.count_ones(), count));
         if self.bits <= 8 && table.len() <= 256 && dense {
-            return self.rank_extremes(ctx, id, count, sel, table);
+            let ranks = match memo {
+                Some(m) => m.ranks(table.len(), || EntryRanks::new(table)),
+                None => Rc::new(EntryRanks::new(table)),
+            };
+            return self.rank_extremes(ctx, id, count, sel, table, &ranks);
         }
         let mut sink = Extremes {
             table,
@@ -967,14 +974,8 @@ impl Hybrid {
         count: usize,
         sel: Option<&Bitmap>,
         table: &[i64],
+        EntryRanks { order, ranks }: &EntryRanks,
     ) -> Result<Option<Option<(i64, i64)>>> {
-        // The entries in order of value, and each one's place in that order.
-        let mut order: Vec<usize> = (0..table.len()).collect();
-        order.sort_by_key(|&i| table[i]);
-        let mut ranks = [0u8; 256];
-        for (r, &i) in order.iter().enumerate() {
-            ranks[i] = r as u8;
-        }
         let (bytes, runs) = self.runs(ctx, id, count)?;
         let (bits, level) = (u32::from(self.bits), Level::active());
         let picked = |start: usize, len: usize| {
@@ -1008,7 +1009,7 @@ impl Hybrid {
                                 bits_range(s.words(), start, len, part);
                                 part.as_slice()
                             });
-                            rank_extremes(level, codes, mask, &ranks)
+                            rank_extremes(level, codes, mask, ranks)
                         }
                     };
                     if let Some(f) = found {
@@ -1321,6 +1322,25 @@ impl Hybrid {
     /// Whether this node holds values of `domain`: integers, and booleans at one bit.
     fn holds(&self, domain: Domain) -> bool {
         domain == Domain::Int || (domain == Domain::Bool && self.boolean())
+    }
+}
+
+/// A table of at most 256 entries in order of value, and each entry's place in that order
+/// (what [`Hybrid::extremes`] folds byte codes through).
+pub(crate) struct EntryRanks {
+    order: Vec<usize>,
+    ranks: [u8; 256],
+}
+
+impl EntryRanks {
+    fn new(table: &[i64]) -> Self {
+        let mut order: Vec<usize> = (0..table.len()).collect();
+        order.sort_by_key(|&i| table[i]);
+        let mut ranks = [0u8; 256];
+        for (r, &i) in order.iter().enumerate() {
+            ranks[i] = r as u8;
+        }
+        Self { order, ranks }
     }
 }
 
@@ -1761,7 +1781,7 @@ mod tests {
                     vals.iter().min().copied().zip(vals.iter().max().copied())
                 };
                 let extremes = |sel: Option<&Bitmap>, table: &[i64]| {
-                    h.extremes(ctx, 1, count, sel, table).map_err(fail)
+                    h.extremes(ctx, 1, count, sel, table, None).map_err(fail)
                 };
                 prop_assert_eq!(extremes(None, &scrambled)?, Some(span(&mut (0..count))));
                 prop_assert_eq!(
