@@ -315,9 +315,9 @@ impl DomainPred<i64> for CodeMask {
 
 /// What is learnt about one dictionary, kept across the chunks that share it (the data
 /// pages of a Parquet column chunk, each its own chunk over the one dictionary page): one
-/// predicate's verdicts on the entries, and the decoded entries. Each is computed once
-/// instead of once per chunk, which costs more than the chunk's own codes when the
-/// dictionary is long and the chunks short. Pass it with [`Chunk::filter_memo`] or
+/// predicate's verdicts on the entries, the decoded entries, and their ranks by value.
+/// Each is computed once instead of once per chunk, which costs more than the chunk's own
+/// codes when the dictionary is long and the chunks short. Pass it with [`Chunk::filter_memo`] or
 /// [`Chunk::with_memo`] only to chunks whose root is a dictionary over the same entries
 /// (and, to filter, with the same predicate).
 ///
@@ -342,6 +342,7 @@ impl std::fmt::Debug for DictionaryMemo {
         f.debug_struct("DictionaryMemo")
             .field("verdicts", &len(self.mask.borrow().as_ref().map(|m| m.0)))
             .field("entries", &len(self.entries.borrow().as_ref().map(|e| e.0)))
+            .field("ranks", &len(self.ranks.borrow().as_ref().map(|r| r.0)))
             .finish()
     }
 }
