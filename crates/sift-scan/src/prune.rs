@@ -65,13 +65,22 @@ pub(crate) fn prunes<'a>(b: &Bound, zone: &dyn Fn(usize) -> Zone<'a>) -> bool {
 }
 
 /// The filter for one block whose zones are `zone(col)`, with the leaves the statistics
-/// prove true for every row replaced by `true`, and folded: a range test that holds for
-/// the whole block is not evaluated on it (nor its column read for it).
+/// prove true for every row replaced by `true`, those they prove true for every non-null
+/// value by `IS NOT NULL`, and folded: a range test that holds for the whole block is not
+/// evaluated on it (nor its column read for it), and one that holds wherever its column
+/// is not null reads only the column's validity.
 pub(crate) fn settle<'a>(b: &Bound, zone: &dyn Fn(usize) -> Zone<'a>) -> Bound {
     match b {
         Bound::Const(_) => b.clone(),
-        Bound::Leaf(l) if leaf_holds(l, &zone(l.column)) => Bound::Const(true),
-        Bound::Leaf(_) => b.clone(),
+        Bound::Leaf(l) => match leaf_holds(l, &zone(l.column)) {
+            Holds::Everywhere => Bound::Const(true),
+            Holds::WhereNotNull => Bound::Leaf(Leaf {
+                op: LeafOp::Null { negated: true },
+                bounds: None,
+                ..l.clone()
+            }),
+            Holds::NotProven => b.clone(),
+        },
         Bound::And(v) => {
             let mut kept: Vec<Bound> = v
                 .iter()
@@ -94,24 +103,46 @@ pub(crate) fn settle<'a>(b: &Bound, zone: &dyn Fn(usize) -> Zone<'a>) -> Bound {
     }
 }
 
-/// True when the statistics prove the leaf true for every row of the block: a null test
-/// matching the null count, or an integer range holding the block's bounds when the block
-/// has no nulls. (Statistics need only bound the values: a writer's widened bounds still
-/// prove this.)
-fn leaf_holds(l: &Leaf, z: &Zone<'_>) -> bool {
-    let Some(stats) = z.stats else { return false };
+/// Where the statistics prove a leaf true in a block.
+#[derive(Debug, PartialEq, Eq)]
+enum Holds {
+    /// On every row.
+    Everywhere,
+    /// On every row whose value is not null (a value test is false on the others), with
+    /// both kinds of row in the block.
+    WhereNotNull,
+    NotProven,
+}
+
+/// Where the statistics prove the leaf true in the block: a null test matching the null
+/// count holds everywhere, and an integer range holding the block's bounds holds on
+/// every non-null value, so everywhere when the block has no nulls. (Statistics need only
+/// bound the values: a writer's widened bounds still prove this.)
+fn leaf_holds(l: &Leaf, z: &Zone<'_>) -> Holds {
+    let Some(stats) = z.stats else {
+        return Holds::NotProven;
+    };
+    let everywhere = |proven: bool| match proven {
+        true => Holds::Everywhere,
+        false => Holds::NotProven,
+    };
     match &l.op {
-        LeafOp::Null { negated: false } => stats.null_count == z.rows,
-        LeafOp::Null { negated: true } => stats.null_count == 0,
+        LeafOp::Null { negated: false } => everywhere(stats.null_count == z.rows),
+        LeafOp::Null { negated: true } => everywhere(stats.null_count == 0),
         LeafOp::Value(ValuePredicate::IntRange { lo, hi, negate }) => {
             let (Some(Scalar::Int(min)), Some(Scalar::Int(max))) = (&stats.min, &stats.max) else {
-                return false;
+                return Holds::NotProven;
             };
             let inside = lo <= min && max <= hi;
             let outside = max < lo || hi < min;
-            stats.null_count == 0 && z.rows > 0 && if *negate { outside } else { inside }
+            match (if *negate { outside } else { inside }, stats.null_count) {
+                (false, _) => Holds::NotProven,
+                (true, 0) if z.rows > 0 => Holds::Everywhere,
+                (true, nulls) if nulls < z.rows => Holds::WhereNotNull,
+                _ => Holds::NotProven,
+            }
         }
-        _ => false,
+        _ => Holds::NotProven,
     }
 }
 
@@ -261,5 +292,71 @@ fn stats_prune(l: &Leaf, z: &Zone<'_>) -> bool {
         }
         LeafOp::Columns { .. } | LeafOp::Udf { negate: false, .. } => false,
         LeafOp::Udf { .. } => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(lo: i128, hi: i128, negate: bool) -> Bound {
+        Bound::Leaf(Leaf {
+            id: 0,
+            column: 0,
+            op: LeafOp::Value(ValuePredicate::IntRange { lo, hi, negate }),
+            bounds: None,
+            label: "a".into(),
+        })
+    }
+
+    /// What `settle` makes of a leaf in a block of 100 rows, values in 10..=20.
+    fn settled(b: &Bound, nulls: u64) -> String {
+        let stats = ChunkStats {
+            null_count: nulls,
+            min: Some(Scalar::Int(10)),
+            max: Some(Scalar::Int(20)),
+            has_nan: false,
+        };
+        format!("{:?}", settle(b, &|_| Zone::of(100, Some(&stats))))
+    }
+
+    #[test]
+    fn ranges_proven_on_the_values_become_null_tests() {
+        let inside = range(0, 31, false);
+        let not_outside = range(30, 40, true);
+        for b in [&inside, &not_outside] {
+            assert_eq!(settled(b, 0), "Const(true)");
+            assert_eq!(settled(b, 7), format!("{:?}", Bound::Leaf(not_null())));
+            // All null: not proven here (the pruning logic drops such blocks).
+            assert_eq!(settled(b, 100), format!("{b:?}"));
+        }
+        // A range the bounds do not prove is left as it is, nulls or not.
+        let partial = range(15, 31, false);
+        assert_eq!(settled(&partial, 7), format!("{partial:?}"));
+        assert_eq!(settled(&partial, 0), format!("{partial:?}"));
+        // Inside AND and OR.
+        let both = Bound::And(vec![inside.clone(), partial.clone()]);
+        assert_eq!(
+            settled(&both, 7),
+            format!("{:?}", Bound::And(vec![Bound::Leaf(not_null()), partial]))
+        );
+        let either = Bound::Or(vec![range(50, 60, false), inside]);
+        assert_eq!(
+            settled(&either, 7),
+            format!(
+                "{:?}",
+                Bound::Or(vec![range(50, 60, false), Bound::Leaf(not_null())])
+            )
+        );
+    }
+
+    fn not_null() -> Leaf {
+        Leaf {
+            id: 0,
+            column: 0,
+            op: LeafOp::Null { negated: true },
+            bounds: None,
+            label: "a".into(),
+        }
     }
 }
