@@ -317,9 +317,9 @@ impl DomainPred<i64> for CodeMask {
 /// pages of a Parquet column chunk, each its own chunk over the one dictionary page): one
 /// predicate's verdicts on the entries, the decoded entries, and their ranks by value.
 /// Each is computed once instead of once per chunk, which costs more than the chunk's own
-/// codes when the dictionary is long and the chunks short. Pass it with [`Chunk::filter_memo`] or
-/// [`Chunk::with_memo`] only to chunks whose root is a dictionary over the same entries
-/// (and, to filter, with the same predicate).
+/// codes when the dictionary is long and the chunks short. Pass it with
+/// [`Chunk::filter_memo`] or [`Chunk::with_memo`] only to chunks whose root is a
+/// dictionary over the same entries (and, to filter, with the same predicate).
 ///
 /// [`Chunk::filter_memo`]: crate::Chunk::filter_memo
 /// [`Chunk::with_memo`]: crate::Chunk::with_memo

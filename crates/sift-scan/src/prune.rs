@@ -104,7 +104,6 @@ pub(crate) fn settle<'a>(b: &Bound, zone: &dyn Fn(usize) -> Zone<'a>) -> Bound {
 }
 
 /// Where the statistics prove a leaf true in a block.
-#[derive(Debug, PartialEq, Eq)]
 enum Holds {
     /// On every row.
     Everywhere,

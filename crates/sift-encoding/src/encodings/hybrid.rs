@@ -1940,7 +1940,8 @@ mod tests {
             let (mut stream, mut values) = write_stream(1, &specs);
             values.truncate(values.len().saturating_sub(cut));
             stream.extend_from_slice(&garbage);
-            let sel = bitmap((0..values.len() as u64).map(|i| mix(sel_seed ^ i).is_multiple_of(4)));
+            let sel = (0..values.len() as u64).map(|i| mix(sel_seed ^ i).is_multiple_of(4));
+            let sel = bitmap(sel);
             check(1, &stream, &values, &sel, &[(0, 0), (1, 1), (0, 1)])?;
         }
 
