@@ -561,17 +561,50 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
 
 /// Decodes the runs of at most 64 one-bit values behind a one-byte header (nearly every
 /// run of definition levels with scattered nulls) from byte `pos` of `bytes` into `out`
-/// from bit `row`, while 9 bytes and 64 values remain; returns where it stopped: the end
+/// from bit `row`, while 11 bytes and 64 values remain; returns where it stopped: the end
 /// of that stretch, or the first run it leaves to the caller (a longer run, a wider
-/// header, a repeated value above 1). A run's bits are one 64-bit field: all its value
-/// when repeated, its next bytes when bit-packed (the 8 loaded past a shorter run are cut
-/// off by its length), chosen, like its length and size, without a branch on its kind,
-/// which switches at random where nulls are scattered. The word being filled stays in a
-/// register and is stored whole after every run, the bits a run carries past it starting
-/// the next word, so no run reads `out`. A function of its own (not inlined into its
-/// callers, where the loop's values were spilled to the stack).
-#[inline(never)]
+/// header, a repeated value above 1).
+///
+/// Writers alternate a bit-packed run (the groups of 8 holding nulls) with a repeated run
+/// of ones, so a bit-packed run and the repeated run after it are taken as one field of at
+/// most 64 bits when they fit: one placement for two runs, and the second run's header is
+/// read while the next run's position is already known (it is two bytes on), which
+/// shortens the chain of loads each run's position waits for. A field is all its value
+/// when repeated and its next bytes when bit-packed (the bytes loaded past a shorter run
+/// are cut off by its length). The word being filled stays in a register and is stored
+/// whole after every field, the bits a field carries past it starting the next word, so
+/// no field reads `out`.
 fn short_one_bit_runs(
+    bytes: &[u8],
+    pos: usize,
+    row: usize,
+    count: usize,
+    out: &mut [u64],
+) -> (usize, usize) {
+    #[cfg(target_arch = "x86_64")]
+    if Level::active() != Level::Scalar && std::arch::is_x86_feature_detected!("bmi2") {
+        // SAFETY: the CPU has BMI2.
+        return unsafe { short_one_bit_runs_bmi2(bytes, pos, row, count, out) };
+    }
+    short_one_bit_runs_body(bytes, pos, row, count, out)
+}
+
+/// [`short_one_bit_runs`] compiled for BMI2, whose `bzhi` and `shlx` make the masks and
+/// shifts by a run's length one instruction each.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+fn short_one_bit_runs_bmi2(
+    bytes: &[u8],
+    pos: usize,
+    row: usize,
+    count: usize,
+    out: &mut [u64],
+) -> (usize, usize) {
+    short_one_bit_runs_body(bytes, pos, row, count, out)
+}
+
+#[inline(always)]
+fn short_one_bit_runs_body(
     bytes: &[u8],
     mut pos: usize,
     mut row: usize,
@@ -586,18 +619,44 @@ fn short_one_bit_runs(
     };
     let mut word = first;
     while row <= last_row {
-        let Some(&[h, b0, b1, b2, b3, b4, b5, b6, b7]) = bytes.get(pos..pos + 9) else {
+        // A run of at most 8 groups and the header and value of the run after it.
+        let Some(window) = bytes.get(pos..pos + 11) else {
             break;
         };
-        let n = usize::from(h >> 1);
-        let packed = h & 1 == 1;
-        if h >= 0x80 || (packed && n > 8) || (!packed && b0 > 1) {
+        let (Ok(window), Ok(next)) = (<&[u8; 11]>::try_from(window), window[1..9].try_into())
+        else {
             break;
+        };
+        let (h, next) = (window[0], u64::from_le_bytes(next));
+        let n = usize::from(h >> 1);
+        let (field, len);
+        if h & 1 == 1 {
+            if n > 8 {
+                break;
+            }
+            let (packed, after) = (next & low_mask(8 * n as u32), 1 + n);
+            let (h2, value) = (window[after], window[after + 1]);
+            let repeats = usize::from(h2 >> 1);
+            if h2 & 0x81 == 0 && value <= 1 && 8 * n + repeats <= 64 {
+                let run = 0u64.wrapping_sub(u64::from(value)) & low_mask(repeats as u32);
+                // Eight groups leave no room for a repeat: `run` is 0, shifted by 0.
+                field = packed | run << (8 * n % 64);
+                len = 8 * n + repeats;
+                pos += after + 2;
+            } else {
+                field = packed;
+                len = 8 * n;
+                pos += after;
+            }
+        } else {
+            let value = next as u8;
+            if h >= 0x80 || value > 1 {
+                break;
+            }
+            field = 0u64.wrapping_sub(u64::from(value)) & low_mask(n as u32);
+            len = n;
+            pos += 2;
         }
-        let next = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
-        let len = select_unpredictable(packed, n * 8, n);
-        let field = select_unpredictable(packed, next, 0u64.wrapping_sub(u64::from(b0)))
-            & low_mask(len as u32);
         let shift = row % 64;
         word |= field << shift;
         // Bits past the word: `field >> (64 - shift)`, written so that no shift is by 64.
@@ -605,7 +664,6 @@ fn short_one_bit_runs(
         out[row / 64] = word;
         word = select_unpredictable(shift + len >= 64, carry, word);
         row += len;
-        pos += select_unpredictable(packed, 1 + n, 2);
     }
     if let Some(slot) = out.get_mut(row / 64) {
         *slot = word;
@@ -1929,7 +1987,9 @@ mod tests {
         /// One-bit streams of many runs of at most 64 values (definition levels with
         /// scattered nulls), read by the short-run path, with long runs, wide headers and
         /// the stream's last bytes among them, cut short and followed by bytes that are not
-        /// runs.
+        /// runs. Runs come in any order, so a bit-packed run is followed by a repeated run
+        /// that joins it in one field or is too long to, by another bit-packed run, or by
+        /// an empty one.
         #[test]
         fn short_one_bit_runs(
             specs in specs(300, 80),
