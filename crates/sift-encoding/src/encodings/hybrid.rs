@@ -638,7 +638,7 @@ fn short_one_bit_runs_body(
             let (h2, value) = (window[after], window[after + 1]);
             let repeats = usize::from(h2 >> 1);
             if h2 & 0x81 == 0 && value <= 1 && 8 * n + repeats <= 64 {
-                let run = 0u64.wrapping_sub(u64::from(value)) & low_mask(repeats as u32);
+                let run = repeat::<1>(u64::from(value)) & low_mask(repeats as u32);
                 // Eight groups leave no room for a repeat: `run` is 0, shifted by 0.
                 field = packed | run << (8 * n % 64);
                 len = 8 * n + repeats;
@@ -653,7 +653,7 @@ fn short_one_bit_runs_body(
             if h >= 0x80 || value > 1 {
                 break;
             }
-            field = 0u64.wrapping_sub(u64::from(value)) & low_mask(n as u32);
+            field = repeat::<1>(u64::from(value)) & low_mask(n as u32);
             len = n;
             pos += 2;
         }
