@@ -495,8 +495,9 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
     let words = count.div_ceil(64);
     let mut out = vec![0u64; words + 1];
     let (mut pos, mut row) = (0usize, 0usize);
+    let bmi2 = has_bmi2();
     while row < count {
-        (pos, row) = short_one_bit_runs(bytes, pos, row, count, &mut out);
+        (pos, row) = short_one_bit_runs(bmi2, bytes, pos, row, count, &mut out);
         if row == count {
             break;
         }
@@ -574,7 +575,9 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
 /// are cut off by its length). The word being filled stays in a register and is stored
 /// whole after every field, the bits a field carries past it starting the next word, so
 /// no field reads `out`.
+/// `bmi2`: [`has_bmi2`], asked once by the caller.
 fn short_one_bit_runs(
+    bmi2: bool,
     bytes: &[u8],
     pos: usize,
     row: usize,
@@ -582,11 +585,21 @@ fn short_one_bit_runs(
     out: &mut [u64],
 ) -> (usize, usize) {
     #[cfg(target_arch = "x86_64")]
-    if Level::active() != Level::Scalar && std::arch::is_x86_feature_detected!("bmi2") {
-        // SAFETY: the CPU has BMI2.
+    if bmi2 {
+        // SAFETY: `has_bmi2` said the CPU has BMI2.
         return unsafe { short_one_bit_runs_bmi2(bytes, pos, row, count, out) };
     }
+    let _ = bmi2;
     short_one_bit_runs_body(bytes, pos, row, count, out)
+}
+
+/// True when the CPU has BMI2 and the kernels on this thread are not pinned to the
+/// portable level (`SIFT_FORCE_SCALAR`, `with_level`).
+fn has_bmi2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return Level::active() != Level::Scalar && std::arch::is_x86_feature_detected!("bmi2");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// [`short_one_bit_runs`] compiled for BMI2, whose `bzhi` and `shlx` make the masks and
