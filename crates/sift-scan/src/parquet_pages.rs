@@ -563,7 +563,11 @@ impl PagedColumn {
                 (valid, page.encoding.nodes.get(root as usize))
             {
                 let buffer = levels.buffer;
-                page.buffers[buffer as usize] = Bytes::from(valid.to_le_bytes());
+                page.buffers[buffer as usize] = if cfg!(target_endian = "little") {
+                    Bytes::from_owner(LeWords(valid.into_words()))
+                } else {
+                    Bytes::from(valid.to_le_bytes())
+                };
                 page.encoding.nodes[root as usize] =
                     Node::Bitmap(sift_encoding::encodings::Bitmap { buffer });
             }
@@ -672,6 +676,16 @@ impl PagedColumn {
             parts.push(arrow_array::new_empty_array(&self.data_type));
         }
         Ok(parts)
+    }
+}
+
+/// Bitmap words as the little-endian bytes a `Bitmap` node reads, handed to `Bytes`
+/// without a copy (on a little-endian target they are those bytes).
+struct LeWords(Vec<u64>);
+
+impl AsRef<[u8]> for LeWords {
+    fn as_ref(&self) -> &[u8] {
+        bytemuck::cast_slice(&self.0)
     }
 }
 

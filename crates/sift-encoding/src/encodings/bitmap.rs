@@ -36,6 +36,13 @@ impl Bitmap {
 
 /// Little-endian bytes as words (a copy; a short tail is zero-padded).
 fn le_words(bytes: &[u8]) -> Vec<u64> {
+    // Bytes that already are aligned words (a bitmap the scan decoded) copied in one pass.
+    if let (true, Ok(words)) = (
+        cfg!(target_endian = "little"),
+        bytemuck::try_cast_slice::<u8, u64>(bytes),
+    ) {
+        return words.to_vec();
+    }
     let mut words = vec![0u64; bytes.len().div_ceil(8)];
     bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
     if cfg!(target_endian = "big") {
