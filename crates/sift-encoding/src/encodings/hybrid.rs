@@ -568,13 +568,13 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
 ///
 /// Writers alternate a bit-packed run (the groups of 8 holding nulls) with a repeated run
 /// of ones, so a bit-packed run and the repeated run after it are taken as one field of at
-/// most 64 bits when they fit: one placement for two runs, and the second run's header is
-/// read while the next run's position is already known (it is two bytes on), which
-/// shortens the chain of loads each run's position waits for. A field is all its value
-/// when repeated and its next bytes when bit-packed (the bytes loaded past a shorter run
-/// are cut off by its length). The word being filled stays in a register and is stored
-/// whole after every field, the bits a field carries past it starting the next word, so
-/// no field reads `out`.
+/// most 64 bits when they fit: one pass of the loop and one placement for two runs (the
+/// walk is bound by the instructions spent on each run more than by the wait for each
+/// header; two walkers interleaved over halves of a stream were no faster). A field is
+/// all its value when repeated and its next bytes when bit-packed (the bytes loaded past a
+/// shorter run are cut off by its length). The word being filled stays in a register and
+/// is stored whole after every field, the bits a field carries past it starting the next
+/// word, so no field reads `out`.
 /// `bmi2`: [`has_bmi2`], asked once by the caller.
 fn short_one_bit_runs(
     bmi2: bool,
