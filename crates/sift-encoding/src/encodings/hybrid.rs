@@ -276,8 +276,8 @@ pub fn check_stream(bits: u8, bytes: &[u8], count: usize) -> std::result::Result
 /// or the OR or the AND of their two bits, is gathered from every other bit. Runs of at
 /// most 64 values behind a one-byte header (the levels of lists a few values long switch
 /// between a repeated and a bit-packed run every few dozen values) are read without a
-/// branch on their kind, as [`short_one_bit_runs`] reads validity. Checks the stream as
-/// [`parse`] does; on an error the bitmaps are left as they were.
+/// branch on their kind. Checks the stream as [`parse`] does; on an error the bitmaps are
+/// left as they were.
 pub fn append_level_bitmaps(
     bits: u8,
     bytes: &[u8],
@@ -575,6 +575,7 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
 /// shorter run are cut off by its length). The word being filled stays in a register and
 /// is stored whole after every field, the bits a field carries past it starting the next
 /// word, so no field reads `out`.
+///
 /// `bmi2`: [`has_bmi2`], asked once by the caller.
 fn short_one_bit_runs(
     bmi2: bool,
