@@ -150,9 +150,10 @@ impl<'a> Chunk<'a> {
 
     /// The smallest and largest value of an integer chunk's rows (all, or those set in
     /// `sel`), nulls ignored, as a two-row array `[min, max]` of its type (both null when
-    /// no value counts), folded over a dictionary's codes without decoding the values.
-    /// `None` when the chunk is not an integer one dictionary-encoded over a Parquet hybrid
-    /// code stream (decode it and take the extremes of its values, then).
+    /// no value counts), folded over its codes without decoding the values: a
+    /// dictionary's codes (a Parquet hybrid stream or frame-of-reference codes) or
+    /// frame-of-reference codes at the root. `None` for any other integer chunk, and where
+    /// the fold declines (decode it and take the extremes of its values, then).
     pub fn decode_extremes(&self, sel: Option<&Bitmap>) -> Result<Option<ArrayRef>> {
         if self.needs_source().is_some() {
             return Ok(None);

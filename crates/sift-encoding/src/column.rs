@@ -18,7 +18,7 @@ use crate::error::{EncodingError, Result, corrupt};
 use crate::predicate::{ValuePredicate, filter_values};
 use crate::stats::{ChunkStats, Scalar, bytes_bounds, float_bounds, int_bounds};
 use crate::tree::MAX_CASCADE;
-use crate::tree::{BufferSink, Buffers, ColumnEncoding, Ctx, Validity};
+use crate::tree::{BufferSink, Buffers, ColumnEncoding, Ctx, Node, Validity};
 use sift_bits::Bitmap;
 
 /// Integer storage types.
@@ -705,9 +705,10 @@ pub(crate) fn decode_rows(
 /// The smallest and largest value of a chunk of an integer column of type `dt` (over all
 /// `len` rows, or the rows set in `selection`), nulls ignored, as a two-row array
 /// `[min, max]` of type `dt` (both null when no value counts), when the chunk is
-/// dictionary-encoded at its root over a Parquet hybrid code stream: the selected codes
-/// are folded over the entries as they are unpacked, and no value is materialised.
-/// `Ok(None)` for any other chunk (decode it and take the extremes of its values).
+/// dictionary-encoded at its root (over a Parquet hybrid code stream or
+/// frame-of-reference codes) or frame-of-reference-encoded: the selected codes are folded
+/// as they are unpacked, and no value is materialised. `Ok(None)` for any other chunk and
+/// where the fold declines (decode it and take the extremes of its values).
 pub(crate) fn decode_extremes(
     enc: &ColumnEncoding,
     dt: &DataType,
@@ -720,9 +721,9 @@ pub(crate) fn decode_extremes(
     let PhysicalKind::Int(it) = physical_kind(dt)? else {
         return Ok(None);
     };
-    let Some(dict) = enc.nodes.first().and_then(|n| n.as_dict()) else {
+    if !matches!(enc.nodes.first(), Some(Node::Dict(_) | Node::For(_))) {
         return Ok(None);
-    };
+    }
     if enc.validity == Validity::AllNull {
         return Ok(Some(arrow_array::new_null_array(dt, 2)));
     }
@@ -743,9 +744,13 @@ pub(crate) fn decode_extremes(
         if enc.node(0)?.beyond_i64(T::BYTES) {
             return Ok(None);
         }
-        let range = match dict.extremes(&ctx, 0, stored, 0, sel)? {
-            None => return Ok(None),
-            Some(range) => range,
+        let range = match enc.node(0)? {
+            Node::Dict(dict) => dict.extremes(&ctx, 0, stored, 0, sel)?,
+            Node::For(f) => f.extremes(&ctx, stored, sel)?,
+            _ => None,
+        };
+        let Some(range) = range else {
+            return Ok(None);
         };
         let Some((lo, hi)) = range else {
             return Ok(Some(arrow_array::new_null_array(dt, 2)));

@@ -238,9 +238,9 @@ impl ScanBuilder {
     /// Returns, for each block with selected rows, two rows instead of its rows: the
     /// smallest and the largest value of every projected column over the block's selected
     /// rows (nulls ignored; both null where no value is selected), all that `MIN` and
-    /// `MAX` aggregates need. A dictionary-encoded Parquet page then folds its selected
-    /// codes over its dictionary's entries and decodes no value; other chunks are decoded
-    /// and their extremes taken. Integer, date, time, timestamp and decimal columns only
+    /// `MAX` aggregates need. A dictionary-encoded Parquet page, and a Sift chunk
+    /// frame-of-reference- or dictionary-encoded at its root, then folds its selected codes
+    /// and decodes no value; other chunks are decoded and their extremes taken. Integer, date, time, timestamp and decimal columns only
     /// (floats have no single order with NaN), and no limit (rows are not returned).
     pub fn extremes_only(mut self) -> Self {
         self.extremes = true;

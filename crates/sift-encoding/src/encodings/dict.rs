@@ -192,9 +192,10 @@ impl Dict {
 
     /// The smallest and largest entry among the codes of all `count` values, or of those
     /// `sel` selects, of a dictionary of 64-bit integers whose codes are a Parquet hybrid
-    /// stream: the codes are folded as they are unpacked, no value is materialised.
-    /// `Ok(Some(None))` when no value is selected; `Ok(None)` for codes of another
-    /// encoding, and for a code past the entries (the caller's decode then reports it).
+    /// stream or frame-of-reference codes: the codes are folded as they are unpacked, no
+    /// value is materialised. `Ok(Some(None))` when no value is selected; `Ok(None)` for
+    /// codes of another encoding, where the fold declines, and for a code past the entries
+    /// (the caller's decode then reports it).
     pub(crate) fn extremes(
         &self,
         ctx: &Ctx<'_>,
@@ -204,12 +205,31 @@ impl Dict {
         sel: Option<&Bitmap>,
     ) -> Result<Option<Option<(i64, i64)>>> {
         let codes = ctx.child(id, self.codes)?;
-        let Node::Hybrid(h) = ctx.node(codes, 0)? else {
+        let node = ctx.node(codes, 0)?;
+        if !matches!(node, Node::Hybrid(_) | Node::For(_)) {
             return Ok(None);
-        };
+        }
         let len = self.checked_len(ctx, count)?;
         let dict = self.shared_entries::<i64>(ctx, id, len, depth)?;
-        h.extremes(ctx, codes, count, sel, &dict, Self::memo(ctx, id))
+        match node {
+            Node::Hybrid(h) => h.extremes(ctx, codes, count, sel, &dict, Self::memo(ctx, id)),
+            // Sift writes its dictionaries sorted, so the extreme codes name the extreme
+            // entries; any other order (a damaged file) is left to the decode.
+            Node::For(f) if dict.is_sorted() => {
+                let Some(range) = f.code_extremes(ctx, count, sel)? else {
+                    return Ok(None);
+                };
+                let entry = |c: u64| {
+                    let at = usize::try_from(f.base.checked_add(i128::from(c))?).ok()?;
+                    dict.get(at).copied()
+                };
+                Ok(match range {
+                    None => Some(None),
+                    Some((lo, hi)) => entry(lo).zip(entry(hi)).map(Some),
+                })
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The `len` entries of a string dictionary.

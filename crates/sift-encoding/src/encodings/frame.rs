@@ -9,9 +9,11 @@
 //! the selected codes (BMI2 PEXT or a gather, `sift_bits::select`).
 
 use serde::{Deserialize, Serialize};
-use sift_bits::Bitmap;
+use sift_bits::extreme::{extreme_i64, rank_extremes};
 use sift_bits::pack;
 use sift_bits::predicate::Predicate;
+use sift_bits::unpack::unpack_to;
+use sift_bits::{Bitmap, Level};
 
 use crate::domain::{Domain, Value, uniform};
 use crate::encoding::Encoding;
@@ -179,6 +181,22 @@ pub(crate) fn for_words<'a>(
     Ok(packed_words(&bytes[..words_needed * 8]))
 }
 
+/// Codes unpacked and folded at a time by [`For::code_extremes`]: a multiple of 64, so
+/// that every span's codes and selection start on a word, and few enough that the span
+/// (8 KiB as bytes, 64 KiB as 64-bit integers) stays in L1/L2.
+const FOLD_SPAN: usize = 8192;
+
+/// Every byte code its own rank: folding codes through it gives their own extremes.
+const IDENTITY_RANKS: [u8; 256] = {
+    let mut ranks = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        ranks[i] = i as u8;
+        i += 1;
+    }
+    ranks
+};
+
 impl For {
     /// The packed codes of `count` values.
     fn words<'a>(&self, ctx: &Ctx<'a>, count: usize) -> Result<std::borrow::Cow<'a, [u64]>> {
@@ -213,6 +231,94 @@ impl For {
             out.not_assign();
         }
         Ok(out)
+    }
+
+    /// The smallest and largest of the node's `count` codes, all (`sel` = `None`) or
+    /// those `sel` selects, with no code materialised: a span at a time unpacked into L1
+    /// and folded there, byte codes through [`rank_extremes`] (every code its own rank),
+    /// wider ones as 64-bit integers through [`extreme_i64`]; a span with nothing selected
+    /// is not unpacked. Contiguous packed codes unpack so cheaply that this beats gathering
+    /// the selected codes even when one row in a thousand is selected (`MAX` of three
+    /// 5-bit columns over 16 M rows, one in 1,024 selected: 8.7 against 9.6 ms for the
+    /// whole query). `Ok(Some(None))` when nothing is selected; `Ok(None)` for 64-bit
+    /// codes.
+    pub(crate) fn code_extremes(
+        &self,
+        ctx: &Ctx<'_>,
+        count: usize,
+        sel: Option<&Bitmap>,
+    ) -> Result<Option<Option<(u64, u64)>>> {
+        if self.bits >= 64 {
+            return Ok(None);
+        }
+        let words = self.words(ctx, count)?;
+        let (bits, level) = (u32::from(self.bits), Level::active());
+        let (mut bytes, mut wide, mut valid) = (Vec::new(), Vec::new(), Vec::new());
+        let mut acc: Option<(u64, u64)> = None;
+        for start in (0..count).step_by(FOLD_SPAN) {
+            let len = FOLD_SPAN.min(count - start);
+            let mask = match sel {
+                None => None,
+                Some(s) => {
+                    let Some(mask) = s.words().get(start / 64..(start + len).div_ceil(64)) else {
+                        return Err(corrupt(format!(
+                            "a selection of {} rows for {count} codes",
+                            s.len()
+                        )));
+                    };
+                    if mask.iter().all(|&w| w == 0) {
+                        continue;
+                    }
+                    Some(mask)
+                }
+            };
+            let packed = &words[start / 64 * bits as usize..];
+            let unpack_err = |e: sift_bits::BitsError| corrupt(format!("packed codes: {e}"));
+            let found = if bits <= 8 {
+                bytes.resize(len, 0u8);
+                unpack_to(packed, bits, &mut bytes).map_err(unpack_err)?;
+                rank_extremes(level, &bytes, mask, &IDENTITY_RANKS)
+                    .map(|r| (u64::from(r.lo), u64::from(r.hi)))
+            } else {
+                wide.resize(len, 0u64);
+                unpack_to(packed, bits, &mut wide).map_err(unpack_err)?;
+                // Codes below 2^63 are the same as `i64`s.
+                let codes: &[i64] = bytemuck::cast_slice(&wide);
+                let mask = mask.map(|m| {
+                    valid.clear();
+                    valid.extend(m.iter().flat_map(|w| w.to_le_bytes()));
+                    valid.as_slice()
+                });
+                let lo = extreme_i64(level, codes, mask, false);
+                let hi = extreme_i64(level, codes, mask, true);
+                lo.zip(hi).map(|(lo, hi)| (lo as u64, hi as u64))
+            };
+            if let Some((lo, hi)) = found {
+                acc = Some(acc.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+            }
+        }
+        Ok(Some(acc))
+    }
+
+    /// The smallest and largest value (`base` + code) among the node's `count` values,
+    /// all or those `sel` selects, folded over the codes ([`code_extremes`]); `Ok(None)`
+    /// where that declines and for values beyond `i64`.
+    ///
+    /// [`code_extremes`]: Self::code_extremes
+    pub(crate) fn extremes(
+        &self,
+        ctx: &Ctx<'_>,
+        count: usize,
+        sel: Option<&Bitmap>,
+    ) -> Result<Option<Option<(i64, i64)>>> {
+        if beyond_i64(self.base, self.bits) {
+            return Ok(None);
+        }
+        let base = base_i64(self.base)?;
+        // Neither sum leaves `i64`: `base` plus the widest code does not.
+        let value = |c: u64| base + c as i64;
+        let range = self.code_extremes(ctx, count, sel)?;
+        Ok(range.map(|r| r.map(|(lo, hi)| (value(lo), value(hi)))))
     }
 }
 

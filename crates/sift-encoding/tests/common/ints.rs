@@ -14,7 +14,7 @@ use arrow::datatypes::{
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use sift_encoding::ValuePredicate;
+use sift_encoding::{Bitmap, ValuePredicate};
 
 use super::{Checked, Nulls, PREDICATES, Rng, lengths, nulls, offsets, validity, with_nulls};
 
@@ -341,8 +341,53 @@ impl IntCase {
         }
         answers.truncate(2);
         c.check_selections(&mut rng, &answers)?;
+        check_extremes(&c, &mut rng, &answers)?;
         Ok(c)
     }
+}
+
+/// `Chunk::decode_extremes`, where it answers (the codes of a dictionary or frame of
+/// reference folded without decoding), equals the smallest and largest non-null input
+/// value among the selected rows: for all rows unselected, none, every row, random
+/// selections sparse to dense, and the predicates' answers.
+fn check_extremes(c: &Checked, rng: &mut Rng, answers: &[Bitmap]) -> Result<(), TestCaseError> {
+    let (dt, n) = (c.input.data_type(), c.len());
+    let chunk = c.col.chunk(dt, n);
+    let mut selections = vec![
+        ("every row".to_string(), None),
+        ("no rows".to_string(), Some(Bitmap::zeros(n))),
+        ("all rows".to_string(), Some(Bitmap::ones(n))),
+    ];
+    for per_mille in [5, 30, 500, 990] {
+        let sel = super::selection(rng, n, per_mille);
+        selections.push((format!("random selection, density {per_mille}‰"), Some(sel)));
+    }
+    for (i, sel) in answers.iter().enumerate() {
+        selections.push((format!("predicate answer {i}"), Some(sel.clone())));
+    }
+    for (what, sel) in selections {
+        let got = chunk.decode_extremes(sel.as_ref()).map_err(|e| {
+            TestCaseError::fail(format!("decode_extremes failed: {e}; {what}; {}", c.label))
+        })?;
+        let Some(pair) = got else {
+            continue;
+        };
+        let values = (0..n)
+            .filter(|&i| sel.as_ref().is_none_or(|s| s.get(i)))
+            .filter_map(|i| int_at(&c.input, i));
+        let want = (values.clone().min(), values.max());
+        prop_assert_eq!(pair.data_type(), dt, "{}; {}", what, c.label);
+        prop_assert_eq!(pair.len(), 2, "{}; {}", what, c.label);
+        prop_assert_eq!(
+            (int_at(&pair, 0), int_at(&pair, 1)),
+            want,
+            "decode_extremes; {}; {} encoded as {}",
+            what,
+            c.label,
+            c.describe()
+        );
+    }
+    Ok(())
 }
 
 /// A predicate bound: a value present in the data or next to one, an edge of the type, of
