@@ -325,24 +325,54 @@ impl DomainPred<i64> for CodeMask {
 /// [`Chunk::with_memo`]: crate::Chunk::with_memo
 #[derive(Default)]
 pub struct DictionaryMemo {
-    /// The matching entries (`mask[c]`), by dictionary length.
-    mask: std::cell::RefCell<Option<(usize, std::rc::Rc<[bool]>)>>,
+    /// The matching entries (`mask[c]`).
+    mask: Kept<[bool]>,
     /// The same as a code set, once one is needed.
     set: std::cell::RefCell<Option<std::rc::Rc<CodeMask>>>,
     /// The decoded entries (an `Rc<Vec<V>>` of the domain they were decoded as, or strings
-    /// prepared for gathers, an `Rc<GatherTable>`), by dictionary length.
-    entries: std::cell::RefCell<Option<(usize, std::rc::Rc<dyn std::any::Any>)>>,
-    /// The integer entries' ranks by value, by dictionary length.
-    ranks: std::cell::RefCell<Option<(usize, std::rc::Rc<EntryRanks>)>>,
+    /// prepared for gathers, an `Rc<GatherTable>`).
+    entries: Kept<dyn std::any::Any>,
+    /// The integer entries' ranks by value.
+    ranks: Kept<EntryRanks>,
+}
+
+/// Something computed from a dictionary, kept with the dictionary's length: a chunk over a
+/// dictionary of another length does not get it.
+struct Kept<T: ?Sized>(std::cell::RefCell<Option<(usize, std::rc::Rc<T>)>>);
+
+impl<T: ?Sized> Default for Kept<T> {
+    fn default() -> Self {
+        Self(std::cell::RefCell::new(None))
+    }
+}
+
+impl<T: ?Sized> Kept<T> {
+    /// What is kept for a dictionary of `len` entries.
+    fn get(&self, len: usize) -> Option<std::rc::Rc<T>> {
+        match self.0.borrow().as_ref() {
+            Some((n, kept)) if *n == len => Some(kept.clone()),
+            _ => None,
+        }
+    }
+
+    /// Keeps `value` for a dictionary of `len` entries.
+    fn keep(&self, len: usize, value: std::rc::Rc<T>) {
+        *self.0.borrow_mut() = Some((len, value));
+    }
+
+    /// The length kept for, for `Debug`.
+    fn kept_len(&self) -> Option<usize> {
+        self.0.borrow().as_ref().map(|k| k.0)
+    }
 }
 
 impl std::fmt::Debug for DictionaryMemo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let len = |kept: Option<usize>| kept.map_or("-".to_string(), |n| n.to_string());
         f.debug_struct("DictionaryMemo")
-            .field("verdicts", &len(self.mask.borrow().as_ref().map(|m| m.0)))
-            .field("entries", &len(self.entries.borrow().as_ref().map(|e| e.0)))
-            .field("ranks", &len(self.ranks.borrow().as_ref().map(|r| r.0)))
+            .field("verdicts", &len(self.mask.kept_len()))
+            .field("entries", &len(self.entries.kept_len()))
+            .field("ranks", &len(self.ranks.kept_len()))
             .finish()
     }
 }
@@ -354,13 +384,11 @@ impl DictionaryMemo {
         len: usize,
         compute: impl FnOnce() -> Result<Vec<bool>>,
     ) -> Result<std::rc::Rc<[bool]>> {
-        if let Some((n, mask)) = self.mask.borrow().as_ref()
-            && *n == len
-        {
-            return Ok(mask.clone());
+        if let Some(mask) = self.mask.get(len) {
+            return Ok(mask);
         }
         let mask: std::rc::Rc<[bool]> = compute()?.into();
-        *self.mask.borrow_mut() = Some((len, mask.clone()));
+        self.mask.keep(len, mask.clone());
         *self.set.borrow_mut() = None;
         Ok(mask)
     }
@@ -372,14 +400,11 @@ impl DictionaryMemo {
         len: usize,
         compute: impl FnOnce() -> Result<T>,
     ) -> Result<std::rc::Rc<T>> {
-        if let Some((n, kept)) = self.entries.borrow().as_ref()
-            && *n == len
-            && let Ok(entries) = kept.clone().downcast::<T>()
-        {
+        if let Some(Ok(entries)) = self.entries.get(len).map(|e| e.downcast::<T>()) {
             return Ok(entries);
         }
         let entries = std::rc::Rc::new(compute()?);
-        *self.entries.borrow_mut() = Some((len, entries.clone()));
+        self.entries.keep(len, entries.clone());
         Ok(entries)
     }
 
@@ -389,13 +414,11 @@ impl DictionaryMemo {
         len: usize,
         compute: impl FnOnce() -> EntryRanks,
     ) -> std::rc::Rc<EntryRanks> {
-        if let Some((n, ranks)) = self.ranks.borrow().as_ref()
-            && *n == len
-        {
-            return ranks.clone();
+        if let Some(ranks) = self.ranks.get(len) {
+            return ranks;
         }
         let ranks = std::rc::Rc::new(compute());
-        *self.ranks.borrow_mut() = Some((len, ranks.clone()));
+        self.ranks.keep(len, ranks.clone());
         ranks
     }
 
