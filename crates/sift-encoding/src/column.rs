@@ -408,6 +408,35 @@ struct RowPlan {
     len: usize,
 }
 
+/// A chunk's rows as its stored values see them.
+struct StoredRows<'a> {
+    /// The rows holding a value (`None`: every row).
+    valid: Option<Bitmap>,
+    /// How many values are stored.
+    stored: usize,
+    /// The selection moved onto the stored values (PEXT by validity; the selection
+    /// itself when every row is valid), `None` without a selection.
+    sel: Option<std::borrow::Cow<'a, Bitmap>>,
+}
+
+/// The validity of a chunk of `len` rows decoded, and `selection` moved onto its values.
+fn stored_rows<'a>(
+    ctx: &Ctx<'_>,
+    len: usize,
+    selection: Option<&'a Bitmap>,
+) -> Result<StoredRows<'a>> {
+    let valid = crate::validity::decode(ctx, len)?;
+    let stored = valid.as_ref().map_or(len, Bitmap::count_ones);
+    let sel = match (selection, &valid) {
+        (None, _) => None,
+        (Some(s), None) => Some(std::borrow::Cow::Borrowed(s)),
+        (Some(s), Some(v)) => Some(std::borrow::Cow::Owned(
+            sift_bits::levels::extract(s, v).map_err(|e| corrupt(e.to_string()))?,
+        )),
+    };
+    Ok(StoredRows { valid, stored, sel })
+}
+
 /// The validity and value selection of a decode of a chunk of `len` rows (all of them, or
 /// the rows set in `selection`), or `None` when every row is null.
 fn plan_rows(
@@ -423,27 +452,24 @@ fn plan_rows(
         return Ok(None);
     }
     let ctx = Ctx::new(enc, bufs.0);
-    let valid = crate::validity::decode(&ctx, len)?;
-    let stored = valid.as_ref().map_or(len, Bitmap::count_ones);
+    let StoredRows { valid, stored, sel } = stored_rows(&ctx, len, selection)?;
     if stored > 0 && enc.nodes.is_empty() {
         return Err(corrupt(format!("{stored} values but no encoding")));
     }
     let null_buffer = |b: Bitmap, n: usize| {
         NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(b.into_words()), 0, n))
     };
-    // With a selection: the selection over the compacted values (PEXT by validity), and
-    // the output's validity (PEXT of validity by the selection).
-    let (nulls, sel) = match (selection, valid) {
-        (None, valid) => (valid.map(|v| null_buffer(v, len)), None),
-        (Some(s), None) => (None, Some(s.clone())),
+    // With a selection and nulls, the output's validity: PEXT of validity by the selection.
+    let nulls = match (selection, valid) {
+        (_, None) => None,
+        (None, Some(valid)) => Some(null_buffer(valid, len)),
         (Some(s), Some(valid)) => {
-            let on_values =
-                sift_bits::levels::extract(s, &valid).map_err(|e| corrupt(e.to_string()))?;
             let out_valid =
                 sift_bits::levels::extract(&valid, s).map_err(|e| corrupt(e.to_string()))?;
-            (Some(null_buffer(out_valid, out_len)), Some(on_values))
+            Some(null_buffer(out_valid, out_len))
         }
     };
+    let sel = sel.map(std::borrow::Cow::into_owned);
     let count = sel.as_ref().map_or(stored, Bitmap::count_ones);
     Ok(Some(RowPlan {
         nulls,
@@ -729,17 +755,8 @@ pub(crate) fn decode_extremes(
     }
     let mut ctx = Ctx::new(enc, buffers);
     ctx.memo = memo;
-    let valid = crate::validity::decode(&ctx, len)?;
-    let stored = valid.as_ref().map_or(len, Bitmap::count_ones);
-    // The selection over the stored (non-null) values: PEXT by validity.
-    let on_values;
-    let sel = match (selection, &valid) {
-        (Some(s), Some(v)) => {
-            on_values = sift_bits::levels::extract(s, v).map_err(|e| corrupt(e.to_string()))?;
-            Some(&on_values)
-        }
-        (s, _) => s,
-    };
+    let StoredRows { stored, sel, .. } = stored_rows(&ctx, len, selection)?;
+    let sel = sel.as_deref();
     with_int!(it, T => {
         if enc.node(0)?.beyond_i64(T::BYTES) {
             return Ok(None);
