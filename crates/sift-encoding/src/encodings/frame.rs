@@ -186,6 +186,14 @@ pub(crate) fn for_words<'a>(
 /// (8 KiB as bytes, 64 KiB as 64-bit integers) stays in L1/L2.
 const FOLD_SPAN: usize = 8192;
 
+/// Codes wider than a byte are folded only when more than one value in this many is
+/// selected; sparser selections gather their codes instead. Folding them costs about
+/// 0.5 ns a code whatever the selection (`MAX` of three 12- to 24-bit columns of TPC-H
+/// SF1 lineitem: 9.6–9.8 ms), gathering scales with the selected rows (23.4 ms at one row
+/// in 2, 9.6 at one in 32, 5.0 at one in 128). Byte codes fold faster than gathering
+/// even at one row in a thousand.
+const FOLD_WIDE_EVERY: usize = 32;
+
 /// Every byte code its own rank: folding codes through it gives their own extremes.
 const IDENTITY_RANKS: [u8; 256] = {
     let mut ranks = [0u8; 256];
@@ -237,18 +245,20 @@ impl For {
     /// those `sel` selects, with no code materialised: a span at a time unpacked into L1
     /// and folded there, byte codes through [`rank_extremes`] (every code its own rank),
     /// wider ones as 64-bit integers through [`extreme_i64`]; a span with nothing selected
-    /// is not unpacked. Contiguous packed codes unpack so cheaply that this beats gathering
-    /// the selected codes even when one row in a thousand is selected (`MAX` of three
-    /// 5-bit columns over 16 M rows, one in 1,024 selected: 8.7 against 9.6 ms for the
-    /// whole query). `Ok(Some(None))` when nothing is selected; `Ok(None)` for 64-bit
-    /// codes.
+    /// is not unpacked. Contiguous byte codes unpack and fold so cheaply that this beats
+    /// gathering the selected codes even when one row in a thousand is selected (`MAX` of
+    /// three 5-bit columns over 16 M rows, one in 1,024 selected: 8.7 against 9.6 ms for
+    /// the whole query). `Ok(Some(None))` when nothing is selected; `Ok(None)` for 64-bit
+    /// codes, and for wider codes under a sparse selection ([`FOLD_WIDE_EVERY`]: the
+    /// caller gathers them then).
     pub(crate) fn code_extremes(
         &self,
         ctx: &Ctx<'_>,
         count: usize,
         sel: Option<&Bitmap>,
     ) -> Result<Option<Option<(u64, u64)>>> {
-        if self.bits >= 64 {
+        let sparse = sel.is_some_and(|s| s.count_ones() * FOLD_WIDE_EVERY <= count);
+        if self.bits >= 64 || (self.bits > 8 && sparse) {
             return Ok(None);
         }
         let words = self.words(ctx, count)?;
