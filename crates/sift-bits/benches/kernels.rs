@@ -257,6 +257,24 @@ fn rank_extremes(c: &mut Criterion) {
     g.finish();
 }
 
+/// The smallest and largest of 32-bit codes (frame-of-reference codes wider than a
+/// byte): every code, or half of them selected.
+fn extremes_u32(c: &mut Criterion) {
+    let mut next = rng(7);
+    let mut g = c.benchmark_group("extremes_u32");
+    g.throughput(Throughput::Elements(N as u64));
+    let values: Vec<u32> = (0..N).map(|_| (next() % (1 << 20)) as u32).collect();
+    let half = bitmap(&mut next, 1);
+    for level in Level::supported() {
+        for (name, sel) in [("all", None), ("half", Some(half.words()))] {
+            g.bench_function(BenchmarkId::new(format!("{level:?}"), name), |b| {
+                b.iter(|| sift_bits::extreme::extremes_u32(level, black_box(&values), sel))
+            });
+        }
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
@@ -264,6 +282,6 @@ criterion_group! {
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_millis(700));
     targets = unpack, select, byteslice_select, predicates, range_compare, range_compare_values, levels, lookup,
-        rank_extremes
+        rank_extremes, extremes_u32
 }
 criterion_main!(benches);

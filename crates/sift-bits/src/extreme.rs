@@ -7,6 +7,10 @@
 //! (`VPCMPGTQ` and a blend) a value costs a fraction of a cycle. [`extreme_scalar`] is the
 //! reference.
 //!
+//! [`extremes_u32`] folds selected 32-bit codes (frame-of-reference codes wider than a
+//! byte) to their smallest and largest in one pass; [`extremes_u32_scalar`] is its
+//! reference.
+//!
 //! [`rank_extremes`] folds a dictionary's selected byte codes the same way without
 //! looking up a value: through a table of the entries' ranks (their places in order of
 //! value), so the extremes of the codes' ranks name the extreme entries.
@@ -89,6 +93,43 @@ pub fn rank_extremes_scalar(
         .reduce(RankExtremes::fold)
 }
 
+/// The smallest and largest of `values` whose bit is set in `sel` (LSB first, at least
+/// `values.len()` bits; `None`: every value), or `None` when no value counts: the extremes
+/// of frame-of-reference codes wider than a byte, folded in one pass. With AVX-512, 16
+/// values at a time: a masked load and masked unsigned minima and maxima.
+///
+/// # Panics
+/// If `sel` holds fewer than `values.len()` bits.
+pub fn extremes_u32(level: Level, values: &[u32], sel: Option<&[u64]>) -> Option<(u32, u32)> {
+    if let Some(s) = sel {
+        assert!(
+            s.len() * 64 >= values.len(),
+            "selection of {} bits for {} values",
+            s.len() * 64,
+            values.len()
+        );
+    }
+    #[cfg(target_arch = "x86_64")]
+    if level.clamp() == Level::Avx512 {
+        // SAFETY: `clamp` returned Avx512 only because avx512f was detected; `sel` was
+        // checked above.
+        return unsafe { avx512::extremes_u32(values, sel) };
+    }
+    let _ = level;
+    extremes_u32_scalar(values, sel)
+}
+
+/// The portable reference for [`extremes_u32`].
+pub fn extremes_u32_scalar(values: &[u32], sel: Option<&[u64]>) -> Option<(u32, u32)> {
+    let counted = |i: usize| sel.is_none_or(|s| s[i / 64] >> (i % 64) & 1 == 1);
+    (values.iter().enumerate())
+        .filter(|&(i, _)| counted(i))
+        .fold(None, |acc, (_, &v)| match acc {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+        })
+}
+
 /// The largest (`max`) or smallest value of `values` among the rows whose bit is set in
 /// `valid` (LSB first, at least `values.len()` bits; `None`: every row), or `None` when no
 /// row counts.
@@ -166,6 +207,30 @@ mod avx512 {
             (Some(a), Some(b)) => Some(if max { a.max(b) } else { a.min(b) }),
             (a, b) => a.or(b),
         }
+    }
+
+    /// [`super::extremes_u32`] 16 values at a time.
+    ///
+    /// # Safety
+    /// The CPU must support avx512f; `sel`, if given, holds at least `values.len()` bits.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn extremes_u32(values: &[u32], sel: Option<&[u64]>) -> Option<(u32, u32)> {
+        let (mut lo, mut hi) = (_mm512_set1_epi32(-1), _mm512_setzero_si512());
+        let mut any: u16 = 0;
+        let mut at = 0usize;
+        while at < values.len() {
+            let n = (values.len() - at).min(16);
+            let lanes: u16 = if n == 16 { u16::MAX } else { (1u16 << n) - 1 };
+            // `at` is a multiple of 16: the block's 16 bits lie in one word.
+            let k = lanes & sel.map_or(u16::MAX, |s| (s[at / 64] >> (at % 64)) as u16);
+            any |= k;
+            // SAFETY: lanes `..n` of the masked load lie inside `values` from `at` on.
+            let v = unsafe { _mm512_maskz_loadu_epi32(lanes, values.as_ptr().add(at).cast()) };
+            lo = _mm512_mask_min_epu32(lo, k, lo, v);
+            hi = _mm512_mask_max_epu32(hi, k, hi, v);
+            at += n;
+        }
+        (any != 0).then(|| (_mm512_reduce_min_epu32(lo), _mm512_reduce_max_epu32(hi)))
     }
 }
 

@@ -1,12 +1,13 @@
-//! The extreme of 64-bit integers at every supported level equals a fold over the rows
-//! the validity admits: ragged lengths around the 4- and 8-lane blocks, the extreme values
-//! of `i64` themselves, validity with no row, one row, and every row.
+//! The extreme of 64-bit integers, the extremes of 32-bit codes and of byte codes' ranks,
+//! at every supported level, equal a fold over the rows the validity or selection admits:
+//! ragged lengths around the 4-, 8-, 16- and 64-lane blocks, the extreme values of the
+//! types themselves, selections of no row, one row, and every row.
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)] // test code asserts by panicking
 
 use proptest::prelude::*;
 use sift_bits::Level;
-use sift_bits::extreme::{RankExtremes, extreme_i64, rank_extremes};
+use sift_bits::extreme::{RankExtremes, extreme_i64, extremes_u32, rank_extremes};
 
 /// The answer, one row at a time.
 fn reference(values: &[i64], valid: Option<&[bool]>, max: bool) -> Option<i64> {
@@ -104,6 +105,35 @@ proptest! {
         for level in Level::supported() {
             prop_assert_eq!(rank_extremes(level, &codes, None, &ranks), all, "{:?}", level);
             prop_assert_eq!(rank_extremes(level, &codes, Some(&words), &ranks), some, "{:?} selected", level);
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn u32_extremes_agree_at_every_level(
+        values in prop::collection::vec(
+            prop_oneof![any::<u32>(), 0u32..4, Just(u32::MAX), Just(0)],
+            0..200,
+        ),
+        density in prop_oneof![Just(0u8), Just(1), Just(50), Just(100)],
+        seed in any::<u64>(),
+    ) {
+        let picked = picked(values.len(), density, seed);
+        let mut words = vec![0u64; values.len().div_ceil(64)];
+        for (i, &p) in picked.iter().enumerate() {
+            words[i / 64] |= u64::from(p) << (i % 64);
+        }
+        // The answer, one value at a time.
+        let reference = |sel: Option<&[bool]>| {
+            let rows = values.iter().enumerate().filter(|&(i, _)| sel.is_none_or(|s| s[i]));
+            let (lo, hi) = (rows.clone().map(|(_, &v)| v).min(), rows.map(|(_, &v)| v).max());
+            lo.zip(hi)
+        };
+        let (all, some) = (reference(None), reference(Some(&picked)));
+        for level in Level::supported() {
+            prop_assert_eq!(extremes_u32(level, &values, None), all, "{:?}", level);
+            prop_assert_eq!(extremes_u32(level, &values, Some(&words)), some, "{:?} selected", level);
         }
     }
 }

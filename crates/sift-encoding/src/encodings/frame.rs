@@ -9,7 +9,7 @@
 //! the selected codes (BMI2 PEXT or a gather, `sift_bits::select`).
 
 use serde::{Deserialize, Serialize};
-use sift_bits::extreme::{extreme_i64, rank_extremes};
+use sift_bits::extreme::{extreme_i64, extremes_u32, rank_extremes};
 use sift_bits::pack;
 use sift_bits::predicate::Predicate;
 use sift_bits::unpack::unpack_to;
@@ -187,12 +187,12 @@ pub(crate) fn for_words<'a>(
 const FOLD_SPAN: usize = 8192;
 
 /// Codes wider than a byte are folded only when more than one value in this many is
-/// selected; sparser selections gather their codes instead. Folding them costs about
-/// 0.5 ns a code whatever the selection (`MAX` of three 12- to 24-bit columns of TPC-H
-/// SF1 lineitem: 9.6–9.8 ms), gathering scales with the selected rows (23.4 ms at one row
-/// in 2, 9.6 at one in 32, 5.0 at one in 128). Byte codes fold faster than gathering
-/// even at one row in a thousand.
-const FOLD_WIDE_EVERY: usize = 32;
+/// selected; sparser selections gather their codes instead. Folding costs the same
+/// whatever the selection (`MAX` of three 12- to 24-bit columns of TPC-H SF1 lineitem
+/// where `l_suppkey` is below a bound: 7.5–7.8 ms), gathering scales with the selected
+/// rows (23.2 ms at one row in 2, 9.4 at one in 32, 6.3 at one in 64, 4.7 at one in 128).
+/// Byte codes fold faster than gathering even at one row in a thousand.
+const FOLD_WIDE_EVERY: usize = 48;
 
 /// Every byte code its own rank: folding codes through it gives their own extremes.
 const IDENTITY_RANKS: [u8; 256] = {
@@ -244,7 +244,8 @@ impl For {
     /// The smallest and largest of the node's `count` codes, all (`sel` = `None`) or
     /// those `sel` selects, with no code materialised: a span at a time unpacked into L1
     /// and folded there, byte codes through [`rank_extremes`] (every code its own rank),
-    /// wider ones as 64-bit integers through [`extreme_i64`]; a span with nothing selected
+    /// codes of up to 32 bits through [`extremes_u32`], wider ones as 64-bit integers
+    /// through [`extreme_i64`]; a span with nothing selected
     /// is not unpacked. Contiguous byte codes unpack and fold so cheaply that this beats
     /// gathering the selected codes even when one row in a thousand is selected (`MAX` of
     /// three 5-bit columns over 16 M rows, one in 1,024 selected: 8.7 against 9.6 ms for
@@ -263,7 +264,8 @@ impl For {
         }
         let words = self.words(ctx, count)?;
         let (bits, level) = (u32::from(self.bits), Level::active());
-        let (mut bytes, mut wide, mut valid) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut bytes, mut narrow, mut wide, mut valid) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut acc: Option<(u64, u64)> = None;
         for start in (0..count).step_by(FOLD_SPAN) {
             let len = FOLD_SPAN.min(count - start);
@@ -289,6 +291,10 @@ impl For {
                 unpack_to(packed, bits, &mut bytes).map_err(unpack_err)?;
                 rank_extremes(level, &bytes, mask, &IDENTITY_RANKS)
                     .map(|r| (u64::from(r.lo), u64::from(r.hi)))
+            } else if bits <= 32 {
+                narrow.resize(len, 0u32);
+                unpack_to(packed, bits, &mut narrow).map_err(unpack_err)?;
+                extremes_u32(level, &narrow, mask).map(|(lo, hi)| (lo.into(), hi.into()))
             } else {
                 wide.resize(len, 0u64);
                 unpack_to(packed, bits, &mut wide).map_err(unpack_err)?;
