@@ -10,6 +10,9 @@ Engines (each single-threaded, each process pinned to CPU 0 with `taskset -c 0`)
                        the scan returns the selected rows' values and the aggregate folds
                        them (by default an ungrouped MIN/MAX takes only each row group's
                        extremes from the scan, folded from the dictionary codes)
+  sift-file            micro, sweep and nulls only: `sift sql --threads 1` on a `.sift`
+                       conversion of the Parquet file (`sift convert`, untimed, cached next
+                       to it): the same query on Sift's own format, for reference
   datafusion           `sift sql --threads 1 --parquet-reader datafusion`: DataFusion's own
                        Parquet reader, its `pushdown_filters` off (DataFusion's default)
   datafusion-pushdown  the same plus `--datafusion-pushdown`: filters evaluated inside the
@@ -108,12 +111,14 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 TPCH_DIR = BENCH_DIR / "tpch"
 
-ENGINE_KEYS = ("sift", "sift-rows", "datafusion", "datafusion-pushdown", "duckdb", "polars",
-               "pyarrow")
-SIFT_ENGINES = ("sift", "sift-rows", "datafusion", "datafusion-pushdown")
-# Case groups whose query is an ungrouped MIN/MAX, where `sift-rows` differs from `sift`.
+ENGINE_KEYS = ("sift", "sift-rows", "sift-file", "datafusion", "datafusion-pushdown", "duckdb",
+               "polars", "pyarrow")
+SIFT_ENGINES = ("sift", "sift-rows", "sift-file", "datafusion", "datafusion-pushdown")
+# Case groups whose query is an ungrouped MIN/MAX, where `sift-rows` differs from `sift`;
+# `sift-file` runs them on `.sift` conversions.
 ROWS_GROUPS = ("micro", "sweep", "nulls")
-SIFT_EXTRA = {"sift": (), "sift-rows": ("--scan-extremes", "off"),
+ROWS_ENGINES = ("sift-rows", "sift-file")
+SIFT_EXTRA = {"sift": (), "sift-rows": ("--scan-extremes", "off"), "sift-file": (),
               "datafusion": ("--parquet-reader", "datafusion"),
               "datafusion-pushdown": ("--parquet-reader", "datafusion",
                                       "--datafusion-pushdown")}
@@ -125,6 +130,9 @@ ENGINE_NOTES = {
                  "scan returns the selected rows of a10, a11 and a12, decoded, and Sift's "
                  "aggregate folds them; `sift` takes from the scan only each row group's "
                  "smallest and largest selected value, folded from the dictionary codes.",
+    "sift-file": "`sift sql --threads 1` on a `.sift` conversion of the same Parquet file "
+                 "(`sift convert` with its defaults, untimed; micro, sweep and nulls cases): "
+                 "the query on Sift's own format, its MIN/MAX folded from the chunks' codes.",
     "datafusion": "`sift sql --threads 1 --parquet-reader datafusion`: DataFusion's own "
                   "Parquet reader (ListingTable), `pushdown_filters` off (DataFusion's "
                   "default: row-group and page-index pruning, then the filter after decoding).",
@@ -732,7 +740,7 @@ def tpch_sql(q: str) -> str:
 
 def build_cases(args, tpch_files: dict | None, micro_files: dict) -> list[Case]:
     engines = [e for e in ENGINE_KEYS if e in args.engine_keys]
-    no_pa = tuple(e for e in engines if e not in ("pyarrow", "sift-rows"))
+    no_pa = tuple(e for e in engines if e != "pyarrow" and e not in ROWS_ENGINES)
     cases: list[Case] = []
     if tpch_files:
         for q in args.tpch_queries:
@@ -755,7 +763,7 @@ def build_cases(args, tpch_files: dict | None, micro_files: dict) -> list[Case]:
                 continue
             xy = (b["x"], b["y"]) if bounds == "pairs" else (b["x"],)
             lazy = {"name": query, **dict(zip(("x", "y"), xy))}
-            eng = tuple(e for e in engines if e != "sift-rows" or group in ROWS_GROUPS)
+            eng = tuple(e for e in engines if e not in ROWS_ENGINES or group in ROWS_GROUPS)
             cases.append(Case(f"{group}/{spec.name}/1-{d}", group, f"{spec.label} · 1/{d}",
                               spec.name, sql(*xy), {"t": path}, kind, False, eng,
                               sql(*xy), lazy, query, spec.width, d, b["selected"],
@@ -839,16 +847,33 @@ class Runner:
         return p
 
     def measure(self, engine: str, case: Case, runs: int | None = None) -> dict:
-        warm(case.tables.values())
         if engine in SIFT_ENGINES:
             return self.sift(engine, case)
+        warm(case.tables.values())
         return self.worker(engine, case, runs or self.args.runs)
+
+    def converted(self, parquet: Path) -> Path:
+        """The `.sift` conversion of `parquet` (`sift convert`, untimed), made again when
+        older than the file or the binary."""
+        out = parquet.with_suffix(".sift")
+        newest = max(parquet.stat().st_mtime, self.sift_bin.stat().st_mtime)
+        if not out.is_file() or out.stat().st_mtime < newest:
+            log(f"converting {parquet.name} to {out.name}")
+            p = harness.run_child([str(self.sift_bin), "--quiet", "convert", str(parquet),
+                                   str(out)], self.args.timeout, sift_env())
+            if p.returncode != 0:
+                raise harness.failure(p, "`sift convert`")
+        return out
 
     def sift(self, engine: str, case: Case) -> dict:
         if self.sift_bin is None or self.sift_reason:
             raise Unavailable(self.sift_reason or "no sift binary")
+        paths = dict(case.tables)
+        if engine == "sift-file":
+            paths = {name: self.converted(path) for name, path in paths.items()}
+        warm(paths.values())
         tables = []
-        for name, path in case.tables.items():
+        for name, path in paths.items():
             tables += ["--table", f"{name}={path}"]
         base = ["taskset", "-c", "0", str(self.sift_bin), "--quiet", "sql", "--threads", "1",
                 *tables, *SIFT_EXTRA[engine]]
@@ -1368,9 +1393,11 @@ def chart(cases: list[Case], results: dict, args, png: Path, rows: int) -> bool:
     ncol = min(3, len(panels))
     nrow = math.ceil(len(panels) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 3.9 * nrow), squeeze=False)
-    colors = {"sift": "tab:red", "sift-rows": "tab:orange", "datafusion": "tab:blue", "datafusion-pushdown": "tab:cyan",
+    colors = {"sift": "tab:red", "sift-rows": "tab:orange", "sift-file": "tab:brown",
+              "datafusion": "tab:blue", "datafusion-pushdown": "tab:cyan",
               "duckdb": "tab:olive", "polars": "tab:purple", "pyarrow": "tab:gray"}
-    marks = {"sift": "o", "sift-rows": "P", "datafusion": "s", "datafusion-pushdown": "D", "duckdb": "^",
+    marks = {"sift": "o", "sift-rows": "P", "sift-file": "*", "datafusion": "s",
+             "datafusion-pushdown": "D", "duckdb": "^",
              "polars": "v", "pyarrow": "x"}
     all_denoms = sorted({c.denom for c in cases if c.denom})
     for i, (title, cs) in enumerate(panels):
