@@ -245,13 +245,13 @@ impl For {
     /// those `sel` selects, with no code materialised: a span at a time unpacked into L1
     /// and folded there, byte codes through [`rank_extremes`] (every code its own rank),
     /// codes of up to 32 bits through [`extremes_u32`], wider ones as 64-bit integers
-    /// through [`extreme_i64`]; a span with nothing selected
-    /// is not unpacked. Contiguous byte codes unpack and fold so cheaply that this beats
-    /// gathering the selected codes even when one row in a thousand is selected (`MAX` of
-    /// three 5-bit columns over 16 M rows, one in 1,024 selected: 8.7 against 9.6 ms for
-    /// the whole query). `Ok(Some(None))` when nothing is selected; `Ok(None)` for 64-bit
-    /// codes, and for wider codes under a sparse selection ([`FOLD_WIDE_EVERY`]: the
-    /// caller gathers them then).
+    /// through [`extreme_i64`]; a span with nothing selected is not unpacked. Contiguous
+    /// byte codes unpack and fold so cheaply that this beats gathering the selected codes
+    /// even when one row in a thousand is selected (`MAX` of three 5-bit columns over 16 M
+    /// rows, one in 1,024 selected: 8.7 against 9.6 ms for the whole query).
+    /// `Ok(Some(None))` when nothing is selected; `Ok(None)` for 64-bit codes, and for
+    /// wider codes under a sparse selection ([`FOLD_WIDE_EVERY`]: the caller gathers them
+    /// then).
     pub(crate) fn code_extremes(
         &self,
         ctx: &Ctx<'_>,

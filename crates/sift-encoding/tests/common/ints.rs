@@ -348,8 +348,8 @@ impl IntCase {
 
 /// `Chunk::decode_extremes`, where it answers (the codes of a dictionary or frame of
 /// reference folded without decoding), equals the smallest and largest non-null input
-/// value among the selected rows: for all rows unselected, none, every row, random
-/// selections sparse to dense, and the predicates' answers.
+/// value among the selected rows: with no selection, an empty one, one of every row,
+/// random ones sparse to dense, and the predicates' answers.
 fn check_extremes(c: &Checked, rng: &mut Rng, answers: &[Bitmap]) -> Result<(), TestCaseError> {
     let (dt, n) = (c.input.data_type(), c.len());
     let chunk = c.col.chunk(dt, n);
