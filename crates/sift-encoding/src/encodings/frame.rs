@@ -258,8 +258,8 @@ impl For {
         count: usize,
         sel: Option<&Bitmap>,
     ) -> Result<Option<Option<(u64, u64)>>> {
-        let sparse = sel.is_some_and(|s| s.count_ones() * FOLD_WIDE_EVERY <= count);
-        if self.bits >= 64 || (self.bits > 8 && sparse) {
+        let sparse = || sel.is_some_and(|s| s.count_ones() * FOLD_WIDE_EVERY <= count);
+        if self.bits >= 64 || (self.bits > 8 && sparse()) {
             return Ok(None);
         }
         let words = self.words(ctx, count)?;
