@@ -1,12 +1,13 @@
 //! The scans the scan targets run on a fuzzed file (Sift or Parquet): every column whole
 //! and as dictionaries, each predicate on its own column (selective decode), negated in a
-//! window of rows, and all of them at once. Errors are fine; panics, hangs and huge
-//! allocations are what the fuzzer looks for.
+//! window of rows, and all of them at once; the integer columns' extremes (the codes
+//! folded without decoding) over every row and under each predicate. Errors are fine;
+//! panics, hangs and huge allocations are what the fuzzer looks for.
 
 use std::path::Path;
 
 use sift_format::ColumnType as T;
-use sift_scan::{Expr, Literal, ScanBuilder, Table, col};
+use sift_scan::{Expr, Literal, ScanBuilder, Table, col, has_extremes};
 
 /// Columns given predicates of their own (the rest are still projected).
 const MAX_FILTERED: usize = 12;
@@ -92,6 +93,20 @@ pub fn scan(path: &Path, data: &[u8]) {
     // Every column whole, and the string columns as dictionaries.
     drain(table.scan());
     drain(table.scan().read_dictionary(strings.iter().cloned()));
+    let with_extremes: Vec<String> = schema
+        .fields()
+        .iter()
+        .filter(|f| has_extremes(f.data_type()))
+        .map(|f| f.name().clone())
+        .collect();
+    if !with_extremes.is_empty() {
+        drain(
+            table
+                .scan()
+                .project(with_extremes.iter().cloned())
+                .extremes_only(),
+        );
+    }
     // Each predicate on the encoded chunk, projecting its column (a selection: decoded
     // selectively), negated in a window of rows (a sparse selection from the start).
     let mut all = Vec::new();
@@ -113,6 +128,9 @@ pub fn scan(path: &Path, data: &[u8]) {
                     .filter(p.clone().not())
                     .rows(100..116),
             );
+            if has_extremes(f.data_type()) {
+                drain(table.scan().project([c]).filter(p.clone()).extremes_only());
+            }
             all.push(p);
         }
     }
