@@ -772,12 +772,43 @@ pub(crate) fn decode_extremes(
         let Some((lo, hi)) = range else {
             return Ok(Some(arrow_array::new_null_array(dt, 2)));
         };
-        let pair: Vec<T> = narrow(vec![lo, hi])?;
-        let data = ArrayDataBuilder::new(dt.clone())
-            .len(2)
-            .add_buffer(Buffer::from_vec(pair));
-        Ok(Some(make_array(data.build()?)))
+        pair_array::<T>(dt, narrow(vec![lo, hi])?).map(Some)
     })
+}
+
+/// The `[min, max]` pair of a chunk of an integer column of type `dt` over all its `len`
+/// rows, from its statistics alone: Sift's writer records the exact smallest and largest
+/// non-null value of every integer chunk, so no byte of the chunk is read. `Ok(None)` for
+/// other types and where the statistics lack a bound of the column's type. Statistics of
+/// other writers (a Parquet file's) may only bound the values: not for them.
+pub fn extremes_of_stats(
+    dt: &DataType,
+    stats: &ChunkStats,
+    len: usize,
+) -> Result<Option<ArrayRef>> {
+    let PhysicalKind::Int(it) = physical_kind(dt)? else {
+        return Ok(None);
+    };
+    if stats.null_count >= len as u64 {
+        return Ok(Some(arrow_array::new_null_array(dt, 2)));
+    }
+    let (Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) = (&stats.min, &stats.max) else {
+        return Ok(None);
+    };
+    with_int!(it, T => {
+        let (Some(lo), Some(hi)) = (T::from_i128(*lo), T::from_i128(*hi)) else {
+            return Ok(None);
+        };
+        pair_array::<T>(dt, vec![lo, hi]).map(Some)
+    })
+}
+
+/// A two-row array of type `dt` holding `pair` (`[min, max]`).
+fn pair_array<T: arrow_buffer::ArrowNativeType>(dt: &DataType, pair: Vec<T>) -> Result<ArrayRef> {
+    let data = ArrayDataBuilder::new(dt.clone())
+        .len(2)
+        .add_buffer(Buffer::from_vec(pair));
+    Ok(make_array(data.build()?))
 }
 
 /// All values of the root (`sel` = None) or the selected ones.

@@ -43,7 +43,7 @@ pub use byte_values::{DECODE_EXPANSION, DECODE_FLOOR, decode_budget};
 pub use chunk::Chunk;
 pub use column::{
     EncodeOptions, EncodedColumn, PhysicalKind, dictionary_type, encode_array, encode_array_with,
-    physical_kind,
+    extremes_of_stats, physical_kind,
 };
 pub use domain::Domain;
 pub use encoding::DECODE_ROW_COST;

@@ -481,6 +481,11 @@ impl SiftFile {
         }))
     }
 
+    /// The Arrow type column `c`'s chunks decode to (a dictionary column's value type).
+    pub fn stored_type(&self, c: usize) -> Result<&arrow_schema::DataType> {
+        Ok(self.column(c)?.stored.data_type())
+    }
+
     /// Column `c`'s stored field (name, type, nullability, metadata).
     pub fn field(&self, c: usize) -> Result<&StoredField> {
         Ok(&self.column(c)?.field)

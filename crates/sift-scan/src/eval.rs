@@ -290,6 +290,18 @@ impl BlockEval<'_, '_> {
             self.stats.bytes_read += counts.bytes;
             return Ok(vec![finish(array)?]);
         }
+        // The extremes of every row of a Sift chunk: its statistics, the chunk unread.
+        if let (Read::Extremes { .. }, None, BlockData::Sift { file, block }) =
+            (output, sel, self.data)
+        {
+            let stats = &file.chunk_meta(*block, col)?.stats;
+            let dt = file.stored_type(col)?;
+            if let Some(pair) = sift_encoding::extremes_of_stats(dt, stats, self.rows)
+                .map_err(|e| self.decode_error(col, e))?
+            {
+                return Ok(vec![pair]);
+            }
+        }
         // A Parquet column decoded by the `parquet` crate, read at the selected rows only.
         #[cfg(feature = "parquet")]
         if let (BlockData::Parquet(block), Some(s)) = (self.data, sel)

@@ -1808,3 +1808,95 @@ fn prune_with_skips_blocks_and_keeps_rows() {
     assert_eq!(ids, (3000..5000).collect::<Vec<i64>>());
     assert_eq!(stats.blocks_pruned, 8, "{stats}");
 }
+
+/// `extremes_only` on a Sift file: each block's `[min, max]` pairs, folded over the scan,
+/// equal the extremes of the reference's filtered rows, for integer, date and decimal
+/// columns, a block of nulls only, frame-of-reference and dictionary chunks; with no
+/// filter they come from the blocks' statistics, and no chunk is read.
+#[test]
+fn sift_extremes_equal_the_reference() {
+    use arrow::compute::kernels::aggregate::{max, min};
+    let n = 5000;
+    let key: Int64Array = (0..n)
+        .map(|i| (i % 1000 >= 900).then_some(1_000_000 + (i * 7919 % 3001) as i64))
+        .collect();
+    let code: Int32Array = (0..n).map(|i| Some([40, -7, 12_000, 3][i % 4])).collect();
+    let day: Date32Array = (0..n)
+        .map(|i| Some(9000 + (i * 31 % 2500) as i32))
+        .collect();
+    let price =
+        Decimal128Array::from_iter_values((0..n).map(|i| (i * 977 % 100_000) as i128 - 500))
+            .with_precision_and_scale(15, 2)
+            .unwrap();
+    let schema = Schema::new(vec![
+        Field::new("key", DataType::Int64, true),
+        Field::new("code", DataType::Int32, false),
+        Field::new("day", DataType::Date32, false),
+        Field::new("price", DataType::Decimal128(15, 2), false),
+    ]);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(key),
+        Arc::new(code),
+        Arc::new(day),
+        Arc::new(price),
+    ];
+    let batch = RecordBatch::try_new(Arc::new(schema), columns).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("extremes.sift");
+    // Blocks of 1000 rows: key holds nulls only in blocks 0-3 but its last 100 rows.
+    common::write_sift(&path, &batch, 1000);
+    let table = Table::open(&path).unwrap();
+    let names = ["key", "code", "day", "price"];
+    let days = Literal::date("1994-09-01")
+        .zip(Literal::date("1994-12-31"))
+        .unwrap();
+    let filters = [
+        None,
+        Some(parse_filter("code < 20").unwrap()),
+        Some(col("day").between(days.0, days.1)),
+        Some(parse_filter("key > 1001000").unwrap()),
+    ];
+    for expr in filters {
+        let want = common::filter_batch(&batch, expr.as_ref());
+        let mut scan = table.scan().project(names).extremes_only();
+        if let Some(e) = &expr {
+            scan = scan.filter(e.clone());
+        }
+        let mut scan = scan.build().unwrap();
+        let got: Vec<RecordBatch> = scan.by_ref().map(|b| b.unwrap()).collect();
+        for (c, name) in names.iter().enumerate() {
+            let as_i128 = |a: &ArrayRef| {
+                let a = cast(a, &DataType::Decimal128(38, 0)).unwrap();
+                let a = a.as_primitive::<Decimal128Type>().clone();
+                (min(&a), max(&a))
+            };
+            // Decimals compare as their unscaled values.
+            let unscaled = |a: &ArrayRef| match a.data_type() {
+                DataType::Decimal128(..) => {
+                    let d = a.as_primitive::<Decimal128Type>();
+                    let v: ArrayRef =
+                        Arc::new(Int64Array::from_iter(d.iter().map(|x| x.map(|x| x as i64))));
+                    v
+                }
+                DataType::Date32 => cast(a, &DataType::Int32).unwrap(),
+                _ => a.clone(),
+            };
+            let (lo, hi) = as_i128(&unscaled(want.column_by_name(name).unwrap()));
+            let pairs: Vec<ArrayRef> = got.iter().map(|b| unscaled(b.column(c))).collect();
+            let folded: Vec<(Option<i128>, Option<i128>)> = pairs.iter().map(as_i128).collect();
+            let got_lo = folded.iter().filter_map(|p| p.0).min();
+            let got_hi = folded.iter().filter_map(|p| p.1).max();
+            assert_eq!((got_lo, got_hi), (lo, hi), "{name} where {expr:?}");
+            for b in &got {
+                assert_eq!(
+                    b.column(c).data_type(),
+                    batch.column(c).data_type(),
+                    "{name}"
+                );
+            }
+        }
+        if expr.is_none() {
+            assert_eq!(scan.stats().bytes_read, 0, "{}", scan.stats());
+        }
+    }
+}
