@@ -205,20 +205,23 @@ impl Dict {
         sel: Option<&Bitmap>,
     ) -> Result<Option<Option<(i64, i64)>>> {
         let codes = ctx.child(id, self.codes)?;
-        let node = ctx.node(codes, 0)?;
-        if !matches!(node, Node::Hybrid(_) | Node::For(_)) {
-            return Ok(None);
-        }
-        let len = self.checked_len(ctx, count)?;
-        let dict = self.shared_entries::<i64>(ctx, id, len, depth)?;
-        match node {
-            Node::Hybrid(h) => h.extremes(ctx, codes, count, sel, &dict, Self::memo(ctx, id)),
-            // Sift writes its dictionaries sorted, so the extreme codes name the extreme
-            // entries; any other order (a damaged file) is left to the decode.
-            Node::For(f) if dict.is_sorted() => {
+        let entries = || {
+            let len = self.checked_len(ctx, count)?;
+            self.shared_entries::<i64>(ctx, id, len, depth)
+        };
+        match ctx.node(codes, 0)? {
+            Node::Hybrid(h) => h.extremes(ctx, codes, count, sel, &entries()?, Self::memo(ctx, id)),
+            Node::For(f) => {
+                // The entries are decoded only once the codes' fold has not declined.
                 let Some(range) = f.code_extremes(ctx, count, sel)? else {
                     return Ok(None);
                 };
+                let dict = entries()?;
+                // Sift writes its dictionaries sorted, so the extreme codes name the
+                // extreme entries; any other order (a damaged file) is left to the decode.
+                if !dict.is_sorted() {
+                    return Ok(None);
+                }
                 let entry = |c: u64| {
                     let at = usize::try_from(f.base.checked_add(i128::from(c))?).ok()?;
                     dict.get(at).copied()
