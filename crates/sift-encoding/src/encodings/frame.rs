@@ -509,6 +509,29 @@ mod tests {
         }
     }
 
+    /// A selection shorter than the codes it is given for is an error naming both counts,
+    /// not a panic.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn code_extremes_refuse_a_short_selection() {
+        let values: Vec<i64> = (0..200).map(|i| i % 17).collect();
+        let mut sink = BufferSink::default();
+        let root = encode_ints(&values, &mut sink, 1);
+        let err = sink
+            .decode_with(|ctx| {
+                let crate::tree::Node::For(f) = ctx.node(root, 0)? else {
+                    return Err(corrupt("not a frame of reference"));
+                };
+                f.code_extremes(ctx, values.len(), Some(&Bitmap::ones(64)))
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("a selection of 64 rows for 200 codes"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn extremes() -> std::result::Result<(), TestCaseError> {
         round_trip(vec![i64::MIN, i64::MAX, 0])?;
