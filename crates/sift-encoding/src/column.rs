@@ -512,13 +512,13 @@ pub(crate) fn decode_dictionary(
     let Some(chunk) = dictionary_chunk(enc, dt, len, buffers, selection)? else {
         return Ok(None);
     };
-    // Every code is below the dictionary's length, which fits i32, so the cast is exact.
-    let keys: Vec<i32> = chunk.codes.into_iter().map(|c| c as i32).collect();
-    let keys = scatter(keys, chunk.nulls.as_ref(), chunk.len);
+    let keys = scatter(chunk.codes, chunk.nulls.as_ref(), chunk.len);
     let keys = Int32Array::new(keys.into(), chunk.nulls);
-    Ok(Some(Arc::new(DictionaryArray::<Int32Type>::try_new(
-        keys, chunk.dict,
-    )?)))
+    // SAFETY: every valid key is a code checked to be below the dictionary's length (by
+    // `keys`, or by `codes` against `dict_len - 1`); null rows' keys are not checked or read.
+    Ok(Some(Arc::new(unsafe {
+        DictionaryArray::<Int32Type>::new_unchecked(keys, chunk.dict)
+    })))
 }
 
 /// A dictionary-encoded byte-string chunk, decoded as far as its codes.
@@ -526,7 +526,7 @@ struct DictionaryChunk {
     /// The dictionary as an array of the column's type.
     dict: ArrayRef,
     /// One code per stored (non-null, selected) row, each below `dict.len()`.
-    codes: Vec<u64>,
+    codes: Vec<i32>,
     /// The output rows' validity, and their number.
     nulls: Option<NullBuffer>,
     len: usize,
@@ -556,7 +556,16 @@ fn dictionary_chunk(
     }
     let dict = root.byte_entries(&ctx, 0, dict_len, 0)?;
     let dict = bytes_array(dict, dt, dict_len, None)?;
-    let codes = root.codes(&ctx, 0, plan.stored, dict_len, 0, plan.sel.as_ref())?;
+    let sel = plan.sel.as_ref();
+    let codes = match root.keys(&ctx, 0, plan.stored, dict_len, sel)? {
+        Some(keys) => keys,
+        // Every code is below the dictionary's length, which fits i32: the cast is exact.
+        None => (root
+            .codes(&ctx, 0, plan.stored, dict_len, 0, sel)?
+            .into_iter())
+        .map(|c| c as i32)
+        .collect(),
+    };
     Ok(Some(DictionaryChunk {
         dict,
         codes,

@@ -277,6 +277,26 @@ impl Dict {
         }
     }
 
+    /// The codes of all `count` values, or of those selected by `sel`, as Arrow dictionary
+    /// keys (`len`, the dictionary's length, fits `i32`), when the codes are a Parquet
+    /// hybrid stream: unpacked a span at a time and narrowed there, not held as 64-bit
+    /// integers first. `None` for codes of any other encoding, and for a code past the
+    /// dictionary (the caller's own path then reports it).
+    pub(crate) fn keys(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        len: usize,
+        sel: Option<&Bitmap>,
+    ) -> Result<Option<Vec<i32>>> {
+        let codes = ctx.child(id, self.codes)?;
+        match ctx.node(codes, 0)? {
+            Node::Hybrid(h) => h.keys(ctx, codes, count, sel, len),
+            _ => Ok(None),
+        }
+    }
+
     /// The codes of all `count` values, or of those selected by `sel`, looked up in
     /// `dict` as they are unpacked, when the codes are a Parquet hybrid stream (a
     /// dictionary-encoded Parquet page): `None` for codes of any other encoding, and for

@@ -999,6 +999,26 @@ impl Hybrid {
         Ok((!sink.beyond).then_some(sink.out))
     }
 
+    /// The codes of all `count` values (`sel` = `None`) or of those `sel` selects as Arrow
+    /// dictionary keys, each checked to be below `len` (a dictionary's length, which fits
+    /// `i32`) as its span is unpacked in L1: `None` if one is not.
+    pub(crate) fn keys(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        sel: Option<&Bitmap>,
+        len: usize,
+    ) -> Result<Option<Vec<i32>>> {
+        let mut sink = Keys {
+            len: u32::try_from(len).unwrap_or(u32::MAX),
+            out: Vec::new(),
+            beyond: false,
+        };
+        self.each_code(ctx, id, count, sel, &mut sink)?;
+        Ok((!sink.beyond).then_some(sink.out))
+    }
+
     /// The smallest and largest entry of `table` (a dictionary's entries) among the codes
     /// of all `count` values (`sel` = `None`) or of those `sel` selects, with no value
     /// materialised: byte codes of most spans folded through the entries' ranks
@@ -1461,6 +1481,44 @@ impl CodeSink for Vec<u64> {
     }
 }
 
+/// Codes as Arrow dictionary keys (`i32`) as they arrive; a code not below `len` sets
+/// `beyond` (and is not kept).
+struct Keys {
+    /// The dictionary's length (it fits `i32`).
+    len: u32,
+    out: Vec<i32>,
+    beyond: bool,
+}
+
+impl CodeSink for Keys {
+    fn reserve(&mut self, n: usize) {
+        self.out.reserve(n);
+    }
+
+    fn repeat(&mut self, code: u64, n: usize) {
+        match code < u64::from(self.len) {
+            true => self.out.extend(std::iter::repeat_n(code as i32, n)),
+            false => self.beyond |= n > 0,
+        }
+    }
+
+    fn wide(&mut self, codes: &[u64]) {
+        match codes.iter().all(|&c| c < u64::from(self.len)) {
+            true => self.out.extend(codes.iter().map(|&c| c as i32)),
+            false => self.beyond = true,
+        }
+    }
+
+    fn narrow(&mut self, codes: &[u32]) {
+        // The check is a pass of its own without a branch per code (it vectorises); the
+        // casts are then exact.
+        match codes.iter().fold(false, |bad, &c| bad | (c >= self.len)) {
+            false => self.out.extend(codes.iter().map(|&c| c as i32)),
+            true => self.beyond = true,
+        }
+    }
+}
+
 /// Codes looked up in a dictionary's entries as they arrive; a code past the entries
 /// sets `beyond` (and is not looked up).
 struct Lookup<'t, V> {
@@ -1844,6 +1902,16 @@ mod tests {
                 let top_selected = sel.iter_ones().any(|i| values[i] == top);
                 prop_assert_eq!(looked(None, short)?.is_none(), count > 0);
                 prop_assert_eq!(looked(Some(sel), short)?.is_none(), top_selected);
+                // As dictionary keys over a dictionary of every code, and one a code short.
+                let keys = |sel: Option<&Bitmap>, len: usize| {
+                    h.keys(ctx, 1, count, sel, len).map_err(fail)
+                };
+                let all: Vec<i32> = values.iter().map(|&v| v as i32).collect();
+                let some: Vec<i32> = sel.iter_ones().map(|i| all[i]).collect();
+                prop_assert_eq!(keys(None, top as usize + 1)?, Some(all));
+                prop_assert_eq!(keys(Some(sel), top as usize + 1)?, Some(some));
+                prop_assert_eq!(keys(None, top as usize)?.is_none(), count > 0);
+                prop_assert_eq!(keys(Some(sel), top as usize)?.is_none(), top_selected);
                 // Extremes over entries out of order (the rank path for byte codes), and
                 // the same table a code short.
                 let scrambled: Vec<i64> =
