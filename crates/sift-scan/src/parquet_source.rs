@@ -493,17 +493,14 @@ impl ParquetSource {
 
     /// Reader metadata whose schema asks for column `col` as `Dictionary(Int32, type)` —
     /// the type `read_dictionary` returns on Sift files ([`sift_encoding::dictionary_type`])
-    /// — when it is a string or binary type with offsets, which the Parquet reader decodes
-    /// into dictionaries (keeping the dictionary pages). `None` when the column does not
+    /// — when the Parquet reader decodes its type into dictionaries
+    /// ([`crate_keeps_dictionary`]). `None` when the column does not
     /// qualify or the reader refuses the schema: the column is then read plain and
     /// dictionary-encoded after decoding.
     fn dictionary_meta(&self, col: usize) -> Option<ArrowReaderMetadata> {
         let schema = self.meta.schema();
         let field = schema.fields().get(col)?;
-        if !matches!(
-            field.data_type(),
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
-        ) {
+        if !crate_keeps_dictionary(field.data_type()) {
             return None;
         }
         let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
@@ -597,6 +594,16 @@ struct Counts {
     chunks_decoded: u64,
 }
 
+/// Whether the parquet crate's Arrow reader decodes a column of type `dt` into a
+/// dictionary array, keeping its dictionary pages (strings and binary with offsets; not
+/// views).
+fn crate_keeps_dictionary(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
+    )
+}
+
 /// A column of a row group as read.
 enum ParquetColumn {
     Paged(PagedColumn),
@@ -659,13 +666,22 @@ impl ParquetBlock<'_> {
         }
     }
 
-    /// Column `col` as a dictionary array where the scan asked for it so (the parquet
-    /// crate keeps the dictionary pages of strings and binary; other types come out plain
-    /// and are dictionary-encoded by the caller), else as [`column`](Self::column) reads it.
+    /// Column `col` as a dictionary array where the scan asked for it so: strings and
+    /// binary with offsets decoded by the parquet crate, which keeps their dictionary
+    /// pages; views whose pages are read in place as each page's codes over the chunk's
+    /// dictionary (the crate would decode every string, to be dictionary-encoded again);
+    /// anything else as [`column`](Self::column) reads it (dictionary-encoded by the
+    /// caller).
     pub(crate) fn dictionary_column(&self, col: usize) -> Result<ColumnData<'_>> {
         let Some(Some(cell)) = self.dictionaries.get(col) else {
             return self.column(col);
         };
+        let field = self.source.meta.schema().fields().get(col);
+        if field.is_some_and(|f| !crate_keeps_dictionary(f.data_type()))
+            && self.source.pages_in_place(self.rg, col)
+        {
+            return self.column(col);
+        }
         if let Some(a) = cell.get() {
             return Ok(ColumnData::Decoded(a.clone()));
         }
