@@ -457,13 +457,18 @@ fn bitmap_of(b: &BooleanBuffer) -> Bitmap {
     Bitmap::from_bools(b.iter())
 }
 
-/// True where `r` is non-null and true (xor `negate` on non-null values).
+/// True where `r` is non-null and true (xor `negate` on non-null values), a word at a time.
 fn true_bits(r: &BooleanArray, negate: bool) -> Bitmap {
-    let mut words = vec![0u64; r.len().div_ceil(64)];
-    for i in 0..r.len() {
-        if r.is_valid(i) && (r.value(i) != negate) {
-            words[i / 64] |= 1 << (i % 64);
-        }
+    let values = r.values();
+    let flip = if negate { u64::MAX } else { 0 };
+    let mut words: Vec<u64> = values
+        .bit_chunks()
+        .iter_padded()
+        .map(|w| w ^ flip)
+        .collect();
+    if let Some(nulls) = r.nulls() {
+        let valid = nulls.inner().bit_chunks().iter_padded();
+        words.iter_mut().zip(valid).for_each(|(w, v)| *w &= v);
     }
     Bitmap::from_words(words, r.len()).unwrap_or_default()
 }
