@@ -58,7 +58,8 @@ impl Percent {
     }
 
     fn matches(&self, v: &[u8]) -> bool {
-        if !v.starts_with(&self.start) {
+        // (An empty `start` is not compared: slice equality would call memcmp.)
+        if !self.start.is_empty() && !v.starts_with(&self.start) {
             return false;
         }
         let mut at = self.start.len();
