@@ -12,6 +12,7 @@ use crate::Node;
 use crate::byte_values::{ByteValues, GatherTable, gather};
 use crate::domain::{Domain, Strings, Value, decode_indices, select_indices};
 use crate::encoding::{DECODE_ROW_COST, Encoding};
+use crate::encodings::Hybrid;
 use crate::error::{Result, corrupt};
 use crate::predicate::{BytesMatcher, BytesShape, CodeMask, DomainPred, IntRange};
 use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
@@ -290,10 +291,9 @@ impl Dict {
         len: usize,
         sel: Option<&Bitmap>,
     ) -> Result<Option<Vec<i32>>> {
-        let codes = ctx.child(id, self.codes)?;
-        match ctx.node(codes, 0)? {
-            Node::Hybrid(h) => h.keys(ctx, codes, count, sel, len),
-            _ => Ok(None),
+        match self.hybrid_codes(ctx, id)? {
+            Some((h, codes)) => h.keys(ctx, codes, count, sel, len),
+            None => Ok(None),
         }
     }
 
@@ -309,11 +309,19 @@ impl Dict {
         sel: Option<&Bitmap>,
         dict: &[V],
     ) -> Result<Option<Vec<V>>> {
-        let codes = ctx.child(id, self.codes)?;
-        match ctx.node(codes, 0)? {
-            Node::Hybrid(h) => h.lookup(ctx, codes, count, sel, dict),
-            _ => Ok(None),
+        match self.hybrid_codes(ctx, id)? {
+            Some((h, codes)) => h.lookup(ctx, codes, count, sel, dict),
+            None => Ok(None),
         }
+    }
+
+    /// The codes' node and id when they are a Parquet hybrid stream.
+    fn hybrid_codes<'c>(&self, ctx: &Ctx<'c>, id: NodeId) -> Result<Option<(&'c Hybrid, NodeId)>> {
+        let codes = ctx.child(id, self.codes)?;
+        Ok(match ctx.node(codes, 0)? {
+            Node::Hybrid(h) => Some((h, codes)),
+            _ => None,
+        })
     }
 
     /// The context's [`DictionaryMemo`](crate::DictionaryMemo) when this node is the root
