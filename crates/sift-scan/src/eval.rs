@@ -453,24 +453,23 @@ pub(crate) fn boolean_of(b: &Bitmap) -> BooleanArray {
     )
 }
 
+/// A boolean buffer's bits as a bitmap.
 fn bitmap_of(b: &BooleanBuffer) -> Bitmap {
-    Bitmap::from_bools(b.iter())
+    // A word at a time (the buffer's bit offset handled by its chunks).
+    let words = b.bit_chunks().iter_padded().collect();
+    Bitmap::from_words(words, b.len()).unwrap_or_default()
 }
 
-/// True where `r` is non-null and true (xor `negate` on non-null values), a word at a time.
+/// True where `r` is non-null and true (xor `negate` on non-null values).
 fn true_bits(r: &BooleanArray, negate: bool) -> Bitmap {
-    let values = r.values();
-    let flip = if negate { u64::MAX } else { 0 };
-    let mut words: Vec<u64> = values
-        .bit_chunks()
-        .iter_padded()
-        .map(|w| w ^ flip)
-        .collect();
-    if let Some(nulls) = r.nulls() {
-        let valid = nulls.inner().bit_chunks().iter_padded();
-        words.iter_mut().zip(valid).for_each(|(w, v)| *w &= v);
+    let mut bits = bitmap_of(r.values());
+    if negate {
+        bits.not_assign();
     }
-    Bitmap::from_words(words, r.len()).unwrap_or_default()
+    if let Some(nulls) = r.nulls() {
+        bits.and_assign(&bitmap_of(nulls.inner()));
+    }
+    bits
 }
 
 /// Casts two arrays to one type for a column comparison.
