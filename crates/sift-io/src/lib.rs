@@ -160,7 +160,10 @@ fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
             })
         }
         Format::Parquet => {
-            let file = open_file(path)?;
+            // Sift's checked input: a damaged footer or page header is refused before
+            // the `parquet` crate's decoder can be held on it.
+            let file = sift_scan::ParquetFile::open(path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
             let builder = ParquetRecordBatchReaderBuilder::try_new(file)
                 .with_context(|| format!("cannot open {} as Parquet", path.display()))?;
             let groups = builder.metadata().row_groups();

@@ -38,6 +38,8 @@ mod parquet_pages;
 #[cfg(feature = "parquet")]
 mod parquet_source;
 #[cfg(feature = "parquet")]
+mod parquet_thrift;
+#[cfg(feature = "parquet")]
 mod parquet_zones;
 mod parse;
 mod prune;
@@ -53,6 +55,8 @@ pub use error::{Error, Result, catching_panics};
 pub use expr::{CmpOp, Column, Expr, Literal, Udf, UdfFn, col};
 pub use extremes::has_extremes;
 pub use keys::{BLOOM_FPR, EXACT_KEYS, KeyCollector, KeyDomain, KeyFilter, MAX_KEYS};
+#[cfg(feature = "parquet")]
+pub use parquet_input::ParquetFile;
 pub use parse::parse_filter;
 pub use scan::{Scan, ScanBuilder, Table, scan};
 pub use stats::ScanStats;

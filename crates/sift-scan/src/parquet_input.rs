@@ -24,6 +24,8 @@ use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use parquet::file::reader::{ChunkReader, Length};
 use sift_format::{RangeOptions, RangeSource, Remote};
 
+use crate::parquet_thrift::{BoolLists, Damage, check_struct};
+
 /// The bytes of one Parquet file. Clones share the file (or object) and what was fetched.
 #[derive(Clone)]
 pub(crate) enum ParquetInput {
@@ -57,11 +59,13 @@ impl ParquetInput {
         let file = File::open(path)?;
         let len = file.metadata()?.len();
         let map = sift_format::map_file(&file).ok().map(Bytes::from_owner);
-        Ok(ParquetInput::Local {
+        let input = ParquetInput::Local {
             file: Arc::new(file),
             len,
             map,
-        })
+        };
+        input.check_footer()?;
+        Ok(input)
     }
 
     /// An object, opened with one suffix request.
@@ -77,12 +81,41 @@ impl ParquetInput {
                 tail.len()
             )));
         }
-        Ok(ParquetInput::Remote(Arc::new(RemoteInput {
+        let input = ParquetInput::Remote(Arc::new(RemoteInput {
             remote: Remote::new(source, options),
             len,
             tail,
             chunks: OnceLock::new(),
-        })))
+        }));
+        input.check_footer()?;
+        Ok(input)
+    }
+
+    /// Checks the Thrift of the footer's metadata ([`check_struct`]) before the `parquet`
+    /// crate decodes it. A file too short for a footer, or not ending in `PAR1` (an
+    /// encrypted footer, or no Parquet file), is left to the crate, which reports it.
+    fn check_footer(&self) -> std::io::Result<()> {
+        let len = self.len();
+        let Some(at) = len.checked_sub(8) else {
+            return Ok(());
+        };
+        let tail = self.bytes(at, 8)?;
+        if &tail[4..] != b"PAR1" {
+            return Ok(());
+        }
+        let size = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+        let Some(start) = at.checked_sub(size) else {
+            return Ok(());
+        };
+        let footer = self.bytes(start, size)?;
+        check_struct(&footer, start, BoolLists::None)
+            .map(drop)
+            .map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("footer metadata (bytes {start}..{at}): {e}"),
+                )
+            })
     }
 
     /// Records where the column chunks lie (from the parsed metadata), so that reads
@@ -200,8 +233,17 @@ impl Length for ParquetInput {
     }
 }
 
-/// A reader of [`ParquetInput`] from an offset.
-pub(crate) enum InputRead {
+/// A reader of [`ParquetInput`] from an offset: of a page header, checked
+/// ([`check_struct`]) when its first byte is read, or of the footer's last 8 bytes.
+pub(crate) struct InputRead {
+    from: ReadFrom,
+    /// The file offset of the page header to check before the first read (the crate also
+    /// asks for readers it does not read from, at the data of a page whose header it has
+    /// already read).
+    header: Option<u64>,
+}
+
+enum ReadFrom {
     /// A local file at an explicit offset. The `parquet` crate's own reader for `File`
     /// seeks a cloned handle, and clones share one offset: two threads reading one table
     /// through it read each other's positions.
@@ -211,8 +253,47 @@ pub(crate) enum InputRead {
 }
 
 impl InputRead {
-    pub(crate) fn bytes(bytes: Bytes) -> InputRead {
-        InputRead::Bytes { bytes, pos: 0 }
+    /// A page header in `bytes`, which start at file offset `at`.
+    pub(crate) fn header(bytes: Bytes, at: u64) -> InputRead {
+        InputRead {
+            from: ReadFrom::Bytes { bytes, pos: 0 },
+            header: Some(at),
+        }
+    }
+
+    /// Checks the page header at the start (once, before the first byte is read; callers
+    /// call it to check a header the crate reads from elsewhere).
+    pub(crate) fn check(&mut self) -> std::io::Result<()> {
+        let Some(at) = self.header.take() else {
+            return Ok(());
+        };
+        let damaged = |e: Damage| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("page header at byte {at}: {e}"),
+            )
+        };
+        match &self.from {
+            ReadFrom::Bytes { bytes, .. } => {
+                check_struct(bytes, at, BoolLists::None).map_err(damaged)?;
+            }
+            // Windows growing from 4 KiB until the header ends inside one, or the file.
+            ReadFrom::File { file, pos } => {
+                let mut window = 4096usize;
+                loop {
+                    let mut buf = vec![0u8; window];
+                    let n = std::os::unix::fs::FileExt::read_at(file.as_ref(), &mut buf, *pos)?;
+                    match check_struct(&buf[..n], at, BoolLists::None) {
+                        Err(e) if e.cut_off && n == window => window *= 16,
+                        done => {
+                            done.map_err(damaged)?;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -224,13 +305,16 @@ impl InputRead {
 impl Read for InputRead {
     #[inline]
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = match self {
-            InputRead::File { file, pos } => {
+        if self.header.is_some() {
+            self.check()?;
+        }
+        let n = match &mut self.from {
+            ReadFrom::File { file, pos } => {
                 let n = std::os::unix::fs::FileExt::read_at(file.as_ref(), buf, *pos)?;
                 *pos += n as u64;
                 n
             }
-            InputRead::Bytes { bytes, pos } => {
+            ReadFrom::Bytes { bytes, pos } => {
                 let rest = bytes.get(*pos..).unwrap_or_default();
                 let n = buf.len().min(rest.len());
                 // The Thrift decoder reads page headers a byte at a time: a single byte
@@ -257,25 +341,34 @@ impl Read for InputRead {
 impl ChunkReader for ParquetInput {
     type T = InputRead;
 
+    /// The crate reads page headers through this (checked when first read from), and the
+    /// footer's length and magic (the last 8 bytes, where no page header can start).
     fn get_read(&self, start: u64) -> parquet::errors::Result<InputRead> {
         if start > self.len() {
             return Err(ParquetError::EOF(format!(
                 "offset {start} lies beyond the end of the file"
             )));
         }
-        match self {
+        let header = (self.len() - start > 8).then_some(start);
+        let from = match self {
             ParquetInput::Local { map: Some(map), .. } if start <= map.len() as u64 => {
-                Ok(InputRead::bytes(map.slice(start as usize..)))
+                ReadFrom::Bytes {
+                    bytes: map.slice(start as usize..),
+                    pos: 0,
+                }
             }
-            ParquetInput::Local { file, .. } => Ok(InputRead::File {
+            ParquetInput::Local { file, .. } => ReadFrom::File {
                 file: file.clone(),
                 pos: start,
-            }),
-            ParquetInput::Remote(r) => r
-                .rest_from(start)
-                .map(InputRead::bytes)
-                .map_err(|e| ParquetError::External(Box::new(e))),
-        }
+            },
+            ParquetInput::Remote(r) => ReadFrom::Bytes {
+                bytes: r
+                    .rest_from(start)
+                    .map_err(|e| ParquetError::External(Box::new(e)))?,
+                pos: 0,
+            },
+        };
+        Ok(InputRead { from, header })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
@@ -285,6 +378,50 @@ impl ChunkReader for ParquetInput {
                 _ => ParquetError::External(Box::new(e)),
             })
     }
+}
+
+/// A local Parquet file for readers of the `parquet` crate, its footer checked when opened
+/// and each page header before it is read, as Sift's scan checks them (the crate's own
+/// decoder can be held for seconds by a few bytes of a damaged file).
+#[derive(Clone)]
+pub struct ParquetFile(ParquetInput);
+
+impl ParquetFile {
+    /// Opens `path`, checking its footer.
+    pub fn open(path: &Path) -> std::io::Result<ParquetFile> {
+        ParquetInput::local(path).map(ParquetFile)
+    }
+}
+
+impl Length for ParquetFile {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+impl ChunkReader for ParquetFile {
+    type T = Box<dyn Read + Send>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(Box::new(self.0.get_read(start)?))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        self.0.get_bytes(start, length)
+    }
+}
+
+/// [`check_struct`] of `bytes`, which start at file offset `start`, as a `parquet` error
+/// naming `what` and the offset.
+pub(crate) fn check_thrift(
+    bytes: &[u8],
+    start: u64,
+    what: &str,
+    bools: BoolLists,
+) -> parquet::errors::Result<()> {
+    check_struct(bytes, start, bools)
+        .map(drop)
+        .map_err(|e| ParquetError::General(format!("{what} at byte {start}: {e}")))
 }
 
 /// Where a column chunk starts (its dictionary page, else its first data page); `None`

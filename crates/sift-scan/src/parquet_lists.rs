@@ -31,7 +31,6 @@ use bytes::Bytes;
 use parquet::basic::{Encoding, Repetition};
 use parquet::column::page::Page;
 use parquet::file::metadata::ParquetMetaData;
-use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescriptor;
 use sift_encoding::{Bitmap, Chunk, ColumnEncoding, Validity};
 
@@ -174,9 +173,9 @@ pub(crate) fn read_list(
         }),
         None => whole,
     };
-    let reader = Arc::new(ChunkBytes::new(start, bytes));
-    let mut pages = guarded(|| SerializedPageReader::new(reader, chunk, total, locations.clone()))
-        .map_err(|e| err(&e))?;
+    let mut pages =
+        guarded(|| ChunkBytes::new(start, bytes).pages(chunk, total, locations.clone()))
+            .map_err(|e| err(&e))?;
     let mut dictionary: Option<(DictValues, usize)> = None;
     let mut levels = Levels::new(&shape);
     let mut selected = Bitmap::zeros(0);

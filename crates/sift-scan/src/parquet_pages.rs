@@ -28,7 +28,8 @@ use arrow_schema::{DataType, Field};
 use bytes::Bytes;
 use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::{Page, PageReader};
-use parquet::file::metadata::ParquetMetaData;
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
+use parquet::file::page_index::offset_index::PageLocation;
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescriptor;
@@ -38,8 +39,9 @@ use sift_encoding::{
 };
 
 use crate::error::{Error, Result};
-use crate::parquet_input::InputRead;
+use crate::parquet_input::{InputRead, check_thrift};
 use crate::parquet_source::guarded;
+use crate::parquet_thrift::BoolLists;
 use crate::scan::Read;
 
 /// One column chunk of one row group, as Sift chunks (one per data page read), seen
@@ -142,8 +144,7 @@ pub(crate) fn check_repetition_levels(
         .get(rg)
         .ok_or_else(|| err(&"no such row group"))?;
     let rows = usize::try_from(group.num_rows()).map_err(|_| err(&"negative row count"))?;
-    let reader = Arc::new(ChunkBytes { start, bytes });
-    let mut pages = guarded(|| SerializedPageReader::new(reader, group.column(leaf), rows, None))
+    let mut pages = guarded(|| ChunkBytes::new(start, bytes).pages(group.column(leaf), rows, None))
         .map_err(|e| err(&e))?;
     let mut page_no = 0usize;
     while let Some(page) =
@@ -227,8 +228,9 @@ impl Length for ChunkBytes {
 impl ChunkReader for ChunkBytes {
     type T = InputRead;
 
+    /// The crate reads page headers through this (each checked when first read from).
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        Ok(InputRead::bytes(self.slice(start, None)?))
+        Ok(InputRead::header(self.slice(start, None)?, start))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
@@ -240,6 +242,22 @@ impl ChunkBytes {
     /// The chunk's `bytes`, which start at file offset `start`.
     pub(crate) fn new(start: u64, bytes: Bytes) -> ChunkBytes {
         ChunkBytes { start, bytes }
+    }
+
+    /// The crate's reader of this chunk's pages, `rows` rows of `chunk`, at the page
+    /// index's `locations` when given: the crate reads the headers there from the bytes
+    /// it asks for, not through [`ChunkReader::get_read`], so each is checked first.
+    pub(crate) fn pages(
+        self,
+        chunk: &ColumnChunkMetaData,
+        rows: usize,
+        locations: Option<Vec<PageLocation>>,
+    ) -> parquet::errors::Result<SerializedPageReader<ChunkBytes>> {
+        for page in locations.iter().flatten() {
+            let at = u64::try_from(page.offset).unwrap_or(u64::MAX);
+            check_thrift(&self.slice(at, None)?, at, "page header", BoolLists::None)?;
+        }
+        SerializedPageReader::new(Arc::new(self), chunk, rows, locations)
     }
 
     fn slice(&self, start: u64, length: Option<usize>) -> parquet::errors::Result<Bytes> {
@@ -407,8 +425,7 @@ impl PagedColumn {
             .offset_index()
             .and_then(|o| o.get(rg)?.get(leaf))
             .map(|o| o.page_locations().clone());
-        let reader = Arc::new(ChunkBytes { start, bytes });
-        let mut pages = guarded(|| SerializedPageReader::new(reader, chunk, rows, locations))
+        let mut pages = guarded(|| ChunkBytes::new(start, bytes).pages(chunk, rows, locations))
             .map_err(|e| err(&e))?;
         let mut dictionary: Option<(DictValues, usize)> = None;
         let mut out = Vec::new();

@@ -16,12 +16,14 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::reader::ChunkReader;
 
 use crate::bind::Bound;
 use crate::error::{Error, Result};
-use crate::parquet_input::ParquetInput;
+use crate::parquet_input::{ParquetInput, check_thrift};
 use crate::parquet_pages::PagedColumn;
+use crate::parquet_thrift::BoolLists;
 use crate::parquet_zones::ParquetZones;
 use crate::prune::{Membership, candidate_rows};
 use crate::source::{BlockData, ColumnData};
@@ -62,15 +64,10 @@ impl ParquetSource {
         // The page index (when the writer stored one) prunes pages; one that does not
         // parse, or does not fit the column chunks, only costs that pruning, never the
         // file. The footer is read without its embedded Arrow schema, applied on its own.
-        let plain = plain_schema();
-        let with_index = plain
-            .clone()
-            .with_page_index_policy(PageIndexPolicy::Optional);
-        let loaded = match ArrowReaderMetadata::load(&input, with_index) {
-            Ok(m) => m,
-            Err(_) => ArrowReaderMetadata::load(&input, plain).map_err(|e| err(&e))?,
-        };
-        let mut metadata = loaded.metadata().clone();
+        let footer = ParquetMetaDataReader::new()
+            .parse_and_finish(&input)
+            .map_err(|e| err(&e))?;
+        let mut metadata = Arc::new(with_page_index(&input, footer).map_err(|e| err(&e))?);
         if !offset_index_fits(&metadata) {
             metadata = Arc::new(
                 ParquetMetaData::clone(&metadata)
@@ -271,6 +268,7 @@ impl ParquetSource {
         {
             self.check_repetition_levels(b, col)?;
         }
+        self.check_page_headers(meta, b, col).map_err(|e| err(&e))?;
         // Several threads may decode row groups of one file at once: they read the mapping,
         // the file at explicit offsets, or the chunks fetched ahead (see `ParquetInput`).
         let batches = guarded(|| {
@@ -491,6 +489,30 @@ impl ParquetSource {
         Some(*leaves.first()?..*leaves.last()? + 1)
     }
 
+    /// Checks the page headers of column `col` in row group `b` at the page index's
+    /// locations in `meta`, if it has them: the crate's reader reads them from the bytes
+    /// there, not through [`ChunkReader::get_read`], which checks what it reads.
+    fn check_page_headers(
+        &self,
+        meta: &ArrowReaderMetadata,
+        b: usize,
+        col: usize,
+    ) -> parquet::errors::Result<()> {
+        let Some(index) = meta.metadata().offset_index().and_then(|o| o.get(b)) else {
+            return Ok(());
+        };
+        for leaf in self.leaves(col).into_iter().flatten() {
+            for page in index.get(leaf).map_or(&[][..], |o| o.page_locations()) {
+                let at = u64::try_from(page.offset).unwrap_or(u64::MAX);
+                let mut header = ChunkReader::get_read(&self.input, at)?;
+                header
+                    .check()
+                    .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Reader metadata whose schema asks for column `col` as `Dictionary(Int32, type)` —
     /// the type `read_dictionary` returns on Sift files ([`sift_encoding::dictionary_type`])
     /// — when the Parquet reader decodes its type into dictionaries
@@ -512,6 +534,94 @@ impl ParquetSource {
         let hinted = SchemaRef::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         let options = ArrowReaderOptions::new().with_schema(hinted);
         ArrowReaderMetadata::try_new(self.meta.metadata().clone(), options).ok()
+    }
+}
+
+/// `footer` with the file's page index added, when it has one whose Thrift passes
+/// [`check_thrift`] and that the `parquet` crate decodes; else `footer`.
+fn with_page_index(
+    input: &ParquetInput,
+    footer: ParquetMetaData,
+) -> parquet::errors::Result<ParquetMetaData> {
+    let mut indexes = Vec::new();
+    for chunk in footer.row_groups().iter().flat_map(|g| g.columns()) {
+        let column = chunk.column_index_offset().zip(chunk.column_index_length());
+        let offset = chunk.offset_index_offset().zip(chunk.offset_index_length());
+        indexes.extend(column.map(|i| (i, "column index", BoolLists::FirstField)));
+        indexes.extend(offset.map(|i| (i, "offset index", BoolLists::None)));
+    }
+    if indexes.is_empty() {
+        return Ok(footer);
+    }
+    // Writers store the indexes together before the footer: read at once (one request
+    // for an object), each checked inside its own bytes.
+    let ranges: Option<Vec<_>> = indexes
+        .iter()
+        .map(|&((at, len), what, bools)| {
+            let start = u64::try_from(at).ok()?;
+            let end = start.checked_add(u64::try_from(len).ok()?)?;
+            Some((start..end, what, bools))
+        })
+        .collect();
+    let Some(ranges) = ranges else {
+        return Ok(footer);
+    };
+    let lo = ranges.iter().map(|(r, ..)| r.start).min().unwrap_or(0);
+    let hi = ranges.iter().map(|(r, ..)| r.end).max().unwrap_or(0);
+    let Ok(bytes) = input.bytes(lo, hi - lo) else {
+        return Ok(footer);
+    };
+    let checked = ranges.iter().all(|(r, what, bools)| {
+        let inside = bytes.get((r.start - lo) as usize..(r.end - lo) as usize);
+        inside.is_some_and(|b| check_thrift(b, r.start, what, *bools).is_ok())
+    });
+    if !checked {
+        return Ok(footer);
+    }
+    let mut reader = ParquetMetaDataReader::new_with_metadata(footer)
+        .with_page_index_policy(PageIndexPolicy::Optional);
+    let held = Held {
+        input,
+        start: lo,
+        held: bytes,
+    };
+    reader
+        .read_page_indexes(&held)
+        .and_then(|()| reader.finish())
+        // The reader took the footer: it is parsed again, without the index.
+        .or_else(|_| ParquetMetaDataReader::new().parse_and_finish(input))
+}
+
+/// The file with bytes `start..start + held.len()` served from `held` (the page index,
+/// read once to be checked, then decoded by the crate from the same bytes).
+struct Held<'a> {
+    input: &'a ParquetInput,
+    start: u64,
+    held: bytes::Bytes,
+}
+
+impl parquet::file::reader::Length for Held<'_> {
+    fn len(&self) -> u64 {
+        self.input.len()
+    }
+}
+
+impl ChunkReader for Held<'_> {
+    type T = crate::parquet_input::InputRead;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        self.input.get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        let inside = start
+            .checked_sub(self.start)
+            .and_then(|at| usize::try_from(at).ok())
+            .filter(|&at| at.saturating_add(length) <= self.held.len());
+        match inside {
+            Some(at) => Ok(self.held.slice(at..at + length)),
+            None => self.input.get_bytes(start, length),
+        }
     }
 }
 

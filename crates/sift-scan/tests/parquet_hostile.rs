@@ -437,3 +437,86 @@ fn fuzzer_findings_are_errors() {
         assert!(problems.is_empty(), "{}: {problems:?}", path.display());
     }
 }
+
+/// A list of 2^31 - 1 booleans as a Thrift field no reader knows (id 100): 9 bytes.
+const BOOLEAN_BOMB: [u8; 9] = [0x09, 0xC8, 0x01, 0xF1, 0xFF, 0xFF, 0xFF, 0xFF, 0x07];
+
+/// The `parquet` crate skips the elements of such a list without reading a byte of them,
+/// 2^31 - 1 times over: seconds per list. Put in the footer (eight times) or in a page header
+/// (in place of the page statistics' minimum), the file is refused as soon as it is opened
+/// or its page is read, the error naming the file and the list's length, for Sift's scan
+/// and for the crate's reader through `ParquetFile`.
+#[test]
+fn lists_of_booleans_in_thrift_are_refused_promptly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plain.parquet");
+    let batch = RecordBatch::try_from_iter([(
+        "x",
+        Arc::new(Int64Array::from_iter_values(0..100)) as ArrayRef,
+    )])
+    .unwrap();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_write_page_header_statistics(true)
+        .build();
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let n = bytes.len();
+
+    // The footer: the bombs before the stop byte that ends it.
+    let footer_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap());
+    let mut footer = bytes[..n - 9].to_vec();
+    for _ in 0..8 {
+        footer.extend_from_slice(&BOOLEAN_BOMB);
+    }
+    footer.push(0);
+    footer.extend_from_slice(&(footer_len + 8 * BOOLEAN_BOMB.len() as u32).to_le_bytes());
+    footer.extend_from_slice(b"PAR1");
+
+    // The page header (from byte 4): the statistics' 8-byte minimum (field header 0x18,
+    // length 8) becomes the bomb and a boolean field, ten bytes for ten.
+    let mut page = bytes.clone();
+    let at = 4 + page[4..68]
+        .windows(2)
+        .position(|w| w == [0x18, 0x08])
+        .expect("the page header holds its statistics");
+    page[at..at + 9].copy_from_slice(&BOOLEAN_BOMB);
+    page[at + 9] = 0x11;
+
+    for (name, damaged) in [("footer", footer), ("page", page)] {
+        let path = dir.path().join(format!("{name}.parquet"));
+        std::fs::write(&path, &damaged).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || {
+            let scanned = Table::open(&p).and_then(|t| {
+                t.scan()
+                    .build()?
+                    .collect::<sift_scan::Result<Vec<_>>>()
+                    .map(drop)
+            });
+            let crate_read = sift_scan::ParquetFile::open(&p)
+                .map_err(|e| e.to_string())
+                .and_then(|f| {
+                    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+                        .and_then(|b| b.build())
+                        .map_err(|e| e.to_string())?
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| e.to_string())
+                });
+            let _ = tx.send((scanned.map_err(|e| e.to_string()), crate_read.map(drop)));
+        });
+        let (scanned, crate_read) = rx
+            .recv_timeout(TIMEOUT)
+            .unwrap_or_else(|_| panic!("{name}: no result after {TIMEOUT:?}"));
+        let e = scanned.expect_err(name);
+        assert!(e.contains(&path.display().to_string()), "{name}: {e}");
+        assert!(e.contains("Thrift container"), "{name}: {e}");
+        let e = crate_read.expect_err(name);
+        assert!(e.contains("Thrift container"), "{name}: {e}");
+    }
+}

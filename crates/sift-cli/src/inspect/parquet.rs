@@ -2,7 +2,6 @@
 //! sizes) from the footer, and next to each column what Sift's encoder chooses for the
 //! same values (the first block's worth of rows of the first row group).
 
-use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
@@ -12,8 +11,10 @@ use arrow::datatypes::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::parquet_column;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
+use parquet::file::reader::Length;
 use serde::Serialize;
 use sift_format::MAX_BLOCK_ROWS;
+use sift_scan::ParquetFile;
 
 use super::{InspectArgs, scheme_text};
 use crate::table::{Align, Table, fmt_ratio, human_bytes, human_count, ratio};
@@ -109,11 +110,9 @@ fn encodings(chunk: &ColumnChunkMetaData) -> Vec<String> {
 }
 
 fn build_report(path: &Path, try_sift: bool) -> Result<ParquetReport> {
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let file_bytes = file
-        .metadata()
-        .with_context(|| format!("cannot open {}", path.display()))?
-        .len();
+    let file =
+        ParquetFile::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file_bytes = file.len();
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .with_context(|| format!("cannot open {} as Parquet", path.display()))?;
     let meta = builder.metadata().clone();
@@ -229,7 +228,7 @@ fn leaf_arrow_types(meta: &ParquetMetaData) -> Vec<Option<String>> {
 /// Sift's encoding of the first block's worth of rows of the first row group, per leaf
 /// column: `(leaf index, trial)`.
 fn sift_trials(
-    builder: ParquetRecordBatchReaderBuilder<File>,
+    builder: ParquetRecordBatchReaderBuilder<ParquetFile>,
     meta: &ParquetMetaData,
 ) -> Result<Vec<(usize, SiftTrial)>> {
     let Some(group) = meta.row_groups().first() else {
