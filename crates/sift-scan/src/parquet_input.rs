@@ -411,6 +411,40 @@ impl ChunkReader for ParquetFile {
     }
 }
 
+/// The file with bytes `start..start + bytes.len()` served from `bytes`: what was read once
+/// to be checked ([`check_thrift`]), then decoded by the `parquet` crate from the same
+/// bytes (the page index, a Bloom filter), with no second read or request.
+pub(crate) struct Held<'a> {
+    pub(crate) input: &'a ParquetInput,
+    pub(crate) start: u64,
+    pub(crate) bytes: Bytes,
+}
+
+impl Length for Held<'_> {
+    fn len(&self) -> u64 {
+        self.input.len()
+    }
+}
+
+impl ChunkReader for Held<'_> {
+    type T = InputRead;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        self.input.get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let inside = start
+            .checked_sub(self.start)
+            .and_then(|at| usize::try_from(at).ok())
+            .filter(|&at| at.saturating_add(length) <= self.bytes.len());
+        match inside {
+            Some(at) => Ok(self.bytes.slice(at..at + length)),
+            None => self.input.get_bytes(start, length),
+        }
+    }
+}
+
 /// [`check_struct`] of `bytes`, which start at file offset `start`, as a `parquet` error
 /// naming `what` and the offset.
 pub(crate) fn check_thrift(

@@ -21,7 +21,7 @@ use parquet::file::reader::ChunkReader;
 
 use crate::bind::Bound;
 use crate::error::{Error, Result};
-use crate::parquet_input::{ParquetInput, check_thrift};
+use crate::parquet_input::{Held, ParquetInput, check_thrift};
 use crate::parquet_pages::PagedColumn;
 use crate::parquet_thrift::BoolLists;
 use crate::parquet_zones::ParquetZones;
@@ -583,46 +583,13 @@ fn with_page_index(
     let held = Held {
         input,
         start: lo,
-        held: bytes,
+        bytes,
     };
     reader
         .read_page_indexes(&held)
         .and_then(|()| reader.finish())
         // The reader took the footer: it is parsed again, without the index.
         .or_else(|_| ParquetMetaDataReader::new().parse_and_finish(input))
-}
-
-/// The file with bytes `start..start + held.len()` served from `held` (the page index,
-/// read once to be checked, then decoded by the crate from the same bytes).
-struct Held<'a> {
-    input: &'a ParquetInput,
-    start: u64,
-    held: bytes::Bytes,
-}
-
-impl parquet::file::reader::Length for Held<'_> {
-    fn len(&self) -> u64 {
-        self.input.len()
-    }
-}
-
-impl ChunkReader for Held<'_> {
-    type T = crate::parquet_input::InputRead;
-
-    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        self.input.get_read(start)
-    }
-
-    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
-        let inside = start
-            .checked_sub(self.start)
-            .and_then(|at| usize::try_from(at).ok())
-            .filter(|&at| at.saturating_add(length) <= self.held.len());
-        match inside {
-            Some(at) => Ok(self.held.slice(at..at + length)),
-            None => self.input.get_bytes(start, length),
-        }
-    }
 }
 
 /// Reader options that type the columns by the Parquet schema alone, ignoring the

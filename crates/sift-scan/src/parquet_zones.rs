@@ -20,7 +20,7 @@ use parquet::basic::Type as PhysicalType;
 use parquet::bloom_filter::Sbbf;
 use sift_encoding::{ChunkStats, arrow_bound};
 
-use crate::parquet_input::{ParquetInput, check_thrift};
+use crate::parquet_input::{Held, ParquetInput, check_thrift};
 use crate::parquet_thrift::BoolLists;
 use crate::prune::{Membership, PartZone, Probe};
 
@@ -284,15 +284,18 @@ impl BloomSlot {
             .get_or_init(|| {
                 let md = self.meta.metadata();
                 let chunk = md.row_groups().get(self.rg)?.columns().get(self.leaf)?;
-                // The filter's length is stated and inside the file (`bloom_key`); its
-                // header (a dozen bytes when valid) is checked in its first KiB.
+                // The filter's length is stated and inside the file (`bloom_key`): read
+                // once, its header checked, then decoded from those bytes.
                 let start = u64::try_from(chunk.bloom_filter_offset()?).ok()?;
                 let length = u64::try_from(chunk.bloom_filter_length()?).ok()?;
-                let head = self.input.bytes(start, length.min(1024)).ok()?;
-                check_thrift(&head, start, "Bloom filter header", BoolLists::None).ok()?;
-                Sbbf::read_from_column_chunk(chunk, &self.input)
-                    .ok()
-                    .flatten()
+                let bytes = self.input.bytes(start, length).ok()?;
+                check_thrift(&bytes, start, "Bloom filter header", BoolLists::None).ok()?;
+                let held = Held {
+                    input: &self.input,
+                    start,
+                    bytes,
+                };
+                Sbbf::read_from_column_chunk(chunk, &held).ok().flatten()
             })
             .as_ref()
     }
