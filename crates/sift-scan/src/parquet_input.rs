@@ -21,6 +21,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
+use parquet::file::page_index::offset_index::PageLocation;
 use parquet::file::reader::{ChunkReader, Length};
 use sift_format::{RangeOptions, RangeSource, Remote};
 
@@ -59,13 +60,11 @@ impl ParquetInput {
         let file = File::open(path)?;
         let len = file.metadata()?.len();
         let map = sift_format::map_file(&file).ok().map(Bytes::from_owner);
-        let input = ParquetInput::Local {
+        Ok(ParquetInput::Local {
             file: Arc::new(file),
             len,
             map,
-        };
-        input.check_footer()?;
-        Ok(input)
+        })
     }
 
     /// An object, opened with one suffix request.
@@ -81,41 +80,43 @@ impl ParquetInput {
                 tail.len()
             )));
         }
-        let input = ParquetInput::Remote(Arc::new(RemoteInput {
+        Ok(ParquetInput::Remote(Arc::new(RemoteInput {
             remote: Remote::new(source, options),
             len,
             tail,
             chunks: OnceLock::new(),
-        }));
-        input.check_footer()?;
-        Ok(input)
+        })))
     }
 
-    /// Checks the Thrift of the footer's metadata ([`check_struct`]) before the `parquet`
-    /// crate decodes it. A file too short for a footer, or not ending in `PAR1` (an
-    /// encrypted footer, or no Parquet file), is left to the crate, which reports it.
-    fn check_footer(&self) -> std::io::Result<()> {
+    /// The footer's metadata, its Thrift checked ([`check_struct`]), for the `parquet`
+    /// crate to decode from these bytes (no second read or request): `None` for a file too
+    /// short for a footer, or not ending in `PAR1` (an encrypted footer, or no Parquet
+    /// file), which the crate reports.
+    pub(crate) fn checked_footer(&self) -> std::io::Result<Option<Held<'_>>> {
         let len = self.len();
         let Some(at) = len.checked_sub(8) else {
-            return Ok(());
+            return Ok(None);
         };
         let tail = self.bytes(at, 8)?;
         if &tail[4..] != b"PAR1" {
-            return Ok(());
+            return Ok(None);
         }
         let size = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
         let Some(start) = at.checked_sub(size) else {
-            return Ok(());
+            return Ok(None);
         };
-        let footer = self.bytes(start, size)?;
-        check_struct(&footer, start, BoolLists::None)
-            .map(drop)
-            .map_err(|e| {
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!("footer metadata (bytes {start}..{at}): {e}"),
-                )
-            })
+        let bytes = self.bytes(start, size)?;
+        check_struct(&bytes, start, BoolLists::None).map_err(|e| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("footer metadata (bytes {start}..{at}): {e}"),
+            )
+        })?;
+        Ok(Some(Held {
+            input: self,
+            start,
+            bytes,
+        }))
     }
 
     /// Records where the column chunks lie (from the parsed metadata), so that reads
@@ -261,9 +262,9 @@ impl InputRead {
         }
     }
 
-    /// Checks the page header at the start (once, before the first byte is read; callers
-    /// call it to check a header the crate reads from elsewhere).
-    pub(crate) fn check(&mut self) -> std::io::Result<()> {
+    /// Checks the page header at the start (once, before the first byte is read, or when
+    /// [`check_page_headers`] asks).
+    fn check(&mut self) -> std::io::Result<()> {
         let Some(at) = self.header.take() else {
             return Ok(());
         };
@@ -389,7 +390,9 @@ pub struct ParquetFile(ParquetInput);
 impl ParquetFile {
     /// Opens `path`, checking its footer.
     pub fn open(path: &Path) -> std::io::Result<ParquetFile> {
-        ParquetInput::local(path).map(ParquetFile)
+        let input = ParquetInput::local(path)?;
+        input.checked_footer()?;
+        Ok(ParquetFile(input))
     }
 }
 
@@ -443,6 +446,23 @@ impl ChunkReader for Held<'_> {
             None => self.input.get_bytes(start, length),
         }
     }
+}
+
+/// Checks the page headers at a page index's locations `pages`, which the `parquet` crate
+/// reads from the bytes it asks for rather than through `get_read` (whose readers check
+/// the header they start at).
+pub(crate) fn check_page_headers(
+    reader: &impl ChunkReader<T = InputRead>,
+    pages: &[PageLocation],
+) -> parquet::errors::Result<()> {
+    for page in pages {
+        let at = u64::try_from(page.offset).unwrap_or(u64::MAX);
+        reader
+            .get_read(at)?
+            .check()
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+    }
+    Ok(())
 }
 
 /// [`check_struct`] of `bytes`, which start at file offset `start`, as a `parquet` error

@@ -39,9 +39,8 @@ use sift_encoding::{
 };
 
 use crate::error::{Error, Result};
-use crate::parquet_input::{InputRead, check_thrift};
+use crate::parquet_input::{InputRead, check_page_headers};
 use crate::parquet_source::guarded;
-use crate::parquet_thrift::BoolLists;
 use crate::scan::Read;
 
 /// One column chunk of one row group, as Sift chunks (one per data page read), seen
@@ -253,10 +252,7 @@ impl ChunkBytes {
         rows: usize,
         locations: Option<Vec<PageLocation>>,
     ) -> parquet::errors::Result<SerializedPageReader<ChunkBytes>> {
-        for page in locations.iter().flatten() {
-            let at = u64::try_from(page.offset).unwrap_or(u64::MAX);
-            check_thrift(&self.slice(at, None)?, at, "page header", BoolLists::None)?;
-        }
+        check_page_headers(&self, locations.as_deref().unwrap_or_default())?;
         SerializedPageReader::new(Arc::new(self), chunk, rows, locations)
     }
 

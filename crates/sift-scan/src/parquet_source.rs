@@ -17,11 +17,10 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
-use parquet::file::reader::ChunkReader;
 
 use crate::bind::Bound;
 use crate::error::{Error, Result};
-use crate::parquet_input::{Held, ParquetInput, check_thrift};
+use crate::parquet_input::{Held, ParquetInput, check_page_headers, check_thrift};
 use crate::parquet_pages::PagedColumn;
 use crate::parquet_thrift::BoolLists;
 use crate::parquet_zones::ParquetZones;
@@ -64,9 +63,11 @@ impl ParquetSource {
         // The page index (when the writer stored one) prunes pages; one that does not
         // parse, or does not fit the column chunks, only costs that pruning, never the
         // file. The footer is read without its embedded Arrow schema, applied on its own.
-        let footer = ParquetMetaDataReader::new()
-            .parse_and_finish(&input)
-            .map_err(|e| err(&e))?;
+        let footer = match input.checked_footer().map_err(|e| err(&e))? {
+            Some(checked) => ParquetMetaDataReader::new().parse_and_finish(&checked),
+            None => ParquetMetaDataReader::new().parse_and_finish(&input),
+        }
+        .map_err(|e| err(&e))?;
         let mut metadata = Arc::new(with_page_index(&input, footer).map_err(|e| err(&e))?);
         if !offset_index_fits(&metadata) {
             metadata = Arc::new(
@@ -268,7 +269,13 @@ impl ParquetSource {
         {
             self.check_repetition_levels(b, col)?;
         }
-        self.check_page_headers(meta, b, col).map_err(|e| err(&e))?;
+        // The page index's pages, whose headers the crate reads from there.
+        if let Some(index) = meta.metadata().offset_index().and_then(|o| o.get(b)) {
+            for leaf in self.leaves(col).into_iter().flatten() {
+                let pages = index.get(leaf).map_or(&[][..], |o| o.page_locations());
+                check_page_headers(&self.input, pages).map_err(|e| err(&e))?;
+            }
+        }
         // Several threads may decode row groups of one file at once: they read the mapping,
         // the file at explicit offsets, or the chunks fetched ahead (see `ParquetInput`).
         let batches = guarded(|| {
@@ -487,30 +494,6 @@ impl ParquetSource {
             .filter(|&l| descr.get_column_root_idx(l) == col)
             .collect();
         Some(*leaves.first()?..*leaves.last()? + 1)
-    }
-
-    /// Checks the page headers of column `col` in row group `b` at the page index's
-    /// locations in `meta`, if it has them: the crate's reader reads them from the bytes
-    /// there, not through [`ChunkReader::get_read`], which checks what it reads.
-    fn check_page_headers(
-        &self,
-        meta: &ArrowReaderMetadata,
-        b: usize,
-        col: usize,
-    ) -> parquet::errors::Result<()> {
-        let Some(index) = meta.metadata().offset_index().and_then(|o| o.get(b)) else {
-            return Ok(());
-        };
-        for leaf in self.leaves(col).into_iter().flatten() {
-            for page in index.get(leaf).map_or(&[][..], |o| o.page_locations()) {
-                let at = u64::try_from(page.offset).unwrap_or(u64::MAX);
-                let mut header = ChunkReader::get_read(&self.input, at)?;
-                header
-                    .check()
-                    .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))?;
-            }
-        }
-        Ok(())
     }
 
     /// Reader metadata whose schema asks for column `col` as `Dictionary(Int32, type)` —
