@@ -2,7 +2,7 @@
 //! projections, limits) run by Sift's engine on every core.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -73,7 +73,9 @@ pub struct SqlArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub runs: Option<u64>,
     /// Read .parquet tables given with --table with DataFusion's own Parquet reader
-    /// instead of Sift's (to compare the two).
+    /// instead of Sift's (to compare the two). Each file is first checked by Sift (its
+    /// footer, page headers, page index and Bloom filter headers), since a damaged one
+    /// can hold that reader for seconds.
     #[arg(long, value_name = "READER", default_value = "sift")]
     pub parquet_reader: ParquetReader,
     /// With --parquet-reader datafusion: evaluate filters inside DataFusion's Parquet scan
@@ -197,6 +199,18 @@ async fn register(
 ) -> Result<()> {
     let is_parquet = has_extension(path, PARQUET_EXTENSIONS);
     if reader == ParquetReader::Datafusion && is_parquet {
+        // DataFusion's reader decodes the Thrift of what it fetches with the `parquet`
+        // crate, which a few bytes of a damaged file can hold for seconds: it is given
+        // only files whose every Thrift structure Sift has checked.
+        if !sift_store::is_url(path) {
+            let files = sift_store::resolve(path, &Default::default())
+                .with_context(|| format!("table {name}"))?;
+            for f in files {
+                sift_scan::ParquetFile::open(Path::new(&f.location))
+                    .and_then(|file| file.check_all())
+                    .with_context(|| format!("table {name}: {}", f.location))?;
+            }
+        }
         let absolute = std::path::absolute(path)
             .with_context(|| format!("{path}: cannot resolve the path"))?;
         let url = ListingTableUrl::parse(absolute.to_string_lossy())

@@ -1761,3 +1761,26 @@ fn damaged_parquet_is_a_clean_error() {
     assert!(err.contains("column flba_field"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// A Parquet file whose footer holds the `parquet` crate's Thrift decoder for seconds,
+/// given to DataFusion's reader: refused by Sift's check before DataFusion reads it, in one
+/// clean error naming the table and the file.
+#[test]
+fn datafusion_reader_is_given_checked_files_only() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/damaged-parquet/thrift-list-of-booleans.parquet");
+    let mut table = std::ffi::OsString::from("t=");
+    table.push(path.as_os_str());
+    let o = sift([
+        "sql".as_ref(),
+        "--parquet-reader".as_ref(),
+        "datafusion".as_ref(),
+        "-t".as_ref(),
+        table.as_os_str(),
+        "select count(*) from t".as_ref(),
+    ]);
+    let err = clean_failure(&o);
+    assert!(err.contains("table t"), "{err}");
+    assert!(err.contains("thrift-list-of-booleans.parquet"), "{err}");
+    assert!(err.contains("footer metadata"), "{err}");
+}

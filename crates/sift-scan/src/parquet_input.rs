@@ -19,10 +19,12 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use parquet::column::page::PageReader;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::page_index::offset_index::PageLocation;
 use parquet::file::reader::{ChunkReader, Length};
+use parquet::file::serialized_reader::SerializedPageReader;
 use sift_format::{RangeOptions, RangeSource, Remote};
 
 use crate::parquet_thrift::{BoolLists, Damage, check_struct};
@@ -394,7 +396,79 @@ impl ParquetFile {
         input.checked_footer()?;
         Ok(ParquetFile(input))
     }
+
+    /// Checks every Thrift structure of the file that a reader of the `parquet` crate may
+    /// decode, not only those it decodes through this file: the footer (checked at open),
+    /// each column chunk's column and offset index and Bloom filter header, and every page
+    /// header, each walked by [`check_struct`] (a page's data is skipped, not read). For a
+    /// reader that fetches bytes and decodes them itself (DataFusion's Parquet scan): a
+    /// file that passes holds nothing that can hold the crate's decoder for long.
+    pub fn check_all(&self) -> std::io::Result<()> {
+        let invalid =
+            |message: String| std::io::Error::new(std::io::ErrorKind::InvalidData, message);
+        let meta = ParquetMetaDataReader::new()
+            .parse_and_finish(self)
+            .map_err(|e| invalid(format!("footer: {e}")))?;
+        for (rg, group) in meta.row_groups().iter().enumerate() {
+            for chunk in group.columns() {
+                let place = |e: &dyn std::fmt::Display| {
+                    invalid(format!(
+                        "row group {rg}, column {}: {e}",
+                        chunk.column_path()
+                    ))
+                };
+                let column = chunk.column_index_offset().zip(chunk.column_index_length());
+                let offset = chunk.offset_index_offset().zip(chunk.offset_index_length());
+                let bloom = chunk.bloom_filter_offset().map(|at| {
+                    // Without a stated length, the header is read from the bytes after it.
+                    let left = u64::try_from(at).map_or(0, |at| self.0.len().saturating_sub(at));
+                    let read = i64::try_from(left.min(BLOOM_HEADER_READ)).unwrap_or(0);
+                    (at, chunk.bloom_filter_length().map_or(read, i64::from))
+                });
+                let (column, offset) = (
+                    column.map(|(at, n)| (at, i64::from(n))),
+                    offset.map(|(at, n)| (at, i64::from(n))),
+                );
+                let structs = [
+                    (column, "column index", BoolLists::FirstField),
+                    (offset, "offset index", BoolLists::None),
+                    (bloom, "Bloom filter header", BoolLists::None),
+                ];
+                for (at, what, bools) in structs {
+                    let Some((at, length)) = at else { continue };
+                    let (Ok(start), Ok(length)) = (u64::try_from(at), u64::try_from(length)) else {
+                        return Err(place(&format!("{what} at byte {at}, {length} bytes long")));
+                    };
+                    let bytes = self
+                        .0
+                        .bytes(start, length)
+                        .map_err(|e| place(&format!("{what}: {e}")))?;
+                    check_thrift(&bytes, start, what, bools).map_err(|e| place(&e))?;
+                }
+                if chunk_start(chunk).is_none() {
+                    return Err(place(&"the chunk starts at a negative offset"));
+                }
+                let rows = usize::try_from(group.num_rows()).unwrap_or(0);
+                let mut pages = crate::parquet_source::guarded(|| {
+                    SerializedPageReader::new(Arc::new(self.clone()), chunk, rows, None)
+                })
+                .map_err(|e| place(&e))?;
+                while crate::parquet_source::guarded(|| pages.peek_next_page())
+                    .map_err(|e| place(&e))?
+                    .is_some()
+                {
+                    crate::parquet_source::guarded(|| pages.skip_next_page())
+                        .map_err(|e| place(&e))?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
+
+/// Bytes read for a Bloom filter header whose filter's length the footer does not give:
+/// a header is a few dozen bytes.
+const BLOOM_HEADER_READ: u64 = 256;
 
 impl Length for ParquetFile {
     fn len(&self) -> u64 {

@@ -459,6 +459,7 @@ fn lists_of_booleans_in_thrift_are_refused_promptly() {
         .set_dictionary_enabled(false)
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_write_page_header_statistics(true)
+        .set_bloom_filter_enabled(true)
         .build();
     let file = std::fs::File::create(&path).unwrap();
     let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
@@ -486,6 +487,47 @@ fn lists_of_booleans_in_thrift_are_refused_promptly() {
         .expect("the page header holds its statistics");
     page[at..at + 9].copy_from_slice(&BOOLEAN_BOMB);
     page[at + 9] = 0x11;
+
+    // The Bloom filter's header: the bomb where its first field starts.
+    let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+        .unwrap();
+    let bloom_at = meta
+        .row_group(0)
+        .column(0)
+        .bloom_filter_offset()
+        .expect("a Bloom filter");
+    let mut bloom = bytes.clone();
+    let bloom_at = bloom_at as usize;
+    bloom[bloom_at..bloom_at + 9].copy_from_slice(&BOOLEAN_BOMB);
+    bloom[bloom_at + 9] = 0x11;
+
+    // `ParquetFile::check_all`, which readers that decode the bytes themselves (DataFusion's)
+    // are given files through, refuses a bomb wherever the crate could meet one, a Bloom
+    // filter header that Sift's scan without an equality filter never reads included; the
+    // undamaged file passes.
+    sift_scan::ParquetFile::open(&path)
+        .unwrap()
+        .check_all()
+        .unwrap();
+    for (name, damaged) in [("page", page.clone()), ("bloom", bloom)] {
+        let path = dir.path().join(format!("check-{name}.parquet"));
+        std::fs::write(&path, &damaged).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || {
+            let checked = sift_scan::ParquetFile::open(&p).and_then(|f| f.check_all());
+            let _ = tx.send(checked.map_err(|e| e.to_string()));
+        });
+        let checked = rx
+            .recv_timeout(TIMEOUT)
+            .unwrap_or_else(|_| panic!("{name}: no result after {TIMEOUT:?}"));
+        let e = checked.expect_err(name);
+        assert!(
+            e.contains("row group 0, column \"x\"") && e.contains("Thrift container"),
+            "{name}: {e}"
+        );
+    }
 
     for (name, damaged) in [("footer", footer), ("page", page)] {
         let path = dir.path().join(format!("{name}.parquet"));
