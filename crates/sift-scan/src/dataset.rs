@@ -54,7 +54,10 @@ enum Constant {
     Str(String),
 }
 
-/// Files scanned as one table; see the [module docs](self).
+/// Files scanned as one table, each with the Hive partition values of the directories
+/// above it: a scan skips the files whose partition values make its filter false, matches
+/// the others' columns by name (a column a file lacks is null there; integers widen to the
+/// widest), and appends the partition columns to each batch.
 #[derive(Clone)]
 pub struct Dataset {
     files: Arc<[DatasetFile]>,

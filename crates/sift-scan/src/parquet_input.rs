@@ -400,9 +400,10 @@ impl ParquetFile {
     /// Checks every Thrift structure of the file that a reader of the `parquet` crate may
     /// decode, not only those it decodes through this file: the footer (checked at open),
     /// each column chunk's column and offset index and Bloom filter header, and every page
-    /// header, each walked by [`check_struct`] (a page's data is skipped, not read). For a
-    /// reader that fetches bytes and decodes them itself (DataFusion's Parquet scan): a
-    /// file that passes holds nothing that can hold the crate's decoder for long.
+    /// header, each walked as Sift's scan walks them before the crate decodes them (a
+    /// page's data is skipped, not read). For a reader that fetches bytes and decodes them
+    /// itself (DataFusion's Parquet scan): a file that passes holds nothing that can hold
+    /// the crate's decoder for long.
     pub fn check_all(&self) -> std::io::Result<()> {
         let invalid =
             |message: String| std::io::Error::new(std::io::ErrorKind::InvalidData, message);
