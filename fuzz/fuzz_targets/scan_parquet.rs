@@ -1,7 +1,8 @@
 //! Arbitrary bytes as a Parquet file, scanned: the footer and page index, row-group and
 //! page pruning, Sift's own page reader (dictionary and PLAIN pages, definition levels,
-//! decompression) and the `parquet` crate's reader behind it must return, never panic,
-//! hang or allocate out of proportion to the input. Seed it with the Parquet test corpus:
+//! decompression), the `parquet` crate's reader behind it and the whole-file Thrift check
+//! (`ParquetFile::check_all`) must return, never panic, hang or allocate out of proportion
+//! to the input. Seed it with the Parquet test corpus:
 //! `cargo fuzz run scan_parquet fuzz/corpus/scan_parquet ../testdata/parquet-testing/data`.
 #![no_main]
 
@@ -34,5 +35,10 @@ fn unwind_panics() {
 
 fuzz_target!(|data: &[u8]| {
     unwind_panics();
-    scans::scan(scratch(), data)
+    scans::scan(scratch(), data);
+    // The whole-file check that readers decoding the bytes themselves are given files
+    // through: every page header, index and Bloom filter header walked.
+    if let Ok(file) = sift_scan::ParquetFile::open(scratch()) {
+        let _ = file.check_all();
+    }
 });

@@ -19,6 +19,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use parquet::basic::Compression;
 use parquet::column::page::PageReader;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, ParquetMetaDataReader};
@@ -27,7 +28,7 @@ use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 use sift_format::{RangeOptions, RangeSource, Remote};
 
-use crate::parquet_thrift::{BoolLists, Damage, check_struct};
+use crate::parquet_thrift::{BoolLists, Damage, check_struct, page_sizes};
 
 /// The bytes of one Parquet file. Clones share the file (or object) and what was fetched.
 #[derive(Clone)]
@@ -244,7 +245,28 @@ pub(crate) struct InputRead {
     /// asks for readers it does not read from, at the data of a page whose header it has
     /// already read).
     header: Option<u64>,
+    /// The column chunk's codec and the most bytes it can expand one byte to, when
+    /// bounded: the header's uncompressed size is checked against it (the crate allocates
+    /// and fills that size before decompressing).
+    expands: Option<(Compression, u64)>,
 }
+
+/// The most bytes `codec` decompresses one byte to, when the format bounds it: Snappy's
+/// longest copy is 64 bytes from 3 (21.3), LZ4's match length grows 255 a byte, deflate's
+/// limit is 1032 to 1; Brotli's and zstd's are too large to bound a page by.
+pub(crate) fn expansion(codec: Compression) -> Option<u64> {
+    match codec {
+        Compression::UNCOMPRESSED => Some(1),
+        Compression::SNAPPY => Some(24),
+        Compression::LZ4 | Compression::LZ4_RAW => Some(256),
+        Compression::GZIP(_) => Some(1040),
+        _ => None,
+    }
+}
+
+/// Bytes of a page's uncompressed size allowed past its codec's expansion (a codec's own
+/// framing around a tiny page).
+const EXPANSION_SLACK: i64 = 64;
 
 enum ReadFrom {
     /// A local file at an explicit offset. The `parquet` crate's own reader for `File`
@@ -261,7 +283,14 @@ impl InputRead {
         InputRead {
             from: ReadFrom::Bytes { bytes, pos: 0 },
             header: Some(at),
+            expands: None,
         }
+    }
+
+    /// The same, the page's uncompressed size checked against `codec`'s expansion.
+    pub(crate) fn expanding(mut self, codec: Compression) -> InputRead {
+        self.expands = expansion(codec).map(|most| (codec, most));
+        self
     }
 
     /// Checks the page header at the start (once, before the first byte is read, or when
@@ -276,9 +305,11 @@ impl InputRead {
                 format!("page header at byte {at}: {e}"),
             )
         };
-        match &self.from {
+        let read;
+        let header: &[u8] = match &self.from {
             ReadFrom::Bytes { bytes, .. } => {
-                check_struct(bytes, at, BoolLists::None).map_err(damaged)?;
+                let n = check_struct(bytes, at, BoolLists::None).map_err(damaged)?;
+                &bytes[..n]
             }
             // Windows growing from 4 KiB until the header ends inside one, or the file.
             ReadFrom::File { file, pos } => {
@@ -289,12 +320,21 @@ impl InputRead {
                     match check_struct(&buf[..n], at, BoolLists::None) {
                         Err(e) if e.cut_off && n == window => window *= 16,
                         done => {
-                            done.map_err(damaged)?;
-                            break;
+                            buf.truncate(done.map_err(damaged)?);
+                            read = buf;
+                            break &read;
                         }
                     }
                 }
             }
+        };
+        if let (Some((codec, most)), Some((raw, stored))) = (self.expands, page_sizes(header))
+            && raw > (most as i64).saturating_mul(stored.max(0)) + EXPANSION_SLACK
+        {
+            return Err(damaged(Damage::from(format!(
+                "a page of {stored} bytes compressed with {codec} declares {raw} bytes \
+                 uncompressed, more than {codec} expands {stored} bytes to"
+            ))));
         }
         Ok(())
     }
@@ -371,7 +411,11 @@ impl ChunkReader for ParquetInput {
                 pos: 0,
             },
         };
-        Ok(InputRead { from, header })
+        Ok(InputRead {
+            from,
+            header,
+            expands: None,
+        })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {

@@ -216,6 +216,9 @@ pub(crate) fn split_levels(
 pub(crate) struct ChunkBytes {
     start: u64,
     bytes: Bytes,
+    /// The chunk's codec, once known ([`ChunkBytes::pages`]): each page header's
+    /// uncompressed size is checked against what it can expand to.
+    codec: Option<parquet::basic::Compression>,
 }
 
 impl Length for ChunkBytes {
@@ -229,7 +232,11 @@ impl ChunkReader for ChunkBytes {
 
     /// The crate reads page headers through this (each checked when first read from).
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        Ok(InputRead::header(self.slice(start, None)?, start))
+        let read = InputRead::header(self.slice(start, None)?, start);
+        Ok(match self.codec {
+            Some(codec) => read.expanding(codec),
+            None => read,
+        })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
@@ -240,18 +247,23 @@ impl ChunkReader for ChunkBytes {
 impl ChunkBytes {
     /// The chunk's `bytes`, which start at file offset `start`.
     pub(crate) fn new(start: u64, bytes: Bytes) -> ChunkBytes {
-        ChunkBytes { start, bytes }
+        ChunkBytes {
+            start,
+            bytes,
+            codec: None,
+        }
     }
 
     /// The crate's reader of this chunk's pages, `rows` rows of `chunk`, at the page
     /// index's `locations` when given: the crate reads the headers there from the bytes
     /// it asks for, not through [`ChunkReader::get_read`], so each is checked first.
     pub(crate) fn pages(
-        self,
+        mut self,
         chunk: &ColumnChunkMetaData,
         rows: usize,
         locations: Option<Vec<PageLocation>>,
     ) -> parquet::errors::Result<SerializedPageReader<ChunkBytes>> {
+        self.codec = Some(chunk.compression());
         check_page_headers(&self, locations.as_deref().unwrap_or_default())?;
         SerializedPageReader::new(Arc::new(self), chunk, rows, locations)
     }

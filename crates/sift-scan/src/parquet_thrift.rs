@@ -81,6 +81,42 @@ pub(crate) fn check_struct(bytes: &[u8], base: u64, bools: BoolLists) -> Result<
     Ok(walk.pos)
 }
 
+/// The sizes a page header states, from its bytes (checked by [`check_struct`] first):
+/// `(uncompressed_page_size, compressed_page_size)`, its fields 2 and 3; `None` when it
+/// lacks either.
+pub(crate) fn page_sizes(bytes: &[u8]) -> Option<(i64, i64)> {
+    let mut walk = Walk {
+        bytes,
+        pos: 0,
+        base: 0,
+    };
+    let (mut id, mut sizes) = (0i64, [None; 2]);
+    loop {
+        let header = walk.byte().ok()?;
+        if header == 0 {
+            return None;
+        }
+        let (delta, t) = (header >> 4, header & 0x0F);
+        id = match delta {
+            0 => zigzag(walk.varint().ok()?),
+            d => id + i64::from(d),
+        };
+        match (id, t) {
+            (2 | 3, kind::I32) => sizes[(id - 2) as usize] = Some(zigzag(walk.varint().ok()?)),
+            (_, kind::TRUE | kind::FALSE) => {}
+            _ => walk.value(t, 1, false).ok()?,
+        }
+        if let [Some(raw), Some(stored)] = sizes {
+            return Some((raw, stored));
+        }
+    }
+}
+
+/// A zigzag-encoded integer's value.
+fn zigzag(z: u64) -> i64 {
+    ((z >> 1) as i64) ^ -((z & 1) as i64)
+}
+
 struct Walk<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -154,8 +190,7 @@ impl Walk<'_> {
             let (delta, t) = (header >> 4, header & 0x0F);
             id = if delta == 0 {
                 // A zigzag i16 field id.
-                let z = self.varint()?;
-                ((z >> 1) as i64) ^ -((z & 1) as i64)
+                zigzag(self.varint()?)
             } else {
                 id + i64::from(delta)
             };

@@ -562,3 +562,24 @@ fn lists_of_booleans_in_thrift_are_refused_promptly() {
         assert!(e.contains("Thrift container"), "{name}: {e}");
     }
 }
+
+/// A page whose header declares more uncompressed bytes than its codec can expand its
+/// compressed bytes to (an LZ4_RAW page of 1,627 bytes declaring a gigabyte, which the
+/// `parquet` crate allocates and zeroes before decompressing) is refused at its header.
+#[test]
+fn pages_larger_than_their_codec_expands_to_are_refused() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/damaged-parquet/lz4-page-declaring-a-gigabyte.parquet");
+    let table = Table::open(&path).unwrap();
+    let e = table
+        .scan()
+        .build()
+        .and_then(|s| s.collect::<sift_scan::Result<Vec<_>>>())
+        .expect_err("a damaged page");
+    let e = e.to_string();
+    assert!(
+        e.contains("column a: page 0")
+            && e.contains("declares 1073741828 bytes uncompressed, more than LZ4_RAW expands"),
+        "{e}"
+    );
+}
