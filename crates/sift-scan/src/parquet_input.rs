@@ -28,6 +28,7 @@ use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 use sift_format::{RangeOptions, RangeSource, Remote};
 
+use crate::parquet_source::guarded;
 use crate::parquet_thrift::{BoolLists, Damage, check_struct, page_sizes};
 
 /// The bytes of one Parquet file. Clones share the file (or object) and what was fetched.
@@ -254,7 +255,7 @@ pub(crate) struct InputRead {
 /// The most bytes `codec` decompresses one byte to, when the format bounds it: Snappy's
 /// longest copy is 64 bytes from 3 (21.3), LZ4's match length grows 255 a byte, deflate's
 /// limit is 1032 to 1; Brotli's and zstd's are too large to bound a page by.
-pub(crate) fn expansion(codec: Compression) -> Option<u64> {
+fn expansion(codec: Compression) -> Option<u64> {
     match codec {
         Compression::UNCOMPRESSED => Some(1),
         Compression::SNAPPY => Some(24),
@@ -462,25 +463,16 @@ impl ParquetFile {
                         chunk.column_path()
                     ))
                 };
-                let column = chunk.column_index_offset().zip(chunk.column_index_length());
-                let offset = chunk.offset_index_offset().zip(chunk.offset_index_length());
                 let bloom = chunk.bloom_filter_offset().map(|at| {
                     // Without a stated length, the header is read from the bytes after it.
                     let left = u64::try_from(at).map_or(0, |at| self.0.len().saturating_sub(at));
                     let read = i64::try_from(left.min(BLOOM_HEADER_READ)).unwrap_or(0);
                     (at, chunk.bloom_filter_length().map_or(read, i64::from))
                 });
-                let (column, offset) = (
-                    column.map(|(at, n)| (at, i64::from(n))),
-                    offset.map(|(at, n)| (at, i64::from(n))),
-                );
-                let structs = [
-                    (column, "column index", BoolLists::FirstField),
-                    (offset, "offset index", BoolLists::None),
-                    (bloom, "Bloom filter header", BoolLists::None),
-                ];
-                for (at, what, bools) in structs {
-                    let Some((at, length)) = at else { continue };
+                let structs = index_structs(chunk)
+                    .map(|((at, n), what, bools)| ((at, i64::from(n)), what, bools))
+                    .chain(bloom.map(|b| (b, "Bloom filter header", BoolLists::None)));
+                for ((at, length), what, bools) in structs {
                     let (Ok(start), Ok(length)) = (u64::try_from(at), u64::try_from(length)) else {
                         return Err(place(&format!("{what} at byte {at}, {length} bytes long")));
                     };
@@ -494,16 +486,15 @@ impl ParquetFile {
                     return Err(place(&"the chunk starts at a negative offset"));
                 }
                 let rows = usize::try_from(group.num_rows()).unwrap_or(0);
-                let mut pages = crate::parquet_source::guarded(|| {
+                let mut pages = guarded(|| {
                     SerializedPageReader::new(Arc::new(self.clone()), chunk, rows, None)
                 })
                 .map_err(|e| place(&e))?;
-                while crate::parquet_source::guarded(|| pages.peek_next_page())
+                while guarded(|| pages.peek_next_page())
                     .map_err(|e| place(&e))?
                     .is_some()
                 {
-                    crate::parquet_source::guarded(|| pages.skip_next_page())
-                        .map_err(|e| place(&e))?;
+                    guarded(|| pages.skip_next_page()).map_err(|e| place(&e))?;
                 }
             }
         }
@@ -595,6 +586,20 @@ pub(crate) fn check_thrift(
     check_struct(bytes, start, bools)
         .map(drop)
         .map_err(|e| ParquetError::General(format!("{what} at byte {start}: {e}")))
+}
+
+/// A column chunk's page-index structures, where the footer places them: `((offset,
+/// length), what, bools)` for its column index (whose `null_pages` is the one list of
+/// booleans writers produce) and its offset index.
+pub(crate) fn index_structs(
+    chunk: &ColumnChunkMetaData,
+) -> impl Iterator<Item = ((i64, i32), &'static str, BoolLists)> {
+    let column = chunk.column_index_offset().zip(chunk.column_index_length());
+    let offset = chunk.offset_index_offset().zip(chunk.offset_index_length());
+    column
+        .map(|i| (i, "column index", BoolLists::FirstField))
+        .into_iter()
+        .chain(offset.map(|i| (i, "offset index", BoolLists::None)))
 }
 
 /// Where a column chunk starts (its dictionary page, else its first data page); `None`

@@ -20,9 +20,8 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataR
 
 use crate::bind::Bound;
 use crate::error::{Error, Result};
-use crate::parquet_input::{Held, ParquetInput, check_page_headers, check_thrift};
+use crate::parquet_input::{Held, ParquetInput, check_page_headers, check_thrift, index_structs};
 use crate::parquet_pages::PagedColumn;
-use crate::parquet_thrift::BoolLists;
 use crate::parquet_zones::ParquetZones;
 use crate::prune::{Membership, candidate_rows};
 use crate::source::{BlockData, ColumnData};
@@ -526,13 +525,12 @@ fn with_page_index(
     input: &ParquetInput,
     footer: ParquetMetaData,
 ) -> parquet::errors::Result<ParquetMetaData> {
-    let mut indexes = Vec::new();
-    for chunk in footer.row_groups().iter().flat_map(|g| g.columns()) {
-        let column = chunk.column_index_offset().zip(chunk.column_index_length());
-        let offset = chunk.offset_index_offset().zip(chunk.offset_index_length());
-        indexes.extend(column.map(|i| (i, "column index", BoolLists::FirstField)));
-        indexes.extend(offset.map(|i| (i, "offset index", BoolLists::None)));
-    }
+    let indexes: Vec<_> = footer
+        .row_groups()
+        .iter()
+        .flat_map(|g| g.columns())
+        .flat_map(index_structs)
+        .collect();
     if indexes.is_empty() {
         return Ok(footer);
     }
