@@ -46,11 +46,18 @@ pub enum ValuePredicate {
     Bytes(Arc<BytesMatcher>, BytesShape),
     /// Booleans equal to `value`.
     Bool { value: bool },
-    /// Integers (every integer-like type, decimals scaled) whose key
+    /// Integers (every integer-like type, decimals scaled) in `lo..=hi` whose key
     /// ([`i128_key`](sift_bits::bloom::i128_key)) may be in the filter: every member
-    /// passes, and a few other values (the filter's false positives). A join's build-side
-    /// keys, tested on the probe side's column; it has no negation.
-    IntBloom(Arc<BloomFilter>),
+    /// passes (`lo` and `hi` are the smallest and largest), and a few other values
+    /// between them (the filter's false positives). A join's build-side keys, tested on
+    /// the probe side's column; it has no negation. The range is part of the answer, not
+    /// only a hint for pruning, so that a value outside it fails whether or not its
+    /// block, row group or page was pruned.
+    IntBloom {
+        bloom: Arc<BloomFilter>,
+        lo: i128,
+        hi: i128,
+    },
 }
 
 /// A predicate on one byte string.
@@ -87,7 +94,9 @@ impl std::fmt::Debug for ValuePredicate {
             Self::FloatIn { keys, negate } => write!(f, "float in {keys:?} negate={negate}"),
             Self::Bytes(_, shape) => write!(f, "bytes matcher ({shape:?})"),
             Self::Bool { value } => write!(f, "bool = {value}"),
-            Self::IntBloom(b) => write!(f, "int in bloom {b:?}"),
+            Self::IntBloom { bloom, lo, hi } => {
+                write!(f, "int in {lo}..={hi} and in bloom {bloom:?}")
+            }
         }
     }
 }
@@ -115,7 +124,7 @@ impl ValuePredicate {
         match self {
             Self::IntRange { lo, hi, negate } => (*lo <= v && v <= *hi) != *negate,
             Self::IntIn { values, negate } => values.binary_search(&v).is_ok() != *negate,
-            Self::IntBloom(b) => b.contains(i128_key(v)),
+            Self::IntBloom { bloom, lo, hi } => *lo <= v && v <= *hi && bloom.contains(i128_key(v)),
             _ => false,
         }
     }
@@ -149,11 +158,13 @@ impl ValuePredicate {
         let mismatch = || {
             EncodingError::Unsupported(format!("predicate {self:?} on a {} array", a.data_type()))
         };
-        if let Self::IntBloom(bloom) = self
+        if let Self::IntBloom { bloom, lo, hi } = self
             && let Some(wide) = as_i64(a)?
         {
             // The batch probe, on the values as i64 (every key's own bits).
-            let mut out = bloom.probe_i64(wide.as_primitive::<Int64Type>().values());
+            let values = wide.as_primitive::<Int64Type>().values();
+            let mut out = bloom.probe_i64(values);
+            out.and_assign(&within(values, *lo, *hi));
             if let Some(nb) = &nulls {
                 let valid = Bitmap::from_bools(nb.iter());
                 out.and_assign(&valid);
@@ -484,16 +495,34 @@ impl DomainPred<i64> for IntSet {
     }
 }
 
-/// Membership in a Bloom filter, probed in batches by `sift_bits::bloom`'s kernels.
-struct BloomProbe<'a>(&'a BloomFilter);
+/// Membership in `lo..=hi` and a Bloom filter ([`ValuePredicate::IntBloom`]), probed in
+/// batches by `sift_bits::bloom`'s kernels.
+struct BloomProbe<'a> {
+    bloom: &'a BloomFilter,
+    lo: i128,
+    hi: i128,
+}
 
 impl DomainPred<i64> for BloomProbe<'_> {
     fn eval(&self, v: i64) -> bool {
-        self.0.contains(v as u64)
+        self.lo <= i128::from(v) && i128::from(v) <= self.hi && self.bloom.contains(v as u64)
     }
 
     fn eval_slice(&self, values: &[i64]) -> Bitmap {
-        self.0.probe_i64(values)
+        let mut out = self.bloom.probe_i64(values);
+        out.and_assign(&within(values, self.lo, self.hi));
+        out
+    }
+}
+
+/// The values in `lo..=hi`.
+fn within(values: &[i64], lo: i128, hi: i128) -> Bitmap {
+    let clamp = |x: i128| i64::try_from(x.clamp(i64::MIN.into(), i64::MAX.into()));
+    match (clamp(lo), clamp(hi)) {
+        (Ok(lo), Ok(hi)) if lo <= hi => {
+            Bitmap::from_bools(values.iter().map(|&v| lo <= v && v <= hi))
+        }
+        _ => Bitmap::zeros(values.len()),
     }
 }
 
@@ -577,11 +606,16 @@ pub(crate) fn filter_values(
             };
             i64::filter(ctx, 0, count, 0, &set)
         }
-        (K::Int(it), P::IntBloom(bloom)) => {
+        (K::Int(it), p @ P::IntBloom { bloom, lo, hi }) => {
             if let Some(decoded) = native_root(ctx, it, count)? {
-                return Ok(eval_all(&decoded, |v| bloom.contains(i128_key(v))));
+                return Ok(eval_all(&decoded, |v| p.matches_int(v)));
             }
-            i64::filter(ctx, 0, count, 0, &BloomProbe(bloom))
+            let probe = BloomProbe {
+                bloom,
+                lo: *lo,
+                hi: *hi,
+            };
+            i64::filter(ctx, 0, count, 0, &probe)
         }
         (K::Float(8), P::FloatRange { lo, hi, negate }) => FloatBits::filter(
             ctx,

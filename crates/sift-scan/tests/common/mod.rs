@@ -717,22 +717,21 @@ pub fn eval(e: &Expr, batch: &RecordBatch) -> BooleanArray {
     }
 }
 
-/// The scalar probe of every value of `a` (nulls unknown): what the scan's dictionary
-/// masks and batch probes must answer.
+/// The scalar probe of every value of `a` (nulls unknown), integers outside the keys'
+/// range failing: what the scan's dictionary masks and batch probes must answer.
 fn bloom_reference(a: &ArrayRef, keys: &sift_scan::KeyFilter) -> BooleanArray {
     use sift_bits::bloom::{bytes_key, i128_key};
     let bloom = keys.bloom();
+    let (lo, hi) = keys.bounds().unwrap_or((i128::MIN, i128::MAX));
+    let int = |v: i128| lo <= v && v <= hi && bloom.contains(i128_key(v));
     let probe = |i: usize| -> bool {
         match a.data_type() {
             DataType::Utf8 => bloom.contains(bytes_key(a.as_string::<i32>().value(i).as_bytes())),
             DataType::Utf8View => bloom.contains(bytes_key(a.as_string_view().value(i).as_bytes())),
-            DataType::Decimal128(..) => {
-                bloom.contains(i128_key(a.as_primitive::<Decimal128Type>().value(i)))
-            }
+            DataType::Decimal128(..) => int(a.as_primitive::<Decimal128Type>().value(i)),
             _ => {
                 let wide = cast(a, &DataType::Int64).unwrap();
-                let v = wide.as_primitive::<Int64Type>().value(i);
-                bloom.contains(i128_key(i128::from(v)))
+                int(i128::from(wide.as_primitive::<Int64Type>().value(i)))
             }
         }
     };
