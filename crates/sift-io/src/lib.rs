@@ -11,7 +11,6 @@ use arrow::array::{RecordBatch, RecordBatchReader};
 use arrow::datatypes::SchemaRef;
 use arrow::ipc::reader::{FileReader, StreamReader};
 use arrow::ipc::writer::{FileWriter, StreamWriter};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
@@ -164,7 +163,8 @@ fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
             // the `parquet` crate's decoder can be held on it.
             let file = sift_scan::ParquetFile::open(path)
                 .with_context(|| format!("cannot open {}", path.display()))?;
-            let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+            let builder = file
+                .into_reader()
                 .with_context(|| format!("cannot open {} as Parquet", path.display()))?;
             let groups = builder.metadata().row_groups();
             let selected = match options.row_groups {

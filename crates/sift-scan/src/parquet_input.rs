@@ -19,6 +19,9 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::basic::Compression;
 use parquet::column::page::PageReader;
 use parquet::errors::ParquetError;
@@ -39,6 +42,8 @@ pub(crate) enum ParquetInput {
         file: Arc<File>,
         len: u64,
         map: Option<Bytes>,
+        /// The column chunks, as [`RemoteInput::chunks`].
+        chunks: Arc<OnceLock<Vec<Located>>>,
     },
     /// An object read by byte range.
     Remote(Arc<RemoteInput>),
@@ -50,13 +55,28 @@ pub(crate) struct RemoteInput {
     len: u64,
     /// The object's last bytes, read when it was opened.
     tail: Bytes,
-    /// Every column chunk's byte range and key `(row group, leaf)`, sorted by start; set
-    /// once the metadata is parsed.
+    /// Every column chunk, sorted by start; set once the metadata is parsed.
     chunks: OnceLock<Vec<Located>>,
 }
 
-/// A column chunk's byte range and its key `(row group, leaf)`.
-type Located = (Range<u64>, (usize, usize));
+/// A column chunk where the metadata places it.
+pub(crate) struct Located {
+    range: Range<u64>,
+    /// `(row group, leaf)`.
+    key: (usize, usize),
+    /// What its pages are compressed with: a page header's uncompressed size is checked
+    /// against what that codec can expand the page to.
+    codec: Compression,
+}
+
+/// The chunk of `chunks` (sorted by start) holding byte `at`, if any.
+fn locate(chunks: &[Located], at: u64) -> Option<&Located> {
+    let i = chunks
+        .partition_point(|c| c.range.start <= at)
+        .checked_sub(1)?;
+    let chunk = &chunks[i];
+    chunk.range.contains(&at).then_some(chunk)
+}
 
 impl ParquetInput {
     /// A local file.
@@ -68,6 +88,7 @@ impl ParquetInput {
             file: Arc::new(file),
             len,
             map,
+            chunks: Arc::default(),
         })
     }
 
@@ -123,22 +144,35 @@ impl ParquetInput {
         }))
     }
 
-    /// Records where the column chunks lie (from the parsed metadata), so that reads
-    /// inside a chunk fetched ahead are served from it.
+    /// Records where the column chunks lie and their codecs (from the parsed metadata):
+    /// reads inside a chunk fetched ahead are served from it, and every page header read
+    /// ([`get_read`](ChunkReader::get_read)) is checked against its chunk's codec.
     pub(crate) fn index_chunks(&self, meta: &ParquetMetaData) {
-        let ParquetInput::Remote(r) = self else {
-            return;
-        };
         let mut chunks = Vec::new();
         for (rg, group) in meta.row_groups().iter().enumerate() {
             for (leaf, chunk) in group.columns().iter().enumerate() {
                 if let Some(range) = self.chunk_range(chunk) {
-                    chunks.push((range, (rg, leaf)));
+                    chunks.push(Located {
+                        range,
+                        key: (rg, leaf),
+                        codec: chunk.compression(),
+                    });
                 }
             }
         }
-        chunks.sort_unstable_by_key(|(range, _)| range.start);
-        let _ = r.chunks.set(chunks);
+        chunks.sort_unstable_by_key(|c| c.range.start);
+        let _ = match self {
+            ParquetInput::Local { chunks: held, .. } => held.set(chunks),
+            ParquetInput::Remote(r) => r.chunks.set(chunks),
+        };
+    }
+
+    /// The column chunk holding byte `at`, once the chunks are indexed.
+    fn chunk_at(&self, at: u64) -> Option<&Located> {
+        match self {
+            ParquetInput::Local { chunks, .. } => locate(chunks.get()?, at),
+            ParquetInput::Remote(r) => locate(r.chunks(), at),
+        }
     }
 
     /// The byte range of a column chunk, if it lies inside the file (reading one that
@@ -201,33 +235,25 @@ impl RemoteInput {
             let at = (range.start - tail_start) as usize;
             return Ok(self.tail.slice(at..at + (range.end - range.start) as usize));
         }
-        if let Some((chunk, key)) = self.chunk_at(range.start)
-            && range.end <= chunk.end
-            && let Some(held) = self.remote.held(key)
+        if let Some(chunk) = locate(self.chunks(), range.start)
+            && range.end <= chunk.range.end
+            && let Some(held) = self.remote.held(chunk.key)
         {
-            let at = (range.start - chunk.start) as usize;
+            let at = (range.start - chunk.range.start) as usize;
             return Ok(held.slice(at..at + (range.end - range.start) as usize));
         }
         self.remote.read(range)
     }
 
-    /// The column chunk holding byte `at`, if any.
-    fn chunk_at(&self, at: u64) -> Option<Located> {
-        let chunks = self.chunks.get()?;
-        let i = chunks
-            .partition_point(|(r, _)| r.start <= at)
-            .checked_sub(1)?;
-        let (range, key) = &chunks[i];
-        (at < range.end).then(|| (range.clone(), *key))
+    /// The column chunks, once indexed.
+    fn chunks(&self) -> &[Located] {
+        self.chunks.get().map_or(&[], Vec::as_slice)
     }
 
     /// The bytes from `start` to the end of the column chunk holding it (of the object's
     /// tail, outside chunks): what a reader of page headers reads from.
     fn rest_from(&self, start: u64) -> std::io::Result<Bytes> {
-        let end = match self.chunk_at(start) {
-            Some((chunk, _)) => chunk.end,
-            None => self.len,
-        };
+        let end = locate(self.chunks(), start).map_or(self.len, |chunk| chunk.range.end);
         self.bytes(start..end)
     }
 }
@@ -254,13 +280,16 @@ pub(crate) struct InputRead {
 
 /// The most bytes `codec` decompresses one byte to, when the format bounds it: Snappy's
 /// longest copy is 64 bytes from 3 (21.3), LZ4's match length grows 255 a byte, deflate's
-/// limit is 1032 to 1; Brotli's and zstd's are too large to bound a page by.
+/// limit is 1032 to 1, and a zstd block regenerates at most 128 KiB from at least 4 bytes
+/// (a 3-byte block header and the one byte an RLE block repeats), frames adding bytes of
+/// their own. Brotli's (a few bits can copy megabytes) is too large to bound a page by.
 fn expansion(codec: Compression) -> Option<u64> {
     match codec {
         Compression::UNCOMPRESSED => Some(1),
         Compression::SNAPPY => Some(24),
         Compression::LZ4 | Compression::LZ4_RAW => Some(256),
         Compression::GZIP(_) => Some(1040),
+        Compression::ZSTD(_) => Some(32_768),
         _ => None,
     }
 }
@@ -412,10 +441,14 @@ impl ChunkReader for ParquetInput {
                 pos: 0,
             },
         };
-        Ok(InputRead {
+        let read = InputRead {
             from,
             header,
             expands: None,
+        };
+        Ok(match self.chunk_at(start) {
+            Some(chunk) => read.expanding(chunk.codec),
+            None => read,
         })
     }
 
@@ -430,16 +463,40 @@ impl ChunkReader for ParquetInput {
 
 /// A local Parquet file for readers of the `parquet` crate, its footer checked when opened
 /// and each page header before it is read, as Sift's scan checks them (the crate's own
-/// decoder can be held for seconds by a few bytes of a damaged file).
+/// decoder can be held for seconds by a few bytes of a damaged file, and allocates the
+/// uncompressed size a page header declares).
 #[derive(Clone)]
-pub struct ParquetFile(ParquetInput);
+pub struct ParquetFile {
+    input: ParquetInput,
+    /// The footer's metadata, parsed when the file was opened.
+    meta: Arc<ParquetMetaData>,
+}
 
 impl ParquetFile {
-    /// Opens `path`, checking its footer.
+    /// Opens `path`, checking and parsing its footer.
     pub fn open(path: &Path) -> std::io::Result<ParquetFile> {
         let input = ParquetInput::local(path)?;
-        input.checked_footer()?;
-        Ok(ParquetFile(input))
+        let meta = guarded(|| match input.checked_footer()? {
+            Some(checked) => ParquetMetaDataReader::new().parse_and_finish(&checked),
+            None => ParquetMetaDataReader::new().parse_and_finish(&input),
+        })
+        .map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("footer: {e}"))
+        })?;
+        input.index_chunks(&meta);
+        Ok(ParquetFile {
+            input,
+            meta: Arc::new(meta),
+        })
+    }
+
+    /// A reader of the file's rows by the `parquet` crate, from the metadata parsed when
+    /// the file was opened.
+    pub fn into_reader(self) -> parquet::errors::Result<ParquetRecordBatchReaderBuilder<Self>> {
+        let meta = ArrowReaderMetadata::try_new(self.meta.clone(), ArrowReaderOptions::new())?;
+        Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(
+            self, meta,
+        ))
     }
 
     /// Checks every Thrift structure of the file that a reader of the `parquet` crate may
@@ -452,10 +509,7 @@ impl ParquetFile {
     pub fn check_all(&self) -> std::io::Result<()> {
         let invalid =
             |message: String| std::io::Error::new(std::io::ErrorKind::InvalidData, message);
-        let meta = ParquetMetaDataReader::new()
-            .parse_and_finish(self)
-            .map_err(|e| invalid(format!("footer: {e}")))?;
-        for (rg, group) in meta.row_groups().iter().enumerate() {
+        for (rg, group) in self.meta.row_groups().iter().enumerate() {
             for chunk in group.columns() {
                 let place = |e: &dyn std::fmt::Display| {
                     invalid(format!(
@@ -465,7 +519,8 @@ impl ParquetFile {
                 };
                 let bloom = chunk.bloom_filter_offset().map(|at| {
                     // Without a stated length, the header is read from the bytes after it.
-                    let left = u64::try_from(at).map_or(0, |at| self.0.len().saturating_sub(at));
+                    let left =
+                        u64::try_from(at).map_or(0, |at| self.input.len().saturating_sub(at));
                     let read = i64::try_from(left.min(BLOOM_HEADER_READ)).unwrap_or(0);
                     (at, chunk.bloom_filter_length().map_or(read, i64::from))
                 });
@@ -477,7 +532,7 @@ impl ParquetFile {
                         return Err(place(&format!("{what} at byte {at}, {length} bytes long")));
                     };
                     let bytes = self
-                        .0
+                        .input
                         .bytes(start, length)
                         .map_err(|e| place(&format!("{what}: {e}")))?;
                     check_thrift(&bytes, start, what, bools).map_err(|e| place(&e))?;
@@ -508,7 +563,7 @@ const BLOOM_HEADER_READ: u64 = 256;
 
 impl Length for ParquetFile {
     fn len(&self) -> u64 {
-        self.0.len()
+        self.input.len()
     }
 }
 
@@ -516,11 +571,11 @@ impl ChunkReader for ParquetFile {
     type T = Box<dyn Read + Send>;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        Ok(Box::new(self.0.get_read(start)?))
+        Ok(Box::new(self.input.get_read(start)?))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        self.0.get_bytes(start, length)
+        self.input.get_bytes(start, length)
     }
 }
 

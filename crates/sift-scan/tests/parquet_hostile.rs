@@ -563,23 +563,107 @@ fn lists_of_booleans_in_thrift_are_refused_promptly() {
     }
 }
 
+/// Every reader of a Parquet file Sift offers: its scan (pages read in place, and the
+/// `parquet` crate's decoding of columns it leaves to the crate), the crate's reader
+/// through `ParquetFile` (conversion, inspection), and `ParquetFile::check_all` (for
+/// DataFusion's reader). Each result is the error, if any, and the largest allocation.
+fn every_reader(path: &Path) -> [(&'static str, Result<(), String>, usize); 3] {
+    let (scanned, scan_alloc) = tracking::tracked(|| {
+        Table::open(path)
+            .and_then(|t| t.scan().build()?.collect::<sift_scan::Result<Vec<_>>>())
+            .map(drop)
+            .map_err(|e| e.to_string())
+    });
+    let (read, read_alloc) = tracking::tracked(|| {
+        let file = sift_scan::ParquetFile::open(path).map_err(|e| e.to_string())?;
+        let reader = file.into_reader().and_then(|b| b.build());
+        reader
+            .map_err(|e| e.to_string())?
+            .collect::<Result<Vec<_>, _>>()
+            .map(drop)
+            .map_err(|e| e.to_string())
+    });
+    let (checked, check_alloc) = tracking::tracked(|| {
+        sift_scan::ParquetFile::open(path)
+            .and_then(|f| f.check_all())
+            .map_err(|e| e.to_string())
+    });
+    [
+        ("scan", scanned, scan_alloc),
+        ("crate reader", read, read_alloc),
+        ("check_all", checked, check_alloc),
+    ]
+}
+
 /// A page whose header declares more uncompressed bytes than its codec can expand its
-/// compressed bytes to (an LZ4_RAW page of 1,627 bytes declaring a gigabyte, which the
-/// `parquet` crate allocates and zeroes before decompressing) is refused at its header.
+/// compressed bytes to is refused at its header by every reader, before the `parquet`
+/// crate allocates and zeroes the declared size: an LZ4_RAW page of 1,627 bytes declaring
+/// a gigabyte (found by the fuzzer), and zstd pages of a few hundred bytes declaring 128
+/// MiB, in a column Sift reads in place (int64) and one it leaves to the crate (float32).
+/// The same zstd pages undamaged, as compressed as zstd can make them, read.
 #[test]
 fn pages_larger_than_their_codec_expands_to_are_refused() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let lz4 = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../testdata/damaged-parquet/lz4-page-declaring-a-gigabyte.parquet");
-    let table = Table::open(&path).unwrap();
-    let e = table
-        .scan()
-        .build()
-        .and_then(|s| s.collect::<sift_scan::Result<Vec<_>>>())
-        .expect_err("a damaged page");
-    let e = e.to_string();
-    assert!(
-        e.contains("column a: page 0")
-            && e.contains("declares 1073741828 bytes uncompressed, more than LZ4_RAW expands"),
-        "{e}"
-    );
+    for (reader, result, largest) in every_reader(&lz4) {
+        let e = result.expect_err(reader);
+        assert!(
+            e.contains("declares 1073741828 bytes uncompressed, more than LZ4_RAW expands"),
+            "{reader}: {e}"
+        );
+        assert!(largest < ALLOC_LIMIT, "{reader}: allocated {largest} bytes");
+    }
+    let e = every_reader(&lz4)[0].1.clone().unwrap_err();
+    assert!(e.contains("column a: page 0"), "{e}");
+
+    // One page of a million zeros per column: zstd stores each 128 KiB as a 4-byte block.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("zeros.parquet");
+    let rows = 1 << 20;
+    let batch = RecordBatch::try_from_iter([
+        (
+            "x",
+            Arc::new(Int64Array::from(vec![0i64; rows])) as ArrayRef,
+        ),
+        (
+            "f",
+            Arc::new(Float32Array::from(vec![0f32; rows])) as ArrayRef,
+        ),
+    ])
+    .unwrap();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_data_page_size_limit(64 << 20)
+        .set_data_page_row_count_limit(rows)
+        .build();
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    for (reader, result, _) in every_reader(&path) {
+        result.unwrap_or_else(|e| panic!("{reader}: {e}"));
+    }
+
+    // Each page header starts with its type (a data page: 0) and its uncompressed size,
+    // a 4-byte varint here, which becomes 2^27 - 1 (zigzag encoded).
+    let mut bytes = std::fs::read(&path).unwrap();
+    let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+        .unwrap();
+    for chunk in meta.row_group(0).columns() {
+        let at = chunk.data_page_offset() as usize;
+        assert_eq!(bytes[at..at + 3], [0x15, 0x00, 0x15], "a data page header");
+        assert!(bytes[at + 3..at + 6].iter().all(|b| b & 0x80 != 0) && bytes[at + 6] < 0x80);
+        bytes[at + 3..at + 7].copy_from_slice(&[0xFE, 0xFF, 0xFF, 0x7F]);
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    for (reader, result, largest) in every_reader(&path) {
+        let e = result.expect_err(reader);
+        assert!(
+            e.contains("declares 134217727 bytes uncompressed, more than ZSTD"),
+            "{reader}: {e}"
+        );
+        assert!(largest < ALLOC_LIMIT, "{reader}: allocated {largest} bytes");
+    }
 }

@@ -113,7 +113,8 @@ fn build_report(path: &Path, try_sift: bool) -> Result<ParquetReport> {
     let file =
         ParquetFile::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let file_bytes = file.len();
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+    let builder = file
+        .into_reader()
         .with_context(|| format!("cannot open {} as Parquet", path.display()))?;
     let meta = builder.metadata().clone();
     let trials = if try_sift {
