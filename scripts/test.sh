@@ -22,6 +22,9 @@ step "sift-scan without its parquet feature: lints (warnings are errors) and uni
 cargo clippy -p sift-scan --no-default-features --all-targets -- -D warnings
 cargo test -p sift-scan --no-default-features --lib
 
+step "cargo doc (warnings are errors: no broken or private links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+
 step "cargo test"
 cargo test --workspace
 

@@ -13,7 +13,7 @@
 //! registers) with the constant's byte, keeps per-segment masks of codes "equal so far", and
 //! stops descending to lower slices once no code of the segment is still equal: the
 //! early stop. The SIMD levels apply it from the third slice on and compare the first two
-//! without a branch (see [`DENSE_SLICES`] for why and what was measured). A `prior`
+//! without a branch (see `DENSE_SLICES` for why and what was measured). A `prior`
 //! bitmap (the result of earlier conjuncts) seeds those masks, so codes already rejected are never compared, and segments whose prior word is zero are
 //! skipped without touching the slices (column-first pipelining, ByteSlice Algorithm 2).
 

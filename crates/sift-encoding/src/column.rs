@@ -480,7 +480,7 @@ fn plan_rows(
     }))
 }
 
-/// The Arrow type [`decode_dictionary`] returns for a column of type `dt`.
+/// The Arrow type `decode_dictionary` returns for a column of type `dt`.
 pub fn dictionary_type(dt: &DataType) -> DataType {
     DataType::Dictionary(Box::new(DataType::Int32), Box::new(dt.clone()))
 }

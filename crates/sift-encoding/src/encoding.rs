@@ -159,5 +159,5 @@ pub(crate) trait Encoding: Sized {
 }
 
 /// Estimated cycles per row to decode a value and evaluate a predicate on it, the unit of
-/// [`Encoding::scan_cost`] for encodings that cannot evaluate on their encoded form.
+/// `Encoding::scan_cost` for encodings that cannot evaluate on their encoded form.
 pub const DECODE_ROW_COST: f64 = 5.0;

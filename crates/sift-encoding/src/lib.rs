@@ -13,7 +13,7 @@
 //! - `domain.rs`: the value domains (integers, doubles, booleans, byte strings) whose
 //!   values the nodes hold;
 //! - `chooser.rs`: the writer's choice of a scheme by sampling;
-//! - `encoding.rs`: the [`Encoding`](encoding::Encoding) trait, what every encoding answers;
+//! - `encoding.rs`: the `Encoding` trait, what every encoding answers;
 //! - `encodings/`: one module per encoding;
 //! - `registry.rs`: the list of encodings and the dispatch through it;
 //! - `predicate.rs`: what a predicate means, and its entry into the encoded evaluation;

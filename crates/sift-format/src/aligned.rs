@@ -15,7 +15,7 @@ use std::io::{self, Write};
 /// The piece size: the x86-64 and arm64 (4 KiB pages) huge-page size.
 pub const WRITE_ALIGN: u64 = 2 << 20;
 
-/// A buffered writer whose writes to `inner` end at multiples of [`WRITE_ALIGN`] bytes from
+/// A buffered writer whose writes to `inner` end at multiples of `WRITE_ALIGN` bytes from
 /// the start of `inner` (assumed at offset 0), except the last one made by
 /// [`AlignedWriter::into_inner`] or an explicit `flush`.
 pub struct AlignedWriter<W: Write> {

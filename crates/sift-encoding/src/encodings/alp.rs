@@ -4,7 +4,7 @@
 //! ALP stores a decimal-like double `v` as the integer `d = round(v × 10^e × 10^-f)` with one
 //! exponent `e` and factor `f` per chunk, chosen on a sample; `d` cascades through the integer
 //! schemes (usually frame of reference + bit-packing). A value is kept only if decoding gives
-//! back its exact bits, so the encoder runs the decoder's own arithmetic ([`alp_decode_one`])
+//! back its exact bits, so the encoder runs the decoder's own arithmetic (`alp_decode_one`)
 //! as its check; everything else (NaN, ±inf, -0.0, too many digits) becomes an exception in
 //! a patch node over the ALP node.
 

@@ -1,7 +1,7 @@
 //! FSST string compression (Boncz, Neumann, Leis, VLDB 2020).
 //!
 //! Training and compression come from the `fsst-rs` crate; decompression is our own loop
-//! (see [`decompress`] for why).
+//! (see `decompress` for why).
 //!
 //! An `Fsst { symbols, lengths, data }` node stores:
 //! - `symbols`: the symbol table, one buffer starting with `n: u8` (`n ≤ 255` because code

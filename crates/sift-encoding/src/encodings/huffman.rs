@@ -11,7 +11,7 @@
 //!
 //! Decoding costs a table lookup per value (about a nanosecond), several times bit-unpacking
 //! and without predicates on the packed codes, so the chooser takes it only where it stores
-//! much less than the lightweight schemes ([`PREMIUM`]).
+//! much less than the lightweight schemes (`PREMIUM`).
 //!
 //! Layout: `lengths` holds the code length of every symbol `0..symbols`, 4 bits each (low
 //! nibble first; 0 = the symbol does not occur), at most [`MAX_LEN`]; codes are canonical

@@ -16,7 +16,7 @@
 //!   contiguously (the layout of `For`'s codes), `(h >> 1) · bits` bytes. The last run may
 //!   be padded past the values wanted; the padding is ignored and need not be present.
 //!
-//! Every operation reads the headers in order ([`RunReader`], which prefetches the stream
+//! Every operation reads the headers in order (`RunReader`, which prefetches the stream
 //! ahead of them), bounded by the values asked for: runs past them are never read, a run is
 //! clipped to them, and empty runs are skipped. Most first collect them into a run table
 //! (start, length, and the value or the byte offset of the packed data) of at most one
@@ -25,7 +25,7 @@
 //!
 //! Runs are then evaluated whole: a repeated value is compared once and its rows set as a
 //! bit range, decoded by a fill, selected by a count. Consecutive bit-packed runs (writers
-//! emit them up to 512 values long) join into spans of up to [`SPAN`] values, copied into
+//! emit them up to 512 values long) join into spans of up to `SPAN` values, copied into
 //! one aligned scratch buffer (the run headers between them dropped: each run holds whole
 //! bytes) and handed to the kernels of `sift_bits` at once: the range compare on packed
 //! codes (`packed_cmp`), whose bits are ORed into the result a word at a time, and the
@@ -35,7 +35,7 @@
 //! buffers on every call, which costs more than it saves on spans this short.)
 //!
 //! Under a `Dict` (a dictionary-encoded Parquet page), the codes are looked up in the
-//! dictionary's entries as each span is unpacked ([`Hybrid::lookup`]), so that they never
+//! dictionary's entries as each span is unpacked (`Hybrid::lookup`), so that they never
 //! exist as a column of 64-bit integers to be checked and mapped in further passes.
 
 use std::hint::select_unpredictable;
@@ -276,7 +276,7 @@ pub fn check_stream(bits: u8, bytes: &[u8], count: usize) -> std::result::Result
 /// or the OR or the AND of their two bits, is gathered from every other bit. Runs of at
 /// most 64 values behind a one-byte header (the levels of lists a few values long switch
 /// between a repeated and a bit-packed run every few dozen values) are read without a
-/// branch on their kind. Checks the stream as [`parse`] does; on an error the bitmaps are
+/// branch on their kind. Checks the stream as `parse` does; on an error the bitmaps are
 /// left as they were.
 pub fn append_level_bitmaps(
     bits: u8,

@@ -1,6 +1,6 @@
 //! The encodings, one module each. Every module holds the node type (its parameters,
 //! children and buffers), its encoder(s) and its implementation of
-//! [`Encoding`](crate::encoding::Encoding); `registry.rs` lists them.
+//! `Encoding` (`encoding.rs`); `registry.rs` lists them.
 
 pub mod alp;
 pub mod alp_rd;
