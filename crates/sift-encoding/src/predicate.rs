@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use sift_bits::Bitmap;
 use sift_bits::bloom::{BloomFilter, i128_key};
+use sift_bits::range::compare_values;
 
 use arrow_array::Array;
 
@@ -163,8 +164,7 @@ impl ValuePredicate {
         {
             // The batch probe, on the values as i64 (every key's own bits).
             let values = wide.as_primitive::<Int64Type>().values();
-            let mut out = bloom.probe_i64(values);
-            out.and_assign(&within(values, *lo, *hi));
+            let mut out = within(bloom.probe_i64(values), values, *lo, *hi);
             if let Some(nb) = &nulls {
                 let valid = Bitmap::from_bools(nb.iter());
                 out.and_assign(&valid);
@@ -509,21 +509,49 @@ impl DomainPred<i64> for BloomProbe<'_> {
     }
 
     fn eval_slice(&self, values: &[i64]) -> Bitmap {
-        let mut out = self.bloom.probe_i64(values);
-        out.and_assign(&within(values, self.lo, self.hi));
-        out
+        within(self.bloom.probe_i64(values), values, self.lo, self.hi)
     }
 }
 
-/// The values in `lo..=hi`.
-fn within(values: &[i64], lo: i128, hi: i128) -> Bitmap {
-    let clamp = |x: i128| i64::try_from(x.clamp(i64::MIN.into(), i64::MAX.into()));
-    match (clamp(lo), clamp(hi)) {
-        (Ok(lo), Ok(hi)) if lo <= hi => {
-            Bitmap::from_bools(values.iter().map(|&v| lo <= v && v <= hi))
+/// `probed`, a Bloom filter's verdicts on `values`, without the values outside `lo..=hi`.
+///
+/// Few positives (a selective join's keys and the filter's false positives) are tested
+/// one by one; more, by the range kernel on the values' bits as unsigned lanes, where a
+/// signed range that does not cross zero keeps its order and one that does is everything
+/// but the unsigned gap between its ends. Measured on TPC-H at SF1 against testing no
+/// range: a test of every value built bit by bit took Q17 (lineitem probed with 204 part
+/// keys, 0.1 % positive) from 26 to 45 ms, the kernel on every value to 27.7; testing
+/// only the positives cost Q9 (11,000 part keys, 6 % positive) 4 ms of 126.
+fn within(mut probed: Bitmap, values: &[i64], lo: i128, hi: i128) -> Bitmap {
+    let inside = |v: i64| (lo..=hi).contains(&i128::from(v));
+    if probed.count_ones() * 64 < values.len() {
+        let outside: Vec<usize> = (probed.iter_ones())
+            .filter(|&i| !inside(values[i]))
+            .collect();
+        for i in outside {
+            probed.set(i, false);
         }
-        _ => Bitmap::zeros(values.len()),
+        return probed;
     }
+    let (lo, hi) = (lo.max(i64::MIN.into()), hi.min(i64::MAX.into()));
+    let (Ok(lo), Ok(hi)) = (i64::try_from(lo), i64::try_from(hi)) else {
+        return Bitmap::zeros(values.len());
+    };
+    if lo > hi {
+        return Bitmap::zeros(values.len());
+    }
+    let bits: &[u64] = bytemuck::cast_slice(values);
+    let mut range = Bitmap::default();
+    let level = sift_bits::Level::active();
+    if (lo < 0) == (hi < 0) {
+        compare_values(level, bits, lo as u64, hi as u64, false, &mut range);
+    } else {
+        // `lo < 0 <= hi`: out of range are the values above `hi` and below `lo`, as
+        // unsigned between `hi` and `lo`'s bits (an empty gap for the whole i64 range).
+        compare_values(level, bits, hi as u64 + 1, lo as u64 - 1, true, &mut range);
+    }
+    probed.and_assign(&range);
+    probed
 }
 
 #[derive(Clone, Copy)]
@@ -669,6 +697,32 @@ fn native_root(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The range test of a Bloom filter's verdicts, by positives or by the kernel
+        /// (dense or sparse verdicts), equals the scalar test of every value, for ranges
+        /// on either side of zero, across it, empty, and beyond i64.
+        #[test]
+        fn within_equals_the_scalar_test(
+            values in prop::collection::vec(
+                prop_oneof![any::<i64>(), -100i64..100, Just(i64::MIN), Just(i64::MAX)],
+                0..300,
+            ),
+            verdicts in prop::collection::vec(prop_oneof![Just(true), Just(false)], 300),
+            dense in any::<bool>(),
+            lo in prop_oneof![any::<i64>().prop_map(i128::from), -100i128..100, Just(i128::MIN)],
+            hi in prop_oneof![any::<i64>().prop_map(i128::from), -100i128..100, Just(i128::MAX)],
+        ) {
+            let probed = Bitmap::from_bools(
+                (0..values.len()).map(|i| verdicts[i] && (dense || i % 97 == 0)),
+            );
+            let want = Bitmap::from_bools(
+                (0..values.len()).map(|i| probed.get(i) && lo <= i128::from(values[i]) && i128::from(values[i]) <= hi),
+            );
+            prop_assert_eq!(within(probed, &values, lo, hi), want);
+        }
+    }
 
     /// Entries are decoded once per dictionary length and domain (strings too); another
     /// length or domain decodes again.
