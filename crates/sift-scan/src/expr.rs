@@ -223,7 +223,8 @@ pub enum Expr {
     /// A predicate written in Rust.
     Udf(Udf),
     /// `column` may be one of a join's build-side keys: true for every key and for a few
-    /// other values (the Bloom filter's false positives), never for a null. Built by
+    /// other values between the smallest and largest integer key (the Bloom filter's false
+    /// positives), never for a null. Built by
     /// [`KeyCollector`](crate::KeyCollector); it cannot be negated.
     InBloom {
         column: String,
