@@ -521,7 +521,7 @@ impl DomainPred<i64> for BloomProbe<'_> {
 /// but the unsigned gap between its ends. Measured on TPC-H at SF1 against testing no
 /// range: a test of every value built bit by bit took Q17 (lineitem probed with 204 part
 /// keys, 0.1 % positive) from 26 to 45 ms, the kernel on every value to 27.7; testing
-/// only the positives cost Q9 (11,000 part keys, 6 % positive) 4 ms of 126.
+/// only the positives cost Q9 (about 11,000 part keys, 6 % positive) 4 ms of 126.
 fn within(mut probed: Bitmap, values: &[i64], lo: i128, hi: i128) -> Bitmap {
     let inside = |v: i64| (lo..=hi).contains(&i128::from(v));
     if probed.count_ones() * 64 < values.len() {
