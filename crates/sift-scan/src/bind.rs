@@ -319,16 +319,15 @@ impl Binder<'_> {
         let label = label(e, neg);
         Ok(match keys.domain() {
             KeyDomain::Int => {
+                let bounds = keys.bounds();
                 // No bounds: no keys, which the empty filter already fails.
-                let (lo, hi) = keys.bounds().unwrap_or((i128::MIN, i128::MAX));
+                let (lo, hi) = bounds.unwrap_or((i128::MIN, i128::MAX));
                 let p = ValuePredicate::IntBloom {
                     bloom: Arc::clone(keys.bloom()),
                     lo,
                     hi,
                 };
-                let bounds = keys
-                    .bounds()
-                    .map(|(lo, hi)| (Some(Scalar::Int(lo)), Some(Scalar::Int(hi))));
+                let bounds = bounds.map(|(lo, hi)| (Some(Scalar::Int(lo)), Some(Scalar::Int(hi))));
                 self.leaf(c, LeafOp::Value(p), bounds, label)
             }
             KeyDomain::Bytes => {
