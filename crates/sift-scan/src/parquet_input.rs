@@ -144,6 +144,17 @@ impl ParquetInput {
         }))
     }
 
+    /// The footer's metadata, its Thrift checked ([`checked_footer`](Self::checked_footer))
+    /// and decoded by the `parquet` crate from the same bytes; for a file without a footer
+    /// the crate's own error.
+    pub(crate) fn footer(&self) -> Result<ParquetMetaData, String> {
+        match self.checked_footer().map_err(|e| e.to_string())? {
+            Some(checked) => ParquetMetaDataReader::new().parse_and_finish(&checked),
+            None => ParquetMetaDataReader::new().parse_and_finish(self),
+        }
+        .map_err(|e| e.to_string())
+    }
+
     /// Records where the column chunks lie and their codecs (from the parsed metadata):
     /// reads inside a chunk fetched ahead are served from it, and every page header read
     /// ([`get_read`](ChunkReader::get_read)) is checked against its chunk's codec.
@@ -317,9 +328,10 @@ impl InputRead {
         }
     }
 
-    /// The same, the page's uncompressed size checked against `codec`'s expansion.
-    pub(crate) fn expanding(mut self, codec: Compression) -> InputRead {
-        self.expands = expansion(codec).map(|most| (codec, most));
+    /// The same, the page's uncompressed size checked against the expansion of `codec`
+    /// (its column chunk's, when known).
+    pub(crate) fn expanding(mut self, codec: Option<Compression>) -> InputRead {
+        self.expands = codec.and_then(|c| expansion(c).map(|most| (c, most)));
         self
     }
 
@@ -446,10 +458,7 @@ impl ChunkReader for ParquetInput {
             header,
             expands: None,
         };
-        Ok(match self.chunk_at(start) {
-            Some(chunk) => read.expanding(chunk.codec),
-            None => read,
-        })
+        Ok(read.expanding(self.chunk_at(start).map(|chunk| chunk.codec)))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
@@ -476,13 +485,11 @@ impl ParquetFile {
     /// Opens `path`, checking and parsing its footer.
     pub fn open(path: &Path) -> std::io::Result<ParquetFile> {
         let input = ParquetInput::local(path)?;
-        let meta = guarded(|| match input.checked_footer()? {
-            Some(checked) => ParquetMetaDataReader::new().parse_and_finish(&checked),
-            None => ParquetMetaDataReader::new().parse_and_finish(&input),
-        })
-        .map_err(|e| {
-            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("footer: {e}"))
-        })?;
+        let meta = guarded(|| Ok(input.footer()))
+            .and_then(|footer| footer)
+            .map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, format!("footer: {e}"))
+            })?;
         input.index_chunks(&meta);
         Ok(ParquetFile {
             input,

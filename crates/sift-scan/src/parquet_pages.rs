@@ -232,11 +232,7 @@ impl ChunkReader for ChunkBytes {
 
     /// The crate reads page headers through this (each checked when first read from).
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        let read = InputRead::header(self.slice(start, None)?, start);
-        Ok(match self.codec {
-            Some(codec) => read.expanding(codec),
-            None => read,
-        })
+        Ok(InputRead::header(self.slice(start, None)?, start).expanding(self.codec))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {

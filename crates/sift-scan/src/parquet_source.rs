@@ -62,11 +62,7 @@ impl ParquetSource {
         // The page index (when the writer stored one) prunes pages; one that does not
         // parse, or does not fit the column chunks, only costs that pruning, never the
         // file. The footer is read without its embedded Arrow schema, applied on its own.
-        let footer = match input.checked_footer().map_err(|e| err(&e))? {
-            Some(checked) => ParquetMetaDataReader::new().parse_and_finish(&checked),
-            None => ParquetMetaDataReader::new().parse_and_finish(&input),
-        }
-        .map_err(|e| err(&e))?;
+        let footer = input.footer().map_err(|e| err(&e))?;
         let mut metadata = Arc::new(with_page_index(&input, footer).map_err(|e| err(&e))?);
         if !offset_index_fits(&metadata) {
             metadata = Arc::new(

@@ -461,10 +461,7 @@ fn lists_of_booleans_in_thrift_are_refused_promptly() {
         .set_write_page_header_statistics(true)
         .set_bloom_filter_enabled(true)
         .build();
-    let file = std::fs::File::create(&path).unwrap();
-    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    common::write_parquet_with(&path, batch.schema(), &[batch], props);
     let bytes = std::fs::read(&path).unwrap();
     let n = bytes.len();
 
@@ -634,10 +631,7 @@ fn pages_larger_than_their_codec_expands_to_are_refused() {
         .set_data_page_size_limit(64 << 20)
         .set_data_page_row_count_limit(rows)
         .build();
-    let file = std::fs::File::create(&path).unwrap();
-    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    common::write_parquet_with(&path, batch.schema(), &[batch], props);
     for (reader, result, _) in every_reader(&path) {
         result.unwrap_or_else(|e| panic!("{reader}: {e}"));
     }
