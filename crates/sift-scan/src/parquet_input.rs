@@ -32,7 +32,7 @@ use parquet::file::serialized_reader::SerializedPageReader;
 use sift_format::{RangeOptions, RangeSource, Remote};
 
 use crate::parquet_source::guarded;
-use crate::parquet_thrift::{BoolLists, Damage, check_struct, page_sizes};
+use crate::parquet_thrift::{BoolLists, Damage, PageSizes, check_struct, page_sizes};
 
 /// The bytes of one Parquet file. Clones share the file (or object) and what was fetched.
 #[derive(Clone)]
@@ -283,24 +283,35 @@ pub(crate) struct InputRead {
     /// asks for readers it does not read from, at the data of a page whose header it has
     /// already read).
     header: Option<u64>,
-    /// The column chunk's codec and the most bytes it can expand one byte to, when
-    /// bounded: the header's uncompressed size is checked against it (the crate allocates
-    /// and fills that size before decompressing).
-    expands: Option<(Compression, u64)>,
+    /// The column chunk's codec and how far it expands: the header's uncompressed size is
+    /// checked against it (the crate allocates that size before decompressing).
+    expands: Option<(Compression, Expansion)>,
 }
 
-/// The most bytes `codec` decompresses one byte to, when the format bounds it: Snappy's
-/// longest copy is 64 bytes from 3 (21.3), LZ4's match length grows 255 a byte, deflate's
-/// limit is 1032 to 1, and a zstd block regenerates at most 128 KiB from at least 4 bytes
-/// (a 3-byte block header and the one byte an RLE block repeats), frames adding bytes of
-/// their own. Brotli's (a few bits can copy megabytes) is too large to bound a page by.
-fn expansion(codec: Compression) -> Option<u64> {
+/// How far a codec expands a page's compressed bytes.
+#[derive(Clone, Copy)]
+enum Expansion {
+    /// To at most this many bytes each, as the format bounds it: Snappy's longest copy is
+    /// 64 bytes from 3 (21.3), LZ4's match length grows 255 a byte, deflate's limit is 1032
+    /// to 1, and a zstd block regenerates at most 128 KiB from at least 4 bytes (a 3-byte
+    /// block header and the one byte an RLE block repeats), frames adding bytes of their
+    /// own.
+    AtMost(u64),
+    /// Too far to bound a page by (Brotli: a few bits can copy megabytes, and a valid 4 KB
+    /// page can hold gigabytes): a page declaring more than this many bytes each is
+    /// decompressed into nothing first, counting, up to what it declares (gzip's bound,
+    /// which pages of real data stay far below: they are decompressed once).
+    BrotliPast(u64),
+}
+
+fn expansion(codec: Compression) -> Option<Expansion> {
     match codec {
-        Compression::UNCOMPRESSED => Some(1),
-        Compression::SNAPPY => Some(24),
-        Compression::LZ4 | Compression::LZ4_RAW => Some(256),
-        Compression::GZIP(_) => Some(1040),
-        Compression::ZSTD(_) => Some(32_768),
+        Compression::UNCOMPRESSED => Some(Expansion::AtMost(1)),
+        Compression::SNAPPY => Some(Expansion::AtMost(24)),
+        Compression::LZ4 | Compression::LZ4_RAW => Some(Expansion::AtMost(256)),
+        Compression::GZIP(_) => Some(Expansion::AtMost(1040)),
+        Compression::ZSTD(_) => Some(Expansion::AtMost(32_768)),
+        Compression::BROTLI(_) => Some(Expansion::BrotliPast(1040)),
         _ => None,
     }
 }
@@ -331,7 +342,7 @@ impl InputRead {
     /// The same, the page's uncompressed size checked against the expansion of `codec`
     /// (its column chunk's, when known).
     pub(crate) fn expanding(mut self, codec: Option<Compression>) -> InputRead {
-        self.expands = codec.and_then(|c| expansion(c).map(|most| (c, most)));
+        self.expands = codec.and_then(|c| expansion(c).map(|expands| (c, expands)));
         self
     }
 
@@ -370,15 +381,89 @@ impl InputRead {
                 }
             }
         };
-        if let (Some((codec, most)), Some((raw, stored))) = (self.expands, page_sizes(header))
-            && raw > (most as i64).saturating_mul(stored.max(0)) + EXPANSION_SLACK
-        {
+        let (Some((codec, expands)), Some(sizes)) = (self.expands, page_sizes(header)) else {
+            return Ok(());
+        };
+        let PageSizes { raw, stored, .. } = sizes;
+        let codec = codec_name(codec);
+        let stored = stored.max(0);
+        let beyond = |most: u64| {
+            raw > (most as i64)
+                .saturating_mul(stored)
+                .saturating_add(EXPANSION_SLACK)
+        };
+        let refused = match (expands, sizes.compressed) {
+            (Expansion::AtMost(most), _) if beyond(most) => {
+                Some(format!("more than {codec} expands {stored} bytes to"))
+            }
+            (Expansion::BrotliPast(most), true) if beyond(most) => {
+                let wanted = raw.saturating_sub(sizes.levels).max(0) as u64;
+                // The values follow the header and a version-2 page's levels.
+                let data = (header.len() as u64).saturating_add(sizes.levels as u64);
+                let stored_values = stored.saturating_sub(sizes.levels).max(0) as u64;
+                let counted = match &self.from {
+                    ReadFrom::Bytes { bytes, .. } => {
+                        let from = bytes.len().min(usize::try_from(data).unwrap_or(usize::MAX));
+                        let values = &bytes[from..];
+                        let n = usize::try_from(stored_values).unwrap_or(usize::MAX);
+                        brotli_len(&values[..values.len().min(n)], wanted)
+                    }
+                    ReadFrom::File { file, pos } => brotli_len(
+                        FileRange {
+                            file,
+                            pos: pos.saturating_add(data),
+                            left: stored_values,
+                        },
+                        wanted,
+                    ),
+                };
+                match counted {
+                    Ok(n) if n < wanted => Some(format!(
+                        "more than its {codec} data decompresses to ({} bytes)",
+                        n + sizes.levels as u64
+                    )),
+                    Ok(_) => None,
+                    Err(e) => Some(format!("and its {codec} data is damaged: {e}")),
+                }
+            }
+            _ => None,
+        };
+        if let Some(why) = refused {
             return Err(damaged(Damage::from(format!(
                 "a page of {stored} bytes compressed with {codec} declares {raw} bytes \
-                 uncompressed, more than {codec} expands {stored} bytes to"
+                 uncompressed, {why}"
             ))));
         }
         Ok(())
+    }
+}
+
+/// A codec's name without its level.
+fn codec_name(codec: Compression) -> String {
+    let name = codec.to_string();
+    name.split('(').next().unwrap_or(&name).to_owned()
+}
+
+/// How many bytes the Brotli stream `compressed` decompresses to, counted up to `most`
+/// (decompressed into nothing, a few KiB and the stream's window at a time).
+fn brotli_len(compressed: impl Read, most: u64) -> std::io::Result<u64> {
+    let mut stream = brotli::Decompressor::new(compressed, 4096).take(most);
+    std::io::copy(&mut stream, &mut std::io::sink())
+}
+
+/// `left` bytes of a file from byte `pos`, read at explicit offsets.
+struct FileRange<'a> {
+    file: &'a File,
+    pos: u64,
+    left: u64,
+}
+
+impl Read for FileRange<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = usize::try_from(self.left).map_or(buf.len(), |left| left.min(buf.len()));
+        let n = std::os::unix::fs::FileExt::read_at(self.file, &mut buf[..n], self.pos)?;
+        (self.pos, self.left) = (self.pos + n as u64, self.left - n as u64);
+        Ok(n)
     }
 }
 
@@ -672,4 +757,79 @@ pub(crate) fn chunk_start(chunk: &ColumnChunkMetaData) -> Option<u64> {
         .dictionary_page_offset()
         .unwrap_or(chunk.data_page_offset());
     u64::try_from(start).ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::BrotliLevel;
+    use parquet::file::properties::WriterProperties;
+
+    /// A Brotli page is counted from the bytes after its header whether the file is mapped
+    /// or read at offsets: undamaged, its header passes; declaring more than its data
+    /// decompresses to, it is refused.
+    #[test]
+    fn brotli_pages_are_counted_mapped_or_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zeros.parquet");
+        let rows = 1 << 16;
+        let batch = RecordBatch::try_from_iter([(
+            "x",
+            Arc::new(Int64Array::from(vec![0i64; rows])) as ArrayRef,
+        )])
+        .unwrap();
+        let props = WriterProperties::builder()
+            .set_dictionary_enabled(false)
+            .set_compression(Compression::BROTLI(BrotliLevel::default()))
+            .set_data_page_row_count_limit(rows)
+            .build();
+        let mut writer =
+            ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), Some(props))
+                .unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+
+        let header_read = |path: &Path, mapped: bool| {
+            let mut input = ParquetInput::local(path).unwrap();
+            if let ParquetInput::Local { map, .. } = &mut input {
+                assert!(map.is_some());
+                if !mapped {
+                    *map = None;
+                }
+            }
+            let meta = input.footer().unwrap();
+            input.index_chunks(&meta);
+            let at = meta.row_group(0).column(0).data_page_offset() as u64;
+            let mut first = [0u8];
+            input
+                .get_read(at)
+                .unwrap()
+                .read(&mut first)
+                .map_err(|e| e.to_string())
+        };
+        for mapped in [true, false] {
+            header_read(&path, mapped).unwrap();
+        }
+        // The header's type (a data page: 0), then its uncompressed size (half a MiB and
+        // the levels: a 3-byte varint), made 2^20 - 1.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let meta = ParquetMetaDataReader::new()
+            .parse_and_finish(&Bytes::from(bytes.clone()))
+            .unwrap();
+        let at = meta.row_group(0).column(0).data_page_offset() as usize;
+        assert_eq!(bytes[at..at + 3], [0x15, 0x00, 0x15], "a data page header");
+        assert!(bytes[at + 3..at + 5].iter().all(|b| b & 0x80 != 0) && bytes[at + 5] < 0x80);
+        bytes[at + 3..at + 6].copy_from_slice(&[0xFE, 0xFF, 0x7F]);
+        std::fs::write(&path, &bytes).unwrap();
+        for mapped in [true, false] {
+            let e = header_read(&path, mapped).unwrap_err();
+            assert!(
+                e.contains("declares 1048575 bytes uncompressed, more than its BROTLI data decompresses to (524288 bytes)"),
+                "{e}"
+            );
+        }
+    }
 }

@@ -81,35 +81,52 @@ pub(crate) fn check_struct(bytes: &[u8], base: u64, bools: BoolLists) -> Result<
     Ok(walk.pos)
 }
 
-/// The sizes a page header states, from its bytes (checked by [`check_struct`] first):
-/// `(uncompressed_page_size, compressed_page_size)`, its fields 2 and 3; `None` when it
-/// lacks either.
-pub(crate) fn page_sizes(bytes: &[u8]) -> Option<(i64, i64)> {
+/// The sizes a page header states (its bytes checked by [`check_struct`] first).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct PageSizes {
+    /// `uncompressed_page_size`, field 2.
+    pub(crate) raw: i64,
+    /// `compressed_page_size`, field 3.
+    pub(crate) stored: i64,
+    /// A version-2 data page's level bytes, stored uncompressed before its values (fields
+    /// 5 and 6 of `data_page_header_v2`, field 8); 0 for other pages.
+    pub(crate) levels: i64,
+    /// False for a version-2 data page whose values are stored uncompressed (its field 7).
+    pub(crate) compressed: bool,
+}
+
+/// The [`PageSizes`] of the page header `bytes`; `None` when it lacks either size.
+pub(crate) fn page_sizes(bytes: &[u8]) -> Option<PageSizes> {
     let mut walk = Walk {
         bytes,
         pos: 0,
         base: 0,
     };
-    let (mut id, mut sizes) = (0i64, [None; 2]);
-    loop {
-        let header = walk.byte().ok()?;
-        if header == 0 {
-            return None;
-        }
-        let (delta, t) = (header >> 4, header & 0x0F);
-        id = match delta {
-            0 => zigzag(walk.varint().ok()?),
-            d => id + i64::from(d),
-        };
+    let (mut raw, mut stored, mut levels, mut compressed) = (None, None, 0i64, true);
+    walk.each_field(|walk, id, t| {
         match (id, t) {
-            (2 | 3, kind::I32) => sizes[(id - 2) as usize] = Some(zigzag(walk.varint().ok()?)),
-            (_, kind::TRUE | kind::FALSE) => {}
-            _ => walk.value(t, 1, false).ok()?,
+            (2, kind::I32) => raw = Some(zigzag(walk.varint().ok()?)),
+            (3, kind::I32) => stored = Some(zigzag(walk.varint().ok()?)),
+            (8, kind::STRUCT) => walk.each_field(|walk, id, t| {
+                match (id, t) {
+                    (5 | 6, kind::I32) => {
+                        levels = levels.saturating_add(zigzag(walk.varint().ok()?).max(0))
+                    }
+                    (7, kind::FALSE) => compressed = false,
+                    _ => return Some(false),
+                }
+                Some(true)
+            })?,
+            _ => return Some(false),
         }
-        if let [Some(raw), Some(stored)] = sizes {
-            return Some((raw, stored));
-        }
-    }
+        Some(true)
+    })?;
+    Some(PageSizes {
+        raw: raw?,
+        stored: stored?,
+        levels,
+        compressed,
+    })
 }
 
 /// A zigzag-encoded integer's value.
@@ -170,6 +187,30 @@ impl Walk<'_> {
             }
         }
         Err(format!("Thrift varint at byte {} longer than 10 bytes", self.at(at)).into())
+    }
+
+    /// Hands each field of the struct at the walk's position to `visit`, with its id and
+    /// type (a boolean's value is its type), to read its value and say so; the values it
+    /// leaves are skipped. `None` when the struct is damaged or `visit` says so.
+    fn each_field(
+        &mut self,
+        mut visit: impl FnMut(&mut Self, i64, u8) -> Option<bool>,
+    ) -> Option<()> {
+        let mut id = 0i64;
+        loop {
+            let header = self.byte().ok()?;
+            if header == 0 {
+                return Some(());
+            }
+            let (delta, t) = (header >> 4, header & 0x0F);
+            id = match delta {
+                0 => zigzag(self.varint().ok()?),
+                d => id + i64::from(d),
+            };
+            if !visit(self, id, t)? && !matches!(t, kind::TRUE | kind::FALSE) {
+                self.value(t, 1, false).ok()?;
+            }
+        }
     }
 
     /// The fields of a struct up to its stop byte.
@@ -291,6 +332,37 @@ mod tests {
     /// A field header with a short delta.
     fn field(delta: u8, t: u8) -> u8 {
         (delta << 4) | t
+    }
+
+    #[test]
+    fn page_sizes_read_a_version_2_headers_levels() {
+        let i32_field = |v: u8| [field(1, kind::I32), v << 1];
+        let mut v2 = vec![field(1, kind::I32), 6, field(1, kind::I32), 0xC8, 0x01];
+        v2.extend([field(1, kind::I32), 120, field(5, kind::STRUCT)]);
+        // num_values, num_nulls, num_rows, encoding, then levels of 3 and 2 bytes.
+        for v in [10, 0, 10, 0, 3, 2] {
+            v2.extend(i32_field(v));
+        }
+        v2.extend([field(1, kind::FALSE), 0, 0]);
+        assert_eq!(check_struct(&v2, 0, BoolLists::None), Ok(v2.len()));
+        let sizes = PageSizes {
+            raw: 100,
+            stored: 60,
+            levels: 5,
+            compressed: false,
+        };
+        assert_eq!(page_sizes(&v2), Some(sizes));
+        // A version-1 page: type, sizes, and a data page header holding a boolean.
+        let v1 = [21, 0, 21, 8, 21, 6, 0x2C, 0x11, 0, 0];
+        assert_eq!(check_struct(&v1, 0, BoolLists::None), Ok(v1.len()));
+        let sizes = PageSizes {
+            raw: 4,
+            stored: 3,
+            levels: 0,
+            compressed: true,
+        };
+        assert_eq!(page_sizes(&v1), Some(sizes));
+        assert_eq!(page_sizes(&v1[..3]), None);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use arrow::array::builder::{Int64Builder, ListBuilder};
 use arrow::array::*;
 use arrow::record_batch::RecordBatch;
 use common::{ParquetLayout, Rng};
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{BrotliLevel, Compression, ZstdLevel};
 use parquet::file::properties::EnabledStatistics;
 use sift_scan::{ScanBuilder, Table, col, parse_filter};
 use tracking::tracked_refusing_above;
@@ -597,7 +597,9 @@ fn every_reader(path: &Path) -> [(&'static str, Result<(), String>, usize); 3] {
 /// crate allocates and zeroes the declared size: an LZ4_RAW page of 1,627 bytes declaring
 /// a gigabyte (found by the fuzzer), and zstd pages of a few hundred bytes declaring 128
 /// MiB, in a column Sift reads in place (int64) and one it leaves to the crate (float32).
-/// The same zstd pages undamaged, as compressed as zstd can make them, read.
+/// Brotli pages, whose expansion has no useful bound, are refused when they declare more
+/// than their data decompresses to. The same pages undamaged, as compressed as each codec
+/// can make them, read.
 #[test]
 fn pages_larger_than_their_codec_expands_to_are_refused() {
     let lz4 = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -610,49 +612,62 @@ fn pages_larger_than_their_codec_expands_to_are_refused() {
     assert!(e.contains("column a: page 0"), "{e}");
 
     // One page of a million zeros per column: zstd stores each 128 KiB as a 4-byte block
-    // (a few hundred bytes for the 8 and 4 MiB, near 30,000 to 1).
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("zeros.parquet");
-    let rows = 1 << 20;
-    let batch = RecordBatch::try_from_iter([
+    // (a few hundred bytes for the 8 and 4 MiB, near 30,000 to 1); Brotli, whose expansion
+    // has no useful bound, stores them in a few dozen bytes.
+    let codecs = [
         (
-            "x",
-            Arc::new(Int64Array::from(vec![0i64; rows])) as ArrayRef,
+            Compression::ZSTD(ZstdLevel::default()),
+            "more than ZSTD expands",
         ),
         (
-            "f",
-            Arc::new(Float32Array::from(vec![0f32; rows])) as ArrayRef,
+            Compression::BROTLI(BrotliLevel::default()),
+            "more than its BROTLI data decompresses to",
         ),
-    ])
-    .unwrap();
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_dictionary_enabled(false)
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_data_page_size_limit(64 << 20)
-        .set_data_page_row_count_limit(rows)
-        .build();
-    common::write_parquet_with(&path, batch.schema(), &[batch], props);
-    for (reader, result, _) in every_reader(&path) {
-        result.unwrap_or_else(|e| panic!("{reader}: {e}"));
-    }
-
-    // Each page header starts with its type (a data page: 0) and its uncompressed size,
-    // a 4-byte varint here, which becomes 2^27 - 1 (zigzag encoded).
-    let mut bytes = std::fs::read(&path).unwrap();
-    let meta = parquet::file::metadata::ParquetMetaDataReader::new()
-        .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+    ];
+    for (codec, message) in codecs {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zeros.parquet");
+        let rows = 1 << 20;
+        let batch = RecordBatch::try_from_iter([
+            (
+                "x",
+                Arc::new(Int64Array::from(vec![0i64; rows])) as ArrayRef,
+            ),
+            (
+                "f",
+                Arc::new(Float32Array::from(vec![0f32; rows])) as ArrayRef,
+            ),
+        ])
         .unwrap();
-    for chunk in meta.row_group(0).columns() {
-        let at = chunk.data_page_offset() as usize;
-        assert_eq!(bytes[at..at + 3], [0x15, 0x00, 0x15], "a data page header");
-        assert!(bytes[at + 3..at + 6].iter().all(|b| b & 0x80 != 0) && bytes[at + 6] < 0x80);
-        bytes[at + 3..at + 7].copy_from_slice(&[0xFE, 0xFF, 0xFF, 0x7F]);
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_dictionary_enabled(false)
+            .set_compression(codec)
+            .set_data_page_size_limit(64 << 20)
+            .set_data_page_row_count_limit(rows)
+            .build();
+        common::write_parquet_with(&path, batch.schema(), &[batch], props);
+        for (reader, result, _) in every_reader(&path) {
+            result.unwrap_or_else(|e| panic!("{codec}, {reader}: {e}"));
+        }
+
+        // Each page header starts with its type (a data page: 0) and its uncompressed
+        // size, a 4-byte varint here, which becomes 2^27 - 1 (zigzag encoded).
+        let mut bytes = std::fs::read(&path).unwrap();
+        let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+            .unwrap();
+        for chunk in meta.row_group(0).columns() {
+            let at = chunk.data_page_offset() as usize;
+            assert_eq!(bytes[at..at + 3], [0x15, 0x00, 0x15], "a data page header");
+            assert!(bytes[at + 3..at + 6].iter().all(|b| b & 0x80 != 0) && bytes[at + 6] < 0x80);
+            bytes[at + 3..at + 7].copy_from_slice(&[0xFE, 0xFF, 0xFF, 0x7F]);
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        refused_by_every_reader(
+            &path,
+            &format!("declares 134217727 bytes uncompressed, {message}"),
+        );
     }
-    std::fs::write(&path, &bytes).unwrap();
-    refused_by_every_reader(
-        &path,
-        "declares 134217727 bytes uncompressed, more than ZSTD",
-    );
 }
 
 /// Every reader refuses `path` with an error holding `message`, none allocating
