@@ -766,32 +766,14 @@ mod tests {
     use arrow_array::{ArrayRef, Int64Array, RecordBatch};
     use parquet::arrow::ArrowWriter;
     use parquet::basic::BrotliLevel;
-    use parquet::file::properties::WriterProperties;
+    use parquet::file::properties::{WriterProperties, WriterVersion};
 
-    /// A Brotli page is counted from the bytes after its header whether the file is mapped
-    /// or read at offsets: undamaged, its header passes; declaring more than its data
-    /// decompresses to, it is refused.
+    /// A Brotli page is counted from its values (after its header, and a version-2 page's
+    /// levels) whether the file is mapped or read at offsets: undamaged, its header
+    /// passes; declaring more than its data decompresses to, it is refused with the size
+    /// the data has.
     #[test]
     fn brotli_pages_are_counted_mapped_or_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("zeros.parquet");
-        let rows = 1 << 16;
-        let batch = RecordBatch::try_from_iter([(
-            "x",
-            Arc::new(Int64Array::from(vec![0i64; rows])) as ArrayRef,
-        )])
-        .unwrap();
-        let props = WriterProperties::builder()
-            .set_dictionary_enabled(false)
-            .set_compression(Compression::BROTLI(BrotliLevel::default()))
-            .set_data_page_row_count_limit(rows)
-            .build();
-        let mut writer =
-            ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), Some(props))
-                .unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
-
         let header_read = |path: &Path, mapped: bool| {
             let mut input = ParquetInput::local(path).unwrap();
             if let ParquetInput::Local { map, .. } = &mut input {
@@ -810,26 +792,60 @@ mod tests {
                 .read(&mut first)
                 .map_err(|e| e.to_string())
         };
-        for mapped in [true, false] {
-            header_read(&path, mapped).unwrap();
-        }
-        // The header's type (a data page: 0), then its uncompressed size (half a MiB and
-        // the levels: a 3-byte varint), made 2^20 - 1.
-        let mut bytes = std::fs::read(&path).unwrap();
-        let meta = ParquetMetaDataReader::new()
-            .parse_and_finish(&Bytes::from(bytes.clone()))
-            .unwrap();
-        let at = meta.row_group(0).column(0).data_page_offset() as usize;
-        assert_eq!(bytes[at..at + 3], [0x15, 0x00, 0x15], "a data page header");
-        assert!(bytes[at + 3..at + 5].iter().all(|b| b & 0x80 != 0) && bytes[at + 5] < 0x80);
-        bytes[at + 3..at + 6].copy_from_slice(&[0xFE, 0xFF, 0x7F]);
-        std::fs::write(&path, &bytes).unwrap();
-        for mapped in [true, false] {
-            let e = header_read(&path, mapped).unwrap_err();
-            assert!(
-                e.contains("declares 1048575 bytes uncompressed, more than its BROTLI data decompresses to (524288 bytes)"),
-                "{e}"
+        let versions = [
+            (WriterVersion::PARQUET_1_0, 0),
+            (WriterVersion::PARQUET_2_0, 6),
+        ];
+        for ((version, page_type), nulls) in versions.into_iter().zip([false, true]) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("zeros.parquet");
+            let rows = 1 << 16;
+            // Nulls in one stretch: a few bytes of levels.
+            let x = (0..rows).map(|i| (!nulls || i >= 1000).then_some(0i64));
+            let batch =
+                RecordBatch::try_from_iter([("x", Arc::new(Int64Array::from_iter(x)) as ArrayRef)])
+                    .unwrap();
+            let props = WriterProperties::builder()
+                .set_writer_version(version)
+                .set_dictionary_enabled(false)
+                .set_encoding(parquet::basic::Encoding::PLAIN)
+                .set_compression(Compression::BROTLI(BrotliLevel::default()))
+                .set_data_page_row_count_limit(rows)
+                .build();
+            let file = File::create(&path).unwrap();
+            let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+            writer.write(&batch).unwrap();
+            writer.close().unwrap();
+            for mapped in [true, false] {
+                header_read(&path, mapped).unwrap();
+            }
+
+            // The header's type, then its uncompressed size (at most half a MiB: a 3-byte
+            // varint), made 2^20 - 1.
+            let mut bytes = std::fs::read(&path).unwrap();
+            let meta = ParquetMetaDataReader::new()
+                .parse_and_finish(&Bytes::from(bytes.clone()))
+                .unwrap();
+            let at = meta.row_group(0).column(0).data_page_offset() as usize;
+            assert_eq!(
+                bytes[at..at + 3],
+                [0x15, page_type, 0x15],
+                "a data page header"
             );
+            let size = &bytes[at + 3..at + 6];
+            assert!(size[..2].iter().all(|b| b & 0x80 != 0) && size[2] < 0x80);
+            let zigzag = (0..3).fold(0, |z, i| z | u32::from(size[i] & 0x7F) << (7 * i));
+            let raw = zigzag >> 1;
+            bytes[at + 3..at + 6].copy_from_slice(&[0xFE, 0xFF, 0x7F]);
+            std::fs::write(&path, &bytes).unwrap();
+            for mapped in [true, false] {
+                let e = header_read(&path, mapped).unwrap_err();
+                let expected = format!(
+                    "declares 1048575 bytes uncompressed, more than its BROTLI data \
+                     decompresses to ({raw} bytes)"
+                );
+                assert!(e.contains(&expected), "{e}");
+            }
         }
     }
 }
