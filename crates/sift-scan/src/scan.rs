@@ -417,8 +417,8 @@ impl ScanBuilder {
 /// of long strings) can take gigabytes to decode, only for the type to be refused
 /// afterwards.
 ///
-/// Of a nested column, a Sift scan reads the columns of one value per row (the nested
-/// column, a struct's fields); the Parquet scan reads lists and structs, not maps yet.
+/// Of a nested column, a scan reads the columns of one value per row (the nested column,
+/// a struct's fields), not a Sift file's columns of list elements.
 fn check_types(table: &Table, schema: &Schema, needed: &[usize]) -> Result<()> {
     let path = table.path.display();
     // A column both filtered on and projected is listed twice; it is one column.
@@ -433,28 +433,11 @@ fn check_types(table: &Table, schema: &Schema, needed: &[usize]) -> Result<()> {
                 field.name()
             )));
         }
-        if is_nested_type(field.data_type()) && !table.source.reads_nested(field.data_type()) {
-            return Err(Error::Type(format!(
-                "{path}: {}",
-                sift_format::Error::UnsupportedType {
-                    column: field.name().clone(),
-                    data_type: field.data_type().to_string(),
-                }
-            )));
-        }
         // One at a time: a nested column and its fields (`s`, `s.a`) share storage.
         sift_format::check_schema(&schema.project(&[c])?)
             .map_err(|e| Error::Type(format!("{path}: {e}")))?;
     }
     Ok(())
-}
-
-/// Whether a type is (or is a dictionary of) a struct, list or map.
-fn is_nested_type(dt: &DataType) -> bool {
-    match dt {
-        DataType::Dictionary(_, v) => is_nested_type(v),
-        dt => dt.is_nested(),
-    }
 }
 
 impl IntoIterator for ScanBuilder {

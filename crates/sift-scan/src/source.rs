@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
-use arrow_schema::{DataType, Schema, SchemaRef};
+use arrow_schema::{Schema, SchemaRef};
 use sift_format::{
     ChunkRef, ChunkStats, ColumnShape, RangeCounts, RangeOptions, RangeSource, SiftFile,
 };
@@ -176,17 +176,6 @@ impl Source {
         }
     }
 
-    /// Whether the source reads columns of nested type `dt` (a struct, list or map): a
-    /// Sift file all it stores; the Parquet scan lists and structs, not maps yet.
-    #[cfg_attr(not(feature = "parquet"), allow(unused_variables))]
-    pub(crate) fn reads_nested(&self, dt: &DataType) -> bool {
-        match self {
-            Source::Sift(_) => true,
-            #[cfg(feature = "parquet")]
-            Source::Parquet(_) => !holds_map(dt),
-        }
-    }
-
     pub(crate) fn num_blocks(&self) -> usize {
         match self {
             Source::Sift(f) => f.num_blocks(),
@@ -258,20 +247,6 @@ impl Source {
             #[cfg(feature = "parquet")]
             Source::Parquet(p) => p.block(b, dictionary, rows),
         }
-    }
-}
-
-/// Whether `dt` is or holds a map.
-#[cfg(feature = "parquet")]
-fn holds_map(dt: &DataType) -> bool {
-    match dt {
-        DataType::Map(..) => true,
-        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
-            holds_map(f.data_type())
-        }
-        DataType::Struct(fields) => fields.iter().any(|f| holds_map(f.data_type())),
-        DataType::Dictionary(_, v) => holds_map(v),
-        _ => false,
     }
 }
 

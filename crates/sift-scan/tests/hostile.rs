@@ -1087,23 +1087,24 @@ fn damaged_footers_with_valid_checksums_never_panic_in_scans() {
 // ---------------------------------------------------------------------------------------
 // Column types the engine cannot read, refused before any block is decoded.
 
-/// A Parquet file of 32 rows: `id` (Int64) and `m`, a map from a short key to one string
-/// of 1 MiB repeated in every row. Compressed, the file is small; decoded, `m` takes
-/// 32 MiB, which a scan would hold before it could refuse the map.
-fn map_parquet(path: &Path) {
-    use arrow::array::builder::{MapBuilder, StringBuilder};
-    let rows = 32;
-    let long = "x".repeat(1 << 20);
-    let mut m = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
-    for _ in 0..rows {
-        m.keys().append_value("k");
-        m.values().append_value(&long);
-        m.append(true).unwrap();
-    }
+/// A Parquet file of 32 rows: `id` (Int64) and `m`, a list of 32,768 decimals of 40
+/// digits (Decimal256, which Sift does not store) in every row. Compressed, the file is
+/// small; decoded, `m` takes 32 MiB, which a scan would hold before it could refuse it.
+fn unsupported_parquet(path: &Path) {
+    use arrow::buffer::OffsetBuffer;
+    use arrow::datatypes::{Field, i256};
+    let (rows, per_row) = (32, 1 << 15);
+    let values =
+        Decimal256Array::from_iter_values(std::iter::repeat_n(i256::from(7), rows * per_row))
+            .with_precision_and_scale(40, 0)
+            .unwrap();
+    let item = Arc::new(Field::new("item", values.data_type().clone(), false));
+    let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(per_row, rows));
+    let m = ListArray::new(item, offsets, Arc::new(values), None);
     let id = Int64Array::from_iter_values(0..rows as i64);
     let batch = RecordBatch::try_from_iter([
         ("id", Arc::new(id) as ArrayRef),
-        ("m", Arc::new(m.finish()) as ArrayRef),
+        ("m", Arc::new(m) as ArrayRef),
     ])
     .unwrap();
     let props = parquet::file::properties::WriterProperties::builder()
@@ -1115,15 +1116,15 @@ fn map_parquet(path: &Path) {
     w.close().unwrap();
 }
 
-/// Projecting or filtering a map column of a Parquet file is an error naming the column
-/// and its type, raised when the scan starts: no row group is decoded (allocations above
-/// 16 MiB are refused outright, so decoding the 32 MiB column would abort the test). A
-/// scan that does not read the map column runs.
+/// Projecting or filtering a Parquet column of a type Sift does not read is an error
+/// naming the column and its type, raised when the scan starts: no row group is decoded
+/// (allocations above 16 MiB are refused outright, so decoding the 32 MiB column would
+/// abort the test). A scan that does not read the column runs.
 #[test]
 fn unsupported_parquet_columns_are_refused_before_reading() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("map.parquet");
-    map_parquet(&path);
+    let path = dir.path().join("decimal256.parquet");
+    unsupported_parquet(&path);
     assert!(std::fs::metadata(&path).unwrap().len() < 64 << 10);
     let table = Table::open(&path).unwrap();
     let scans: Vec<(&str, ScanBuilder)> = vec![
@@ -1143,7 +1144,11 @@ fn unsupported_parquet_columns_are_refused_before_reading() {
             Err(e) => e.to_string(),
         };
         assert!(largest < 1 << 20, "{name}: allocated {largest} bytes");
-        for want in [&path.display().to_string(), "column 'm'", "type Map("] {
+        for want in [
+            &path.display().to_string(),
+            "column 'm'",
+            "Decimal256(40, 0)",
+        ] {
             assert!(msg.contains(want), "{name}: {msg}");
         }
     }

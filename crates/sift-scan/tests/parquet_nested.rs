@@ -1,4 +1,4 @@
-//! Nested Parquet columns (lists, structs, lists of lists, lists in structs) scanned:
+//! Nested Parquet columns (lists, structs, lists of lists, lists in structs, maps) scanned:
 //! projected and tested for nulls, with the filter's selection pushed into their reader.
 //! Each case checks the rows against arrow-rs's read of the whole file and the reference
 //! filter; one checks from the bytes read that pages of a nested column holding no
@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::builder::{Int32Builder, Int64Builder, ListBuilder, StringBuilder};
+use arrow::array::builder::{Int32Builder, Int64Builder, ListBuilder, MapBuilder, StringBuilder};
 use arrow::array::*;
 use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
@@ -27,7 +27,8 @@ fn mix(i: usize) -> u64 {
 /// `id`: the row number; `k`: 64 values spread over the rows; `x`, `y`: equal only at
 /// rows 12,000–12,199 (a selection no page index predicts); `tags`: lists of 0–6 longs,
 /// null lists and null elements; `s`: a nullable struct of a nullable int and a list of
-/// strings; `grid`: lists of lists of ints.
+/// strings; `grid`: lists of lists of ints; `m`: maps of 0–4 string keys to nullable
+/// longs, some maps null.
 fn batch() -> RecordBatch {
     let id = Int64Array::from_iter_values(0..ROWS as i64);
     let k = Int64Array::from_iter_values((0..ROWS).map(|i| (mix(i) % 64) as i64));
@@ -84,6 +85,16 @@ fn batch() -> RecordBatch {
         }
         grid.append(i % 23 != 5);
     }
+    let mut m = MapBuilder::new(None, StringBuilder::new(), Int64Builder::new());
+    for i in 0..ROWS {
+        for j in 0..mix(i + 8) % 5 {
+            m.keys()
+                .append_value(format!("key{}", (mix(i + j as usize) % 40)));
+            m.values()
+                .append_option((i % 6 != j as usize).then_some(i as i64 * 10 + j as i64));
+        }
+        m.append(i % 19 != 4).unwrap();
+    }
     RecordBatch::try_from_iter([
         ("id", Arc::new(id) as ArrayRef),
         ("k", Arc::new(k)),
@@ -92,6 +103,7 @@ fn batch() -> RecordBatch {
         ("tags", Arc::new(tags.finish())),
         ("s", Arc::new(s)),
         ("grid", Arc::new(grid.finish())),
+        ("m", Arc::new(m.finish())),
     ])
     .unwrap()
 }
@@ -141,6 +153,7 @@ fn nested_columns_equal_arrow_rs_at_every_selectivity() {
     filters.push(col("tags").is_null());
     filters.push(col("s").is_not_null().and(col("k").lt(3i64)));
     filters.push(col("grid").is_null().or(col("k").eq(9i64)));
+    filters.push(col("m").is_not_null().and(col("k").gt(60i64)));
     // Pages v1 and v2, with and without a page index, dictionaries whole, falling back
     // to PLAIN or off, and compressed pages.
     let layouts = [
@@ -204,7 +217,12 @@ fn nested_columns_equal_arrow_rs_at_every_selectivity() {
         let reference = common::read_parquet(&path);
         assert_eq!(reference.num_rows(), ROWS);
         for f in &filters {
-            scan(&table, &reference, &["id", "tags", "s", "grid", "k"], f);
+            scan(
+                &table,
+                &reference,
+                &["id", "tags", "s", "grid", "m", "k"],
+                f,
+            );
             scan(&table, &reference, &["s"], f);
         }
     }
@@ -246,21 +264,4 @@ fn nested_columns_skip_pages_without_selected_rows() {
         sparse.bytes_read,
         dense.bytes_read
     );
-}
-
-/// Maps in Parquet are still refused by name before any row group is read.
-#[test]
-fn parquet_maps_are_refused_by_name() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/parquet-testing/data/nested_maps.snappy.parquet");
-    let table = Table::open(&path).unwrap();
-    let Err(e) = table
-        .scan()
-        .build()
-        .and_then(|s| s.collect::<Result<Vec<_>, _>>())
-    else {
-        panic!("a map column was read");
-    };
-    let msg = e.to_string();
-    assert!(msg.contains("Map("), "{msg}");
 }
