@@ -304,6 +304,7 @@ enum Expansion {
     BrotliPast(u64),
 }
 
+/// How far `codec` expands a page (`None`: a codec the crate does not read).
 fn expansion(codec: Compression) -> Option<Expansion> {
     match codec {
         Compression::UNCOMPRESSED => Some(Expansion::AtMost(1)),
