@@ -56,7 +56,7 @@ pub use expr::{CmpOp, Column, Expr, Literal, Udf, UdfFn, col};
 pub use extremes::has_extremes;
 pub use keys::{BLOOM_FPR, EXACT_KEYS, KeyCollector, KeyDomain, KeyFilter, MAX_KEYS};
 #[cfg(feature = "parquet")]
-pub use parquet_input::ParquetFile;
+pub use parquet_input::{ParquetFile, codec_name};
 pub use parse::parse_filter;
 pub use scan::{Scan, ScanBuilder, Table, scan};
 pub use stats::ScanStats;

@@ -330,6 +330,22 @@ enum ReadFrom {
     Bytes { bytes: Bytes, pos: usize },
 }
 
+impl ReadFrom {
+    /// The same bytes, read from `skip` bytes further on.
+    fn further(&self, skip: u64) -> ReadFrom {
+        match self {
+            ReadFrom::File { file, pos } => ReadFrom::File {
+                file: file.clone(),
+                pos: pos.saturating_add(skip),
+            },
+            ReadFrom::Bytes { bytes, pos } => ReadFrom::Bytes {
+                bytes: bytes.clone(),
+                pos: pos.saturating_add(usize::try_from(skip).unwrap_or(usize::MAX)),
+            },
+        }
+    }
+}
+
 impl InputRead {
     /// A page header in `bytes`, which start at file offset `at`.
     pub(crate) fn header(bytes: Bytes, at: u64) -> InputRead {
@@ -386,7 +402,6 @@ impl InputRead {
             return Ok(());
         };
         let PageSizes { raw, stored, .. } = sizes;
-        let codec = codec_name(codec);
         let stored = stored.max(0);
         let beyond = |most: u64| {
             raw > (most as i64)
@@ -394,53 +409,49 @@ impl InputRead {
                 .saturating_add(EXPANSION_SLACK)
         };
         let refused = match (expands, sizes.compressed) {
-            (Expansion::AtMost(most), _) if beyond(most) => {
-                Some(format!("more than {codec} expands {stored} bytes to"))
-            }
+            (Expansion::AtMost(most), _) if beyond(most) => Some(format!(
+                "more than {} expands {stored} bytes to",
+                codec_name(codec)
+            )),
             (Expansion::BrotliPast(most), true) if beyond(most) => {
                 let wanted = raw.saturating_sub(sizes.levels).max(0) as u64;
                 // The values follow the header and a version-2 page's levels.
                 let data = (header.len() as u64).saturating_add(sizes.levels as u64);
                 let stored_values = stored.saturating_sub(sizes.levels).max(0) as u64;
-                let counted = match &self.from {
-                    ReadFrom::Bytes { bytes, .. } => {
-                        let from = bytes.len().min(usize::try_from(data).unwrap_or(usize::MAX));
-                        let values = &bytes[from..];
-                        let n = usize::try_from(stored_values).unwrap_or(usize::MAX);
-                        brotli_len(&values[..values.len().min(n)], wanted)
-                    }
-                    ReadFrom::File { file, pos } => brotli_len(
-                        FileRange {
-                            file,
-                            pos: pos.saturating_add(data),
-                            left: stored_values,
-                        },
-                        wanted,
-                    ),
+                let values = InputRead {
+                    from: self.from.further(data),
+                    header: None,
+                    expands: None,
                 };
+                let counted = brotli_len(values.take(stored_values), wanted);
                 match counted {
                     Ok(n) if n < wanted => Some(format!(
-                        "more than its {codec} data decompresses to ({} bytes)",
+                        "more than its {} data decompresses to ({} bytes)",
+                        codec_name(codec),
                         n + sizes.levels as u64
                     )),
                     Ok(_) => None,
-                    Err(e) => Some(format!("and its {codec} data is damaged: {e}")),
+                    Err(e) => Some(format!(
+                        "and its {} data is damaged: {e}",
+                        codec_name(codec)
+                    )),
                 }
             }
             _ => None,
         };
         if let Some(why) = refused {
             return Err(damaged(Damage::from(format!(
-                "a page of {stored} bytes compressed with {codec} declares {raw} bytes \
-                 uncompressed, {why}"
+                "a page of {stored} bytes compressed with {} declares {raw} bytes \
+                 uncompressed, {why}",
+                codec_name(codec)
             ))));
         }
         Ok(())
     }
 }
 
-/// A codec's name without its level.
-fn codec_name(codec: Compression) -> String {
+/// A codec's name without its level (`ZSTD`, not `ZSTD(ZstdLevel(1))`).
+pub fn codec_name(codec: Compression) -> String {
     let name = codec.to_string();
     name.split('(').next().unwrap_or(&name).to_owned()
 }
@@ -450,22 +461,6 @@ fn codec_name(codec: Compression) -> String {
 fn brotli_len(compressed: impl Read, most: u64) -> std::io::Result<u64> {
     let mut stream = brotli::Decompressor::new(compressed, 4096).take(most);
     std::io::copy(&mut stream, &mut std::io::sink())
-}
-
-/// `left` bytes of a file from byte `pos`, read at explicit offsets.
-struct FileRange<'a> {
-    file: &'a File,
-    pos: u64,
-    left: u64,
-}
-
-impl Read for FileRange<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = usize::try_from(self.left).map_or(buf.len(), |left| left.min(buf.len()));
-        let n = std::os::unix::fs::FileExt::read_at(self.file, &mut buf[..n], self.pos)?;
-        (self.pos, self.left) = (self.pos + n as u64, self.left - n as u64);
-        Ok(n)
-    }
 }
 
 /// Reading past the end is an error, not an end: the `parquet` crate reads page headers

@@ -99,12 +99,6 @@ fn size(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// A codec's name, without its level (`ZSTD`, not `ZSTD(ZstdLevel(1))`).
-fn codec_name(chunk: &ColumnChunkMetaData) -> String {
-    let text = chunk.compression().to_string();
-    text.split('(').next().unwrap_or_default().to_string()
-}
-
 fn encodings(chunk: &ColumnChunkMetaData) -> Vec<String> {
     chunk.encodings().map(|e| format!("{e:?}")).collect()
 }
@@ -159,7 +153,7 @@ fn build_report(path: &Path, try_sift: bool) -> Result<ParquetReport> {
             let report = ChunkReport {
                 name: chunk.column_path().string(),
                 encodings: encodings(chunk),
-                codec: codec_name(chunk),
+                codec: sift_scan::codec_name(chunk.compression()),
                 offset: size(
                     chunk
                         .dictionary_page_offset()
