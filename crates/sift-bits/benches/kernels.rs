@@ -216,12 +216,12 @@ fn levels(c: &mut Criterion) {
 }
 
 /// Dictionary codes mapped to 8-byte entries: tables of 16, 32 and 64 entries (the
-/// register path's three shapes) and 256 (scalar at every level).
+/// register path's three shapes), 256 and 32,768 (past it: a large column chunk's dictionary).
 fn lookup(c: &mut Criterion) {
     let mut next = rng(5);
     let mut g = c.benchmark_group("lookup");
     g.throughput(Throughput::Elements(N as u64));
-    for entries in [16usize, 32, 64, 256] {
+    for entries in [16usize, 32, 64, 256, 32_768] {
         let table: Vec<u64> = (0..entries).map(|_| next()).collect();
         let codes: Vec<u32> = (0..N).map(|_| (next() % entries as u64) as u32).collect();
         let mut out = Vec::with_capacity(N);
