@@ -1095,7 +1095,7 @@ def nulls_ratio_table(cases: list[Case], results: dict) -> tuple[list[str], dict
 
 
 def targets(cases: list[Case], results: dict, args) -> list[tuple[str, str, str]]:
-    """(target, measured, verdict) for the issue's done-when list."""
+    """(target, measured, verdict) for each target the report checks."""
     by_id = {c.id: c for c in cases}
     out = []
 

@@ -17,7 +17,7 @@
 //! and appending each word's output in order re-assembles straddling values.
 //!
 //! A chunk of 64 values of width `w` fills exactly `w` words, so the segment masks repeat
-//! per chunk and are precomputed for every (width, word-in-chunk) (the lcm(w, 64)
+//! per chunk and are precomputed for every (width, word-in-chunk) (the lcm(w, 64)
 //! period divides `64·w`), together with the index of the word's first value in the chunk;
 //! a word's selection bits are then one shift of the chunk's bitmap word.
 //!

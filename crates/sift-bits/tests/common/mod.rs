@@ -4,7 +4,7 @@
 use sift_bits::Bitmap;
 use sift_bits::pack::low_mask;
 
-/// The lengths the issue asks for, plus ragged ones around SIMD group sizes.
+/// Short and block-sized lengths, plus ragged ones around SIMD group sizes.
 pub const LENGTHS: &[usize] = &[0, 1, 7, 8, 63, 64, 65, 127, 129, 1023, 1025];
 
 /// splitmix64: a tiny seeded generator (no dependency, reproducible).
