@@ -1,4 +1,5 @@
-"""Shared fixtures of the DuckDB differential tests (test_queries.py, test_scan_filters.py).
+"""Shared fixtures of the DuckDB differential tests (test_queries.py, test_scan_filters.py,
+test_sql_random.py).
 
 * ``sift_bin``: the sift binary, found as in test_parquet_testing.py (``SIFT_BIN``, else
   ``${CARGO_TARGET_DIR:-<repo>/target}/debug/sift``).

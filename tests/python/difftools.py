@@ -1,5 +1,5 @@
-"""Helpers of the DuckDB differential tests (test_queries.py, test_scan_filters.py); their
-fixtures are in conftest.py."""
+"""Helpers of the DuckDB differential tests (test_queries.py, test_scan_filters.py,
+test_sql_random.py); their fixtures are in conftest.py."""
 
 from __future__ import annotations
 
