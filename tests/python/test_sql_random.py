@@ -128,7 +128,11 @@ class Queries:
         if v is None:
             return f"{c} is null"
         lit = self.sql(v, ty)
-        some = lambda k: ", ".join(sorted({self.sql(self.literal(c), ty) for _ in range(k)}))  # noqa: E731
+
+        def some(k: int) -> str:
+            """Up to `k` distinct literals of the column, for IN lists."""
+            return ", ".join(sorted({self.sql(self.literal(c), ty) for _ in range(k)}))
+
         kinds = ["<", "=", ">=", "between", "in", "<>", "null", "not null", ">", "not in", "<="]
         if pa.types.is_string(ty):
             kinds += ["like prefix", "not like suffix", "like infix"]

@@ -64,21 +64,26 @@ fn largest(level: Level, codes: &[u32]) -> u32 {
         return unsafe { largest_avx2(codes) };
     }
     let _ = level;
-    codes.iter().fold(0, |m, &c| m.max(c))
+    fold_largest(codes)
 }
 
 /// [`largest`], compiled for AVX2 (the compiler vectorises the fold).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn largest_avx2(codes: &[u32]) -> u32 {
+    fold_largest(codes)
+}
+
+/// The fold [`largest`] compiles at each level, inlined into each.
+#[inline(always)]
+fn fold_largest(codes: &[u32]) -> u32 {
     codes.iter().fold(0, |m, &c| m.max(c))
 }
 
 /// The portable reference for [`lookup_u64`]: the largest code checked in a pass of its
 /// own, then one checked lookup per code.
 pub fn lookup_scalar(codes: &[u32], table: &[u64], out: &mut Vec<u64>) -> bool {
-    let top = codes.iter().fold(0u32, |m, &c| m.max(c));
-    if !codes.is_empty() && top as usize >= table.len() {
+    if !codes.is_empty() && fold_largest(codes) as usize >= table.len() {
         return false;
     }
     out.extend(codes.iter().map(|&c| table[c as usize]));

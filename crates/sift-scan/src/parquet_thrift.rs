@@ -197,20 +197,29 @@ impl Walk<'_> {
         mut visit: impl FnMut(&mut Self, i64, u8) -> Option<bool>,
     ) -> Option<()> {
         let mut id = 0i64;
-        loop {
-            let header = self.byte().ok()?;
-            if header == 0 {
-                return Some(());
-            }
-            let (delta, t) = (header >> 4, header & 0x0F);
-            id = match delta {
-                0 => zigzag(self.varint().ok()?),
-                d => id + i64::from(d),
-            };
+        while let Some(t) = self.field_header(&mut id).ok()? {
             if !visit(self, id, t)? && !matches!(t, kind::TRUE | kind::FALSE) {
                 self.value(t, 1, false).ok()?;
             }
         }
+        Some(())
+    }
+
+    /// The type of the next field of a struct, its id read into `id` (which holds the
+    /// previous field's: most ids are stored as a delta from it); `None` at the struct's
+    /// stop byte.
+    fn field_header(&mut self, id: &mut i64) -> Result<Option<u8>, Damage> {
+        let header = self.byte()?;
+        if header == 0 {
+            return Ok(None);
+        }
+        let (delta, t) = (header >> 4, header & 0x0F);
+        *id = match delta {
+            // A zigzag i16 field id.
+            0 => zigzag(self.varint()?),
+            d => *id + i64::from(d),
+        };
+        Ok(Some(t))
     }
 
     /// The fields of a struct up to its stop byte.
@@ -223,18 +232,7 @@ impl Walk<'_> {
             .into());
         }
         let mut id: i64 = 0;
-        loop {
-            let header = self.byte()?;
-            if header == 0 {
-                return Ok(());
-            }
-            let (delta, t) = (header >> 4, header & 0x0F);
-            id = if delta == 0 {
-                // A zigzag i16 field id.
-                zigzag(self.varint()?)
-            } else {
-                id + i64::from(delta)
-            };
+        while let Some(t) = self.field_header(&mut id)? {
             match t {
                 kind::TRUE | kind::FALSE => {}
                 _ => {
@@ -243,6 +241,7 @@ impl Walk<'_> {
                 }
             }
         }
+        Ok(())
     }
 
     /// One value of type `t` (booleans outside structs are a byte each).
