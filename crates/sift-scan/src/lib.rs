@@ -34,6 +34,8 @@ mod parquet_input;
 #[cfg(feature = "parquet")]
 mod parquet_lists;
 #[cfg(feature = "parquet")]
+mod parquet_page_reader;
+#[cfg(feature = "parquet")]
 mod parquet_pages;
 #[cfg(feature = "parquet")]
 mod parquet_source;

@@ -32,7 +32,7 @@ use parquet::file::serialized_reader::SerializedPageReader;
 use sift_format::{RangeOptions, RangeSource, Remote};
 
 use crate::parquet_source::guarded;
-use crate::parquet_thrift::{BoolLists, Damage, PageSizes, check_struct, page_sizes};
+use crate::parquet_thrift::{BoolLists, Damage, PageHeader, check_struct, page_header};
 
 /// The bytes of one Parquet file. Clones share the file (or object) and what was fetched.
 #[derive(Clone)]
@@ -283,9 +283,9 @@ pub(crate) struct InputRead {
     /// asks for readers it does not read from, at the data of a page whose header it has
     /// already read).
     header: Option<u64>,
-    /// The column chunk's codec and how far it expands: the header's uncompressed size is
-    /// checked against it (the crate allocates that size before decompressing).
-    expands: Option<(Compression, Expansion)>,
+    /// The column chunk's codec: the header's uncompressed size is checked against how far
+    /// it expands (the crate allocates that size before decompressing).
+    codec: Option<Compression>,
 }
 
 /// How far a codec expands a page's compressed bytes.
@@ -347,22 +347,6 @@ impl ReadFrom {
 }
 
 impl InputRead {
-    /// A page header in `bytes`, which start at file offset `at`.
-    pub(crate) fn header(bytes: Bytes, at: u64) -> InputRead {
-        InputRead {
-            from: ReadFrom::Bytes { bytes, pos: 0 },
-            header: Some(at),
-            expands: None,
-        }
-    }
-
-    /// The same, the page's uncompressed size checked against the expansion of `codec`
-    /// (its column chunk's, when known).
-    pub(crate) fn expanding(mut self, codec: Option<Compression>) -> InputRead {
-        self.expands = codec.and_then(|c| expansion(c).map(|expands| (c, expands)));
-        self
-    }
-
     /// Checks the page header at the start (once, before the first byte is read, or when
     /// [`check_page_headers`] asks).
     fn check(&mut self) -> std::io::Result<()> {
@@ -375,78 +359,87 @@ impl InputRead {
                 format!("page header at byte {at}: {e}"),
             )
         };
-        let read;
-        let header: &[u8] = match &self.from {
-            ReadFrom::Bytes { bytes, .. } => {
-                let n = check_struct(bytes, at, BoolLists::None).map_err(damaged)?;
-                &bytes[..n]
-            }
+        let header = match &self.from {
+            ReadFrom::Bytes { bytes, .. } => page_header(bytes, at).map_err(damaged)?,
             // Windows growing from 4 KiB until the header ends inside one, or the file.
             ReadFrom::File { file, pos } => {
                 let mut window = 4096usize;
                 loop {
                     let mut buf = vec![0u8; window];
                     let n = std::os::unix::fs::FileExt::read_at(file.as_ref(), &mut buf, *pos)?;
-                    match check_struct(&buf[..n], at, BoolLists::None) {
+                    match page_header(&buf[..n], at) {
                         Err(e) if e.cut_off && n == window => window *= 16,
-                        done => {
-                            buf.truncate(done.map_err(damaged)?);
-                            read = buf;
-                            break &read;
-                        }
+                        done => break done.map_err(damaged)?,
                     }
                 }
             }
         };
-        let (Some((codec, expands)), Some(sizes)) = (self.expands, page_sizes(header)) else {
+        let Some(codec) = self.codec else {
             return Ok(());
         };
-        let PageSizes { raw, stored, .. } = sizes;
-        let stored = stored.max(0);
-        let beyond = |most: u64| {
-            raw > (most as i64)
-                .saturating_mul(stored)
-                .saturating_add(EXPANSION_SLACK)
-        };
-        let refused = match (expands, sizes.compressed) {
-            (Expansion::AtMost(most), _) if beyond(most) => Some(format!(
-                "more than {} expands {stored} bytes to",
-                codec_name(codec)
-            )),
-            (Expansion::BrotliPast(most), true) if beyond(most) => {
-                let wanted = raw.saturating_sub(sizes.levels).max(0) as u64;
-                // The values follow the header and a version-2 page's levels.
-                let data = (header.len() as u64).saturating_add(sizes.levels as u64);
-                let stored_values = stored.saturating_sub(sizes.levels).max(0) as u64;
-                let values = InputRead {
-                    from: self.from.further(data),
-                    header: None,
-                    expands: None,
-                };
-                let counted = brotli_len(values.take(stored_values), wanted);
-                match counted {
-                    Ok(n) if n < wanted => Some(format!(
-                        "more than its {} data decompresses to ({} bytes)",
-                        codec_name(codec),
-                        n + sizes.levels as u64
-                    )),
-                    Ok(_) => None,
-                    Err(e) => Some(format!(
-                        "and its {} data is damaged: {e}",
-                        codec_name(codec)
-                    )),
-                }
+        check_expansion(&header, codec, |skip, n| {
+            InputRead {
+                from: self.from.further(skip),
+                header: None,
+                codec: None,
             }
-            _ => None,
-        };
-        if let Some(why) = refused {
-            return Err(damaged(Damage::from(format!(
-                "a page of {stored} bytes compressed with {} declares {raw} bytes \
-                 uncompressed, {why}",
-                codec_name(codec)
-            ))));
+            .take(n)
+        })
+        .map_err(|e| damaged(Damage::from(e)))
+    }
+}
+
+/// Refuses a page whose `header` declares more uncompressed bytes than its chunk's
+/// `codec` can expand its stored bytes to: what [`Expansion`] bounds, counted by
+/// decompressing into nothing for Brotli, whose values `values(skip, n)` reads (`n` bytes
+/// from `skip` bytes after the header's start). A codec the crate does not read passes.
+pub(crate) fn check_expansion<R: Read>(
+    header: &PageHeader,
+    codec: Compression,
+    values: impl FnOnce(u64, u64) -> R,
+) -> std::result::Result<(), String> {
+    let Some(expands) = expansion(codec) else {
+        return Ok(());
+    };
+    let (raw, stored) = (i64::from(header.raw), i64::from(header.stored).max(0));
+    let beyond = |most: u64| {
+        raw > (most as i64)
+            .saturating_mul(stored)
+            .saturating_add(EXPANSION_SLACK)
+    };
+    let levels = header.levels();
+    let refused = match expands {
+        Expansion::AtMost(most) if beyond(most) => Some(format!(
+            "more than {} expands {stored} bytes to",
+            codec_name(codec)
+        )),
+        Expansion::BrotliPast(most) if header.compressed() && beyond(most) => {
+            let wanted = raw.saturating_sub(levels).max(0) as u64;
+            // The values follow the header and a version-2 page's levels.
+            let data = (header.len as u64).saturating_add(levels as u64);
+            let stored_values = stored.saturating_sub(levels).max(0) as u64;
+            match brotli_len(values(data, stored_values), wanted) {
+                Ok(n) if n < wanted => Some(format!(
+                    "more than its {} data decompresses to ({} bytes)",
+                    codec_name(codec),
+                    n + levels as u64
+                )),
+                Ok(_) => None,
+                Err(e) => Some(format!(
+                    "and its {} data is damaged: {e}",
+                    codec_name(codec)
+                )),
+            }
         }
-        Ok(())
+        _ => None,
+    };
+    match refused {
+        Some(why) => Err(format!(
+            "a page of {stored} bytes compressed with {} declares {raw} bytes uncompressed, \
+             {why}",
+            codec_name(codec)
+        )),
+        None => Ok(()),
     }
 }
 
@@ -534,12 +527,11 @@ impl ChunkReader for ParquetInput {
                 pos: 0,
             },
         };
-        let read = InputRead {
+        Ok(InputRead {
             from,
             header,
-            expands: None,
-        };
-        Ok(read.expanding(self.chunk_at(start).map(|chunk| chunk.codec)))
+            codec: self.chunk_at(start).map(|chunk| chunk.codec),
+        })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {

@@ -35,7 +35,8 @@ use parquet::schema::types::ColumnDescriptor;
 use sift_encoding::{Bitmap, Chunk, ColumnEncoding, Validity};
 
 use crate::error::{Error, Result};
-use crate::parquet_pages::{ChunkBytes, DictValues, Layout, PageStep};
+use crate::parquet_page_reader::ChunkPages;
+use crate::parquet_pages::{DictValues, Layout, PageStep};
 use crate::parquet_source::guarded;
 use crate::scan::Read;
 
@@ -173,9 +174,8 @@ pub(crate) fn read_list(
         }),
         None => whole,
     };
-    let mut pages =
-        guarded(|| ChunkBytes::new(start, bytes).pages(chunk, total, locations.clone()))
-            .map_err(|e| err(&e))?;
+    let mut pages = guarded(|| ChunkPages::new(start, bytes, chunk, total, locations.clone()))
+        .map_err(|e| err(&e))?;
     let mut dictionary: Option<(DictValues, usize)> = None;
     let mut levels = Levels::new(&shape);
     let mut selected = Bitmap::zeros(0);

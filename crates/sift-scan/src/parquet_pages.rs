@@ -21,17 +21,13 @@
 //! [`PagedColumn::read`] answers `None`.
 
 use std::ops::Range;
-use std::sync::Arc;
 
 use arrow_array::ArrayRef;
 use arrow_schema::{DataType, Field};
 use bytes::Bytes;
 use parquet::basic::{Encoding, Type as PhysicalType};
-use parquet::column::page::{Page, PageReader};
-use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
-use parquet::file::page_index::offset_index::PageLocation;
-use parquet::file::reader::{ChunkReader, Length};
-use parquet::file::serialized_reader::SerializedPageReader;
+use parquet::column::page::Page;
+use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::ColumnDescriptor;
 use sift_encoding::encodings::{Dict, Hybrid, Plain};
 use sift_encoding::{
@@ -39,7 +35,7 @@ use sift_encoding::{
 };
 
 use crate::error::{Error, Result};
-use crate::parquet_input::{InputRead, check_page_headers};
+use crate::parquet_page_reader::ChunkPages;
 use crate::parquet_source::guarded;
 use crate::scan::Read;
 
@@ -143,7 +139,7 @@ pub(crate) fn check_repetition_levels(
         .get(rg)
         .ok_or_else(|| err(&"no such row group"))?;
     let rows = usize::try_from(group.num_rows()).map_err(|_| err(&"negative row count"))?;
-    let mut pages = guarded(|| ChunkBytes::new(start, bytes).pages(group.column(leaf), rows, None))
+    let mut pages = guarded(|| ChunkPages::new(start, bytes, group.column(leaf), rows, None))
         .map_err(|e| err(&e))?;
     let mut page_no = 0usize;
     while let Some(page) =
@@ -210,79 +206,6 @@ pub(crate) fn split_levels(
         ));
     }
     Ok((buf.slice(at..at + len), buf.slice(at + len..)))
-}
-
-/// The bytes of one column chunk, addressed by file offsets as the page reader asks.
-pub(crate) struct ChunkBytes {
-    start: u64,
-    bytes: Bytes,
-    /// The chunk's codec, once known ([`ChunkBytes::pages`]): each page header's
-    /// uncompressed size is checked against what it can expand to.
-    codec: Option<parquet::basic::Compression>,
-}
-
-impl Length for ChunkBytes {
-    fn len(&self) -> u64 {
-        self.start + self.bytes.len() as u64
-    }
-}
-
-impl ChunkReader for ChunkBytes {
-    type T = InputRead;
-
-    /// The crate reads page headers through this (each checked when first read from).
-    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        Ok(InputRead::header(self.slice(start, None)?, start).expanding(self.codec))
-    }
-
-    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        self.slice(start, Some(length))
-    }
-}
-
-impl ChunkBytes {
-    /// The chunk's `bytes`, which start at file offset `start`.
-    pub(crate) fn new(start: u64, bytes: Bytes) -> ChunkBytes {
-        ChunkBytes {
-            start,
-            bytes,
-            codec: None,
-        }
-    }
-
-    /// The crate's reader of this chunk's pages, `rows` rows of `chunk`, at the page
-    /// index's `locations` when given: the crate reads the headers there from the bytes
-    /// it asks for, not through [`ChunkReader::get_read`], so each is checked first.
-    pub(crate) fn pages(
-        mut self,
-        chunk: &ColumnChunkMetaData,
-        rows: usize,
-        locations: Option<Vec<PageLocation>>,
-    ) -> parquet::errors::Result<SerializedPageReader<ChunkBytes>> {
-        self.codec = Some(chunk.compression());
-        check_page_headers(&self, locations.as_deref().unwrap_or_default())?;
-        SerializedPageReader::new(Arc::new(self), chunk, rows, locations)
-    }
-
-    fn slice(&self, start: u64, length: Option<usize>) -> parquet::errors::Result<Bytes> {
-        let outside = || {
-            parquet::errors::ParquetError::EOF(format!(
-                "offset {start} outside the column chunk at {}..{}",
-                self.start,
-                self.len()
-            ))
-        };
-        let from = usize::try_from(start.checked_sub(self.start).ok_or_else(outside)?)
-            .map_err(|_| outside())?;
-        let to = match length {
-            None => self.bytes.len(),
-            Some(n) => from.checked_add(n).ok_or_else(outside)?,
-        };
-        if from > to || to > self.bytes.len() {
-            return Err(outside());
-        }
-        Ok(self.bytes.slice(from..to))
-    }
 }
 
 /// How a column's values are laid out in PLAIN pages.
@@ -429,7 +352,7 @@ impl PagedColumn {
             .offset_index()
             .and_then(|o| o.get(rg)?.get(leaf))
             .map(|o| o.page_locations().clone());
-        let mut pages = guarded(|| ChunkBytes::new(start, bytes).pages(chunk, rows, locations))
+        let mut pages = guarded(|| ChunkPages::new(start, bytes, chunk, rows, locations))
             .map_err(|e| err(&e))?;
         let mut dictionary: Option<(DictValues, usize)> = None;
         let mut out = Vec::new();
@@ -862,7 +785,7 @@ pub(crate) enum PageStep {
 /// skips it when `keep` rejects its rows. `Ok(None)`: a dictionary page that is not read
 /// in place (another encoding, a second one, values of another layout).
 pub(crate) fn next_page(
-    pages: &mut SerializedPageReader<ChunkBytes>,
+    pages: &mut ChunkPages,
     row: usize,
     keep: impl Fn(Range<usize>) -> bool,
     layout: Layout,

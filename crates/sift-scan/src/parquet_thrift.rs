@@ -81,51 +81,138 @@ pub(crate) fn check_struct(bytes: &[u8], base: u64, bools: BoolLists) -> Result<
     Ok(walk.pos)
 }
 
-/// The sizes a page header states (its bytes checked by [`check_struct`] first).
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct PageSizes {
+/// A page header's fields the scan reads (`PageHeader` and its page structs in
+/// `parquet.thrift`); its CRC, statistics and any other field are checked and skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PageHeader {
+    /// The header's own length in bytes.
+    pub(crate) len: usize,
     /// `uncompressed_page_size`, field 2.
-    pub(crate) raw: i64,
+    pub(crate) raw: i32,
     /// `compressed_page_size`, field 3.
-    pub(crate) stored: i64,
-    /// A version-2 data page's level bytes, stored uncompressed before its values (fields
-    /// 5 and 6 of `data_page_header_v2`, field 8); 0 for other pages.
-    pub(crate) levels: i64,
-    /// False for a version-2 data page whose values are stored uncompressed (its field 7).
-    pub(crate) compressed: bool,
+    pub(crate) stored: i32,
+    /// The page by its `type` (field 1), with that type's header.
+    pub(crate) page: PageKind,
 }
 
-/// The [`PageSizes`] of the page header `bytes`; `None` when it lacks either size.
-pub(crate) fn page_sizes(bytes: &[u8]) -> Option<PageSizes> {
+/// A page's type with its type's header (encodings as the `Encoding` enum's numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PageKind {
+    /// `DATA_PAGE` and its `data_page_header` (field 5).
+    Data {
+        num_values: i32,
+        encoding: i32,
+        def_encoding: i32,
+        rep_encoding: i32,
+    },
+    /// `DICTIONARY_PAGE` and its `dictionary_page_header` (field 7).
+    Dictionary {
+        num_values: i32,
+        encoding: i32,
+        is_sorted: bool,
+    },
+    /// `DATA_PAGE_V2` and its `data_page_header_v2` (field 8); `compressed` is false when
+    /// the values are stored uncompressed. Its levels precede the values, uncompressed.
+    DataV2 {
+        num_values: i32,
+        num_nulls: i32,
+        num_rows: i32,
+        encoding: i32,
+        def_len: i32,
+        rep_len: i32,
+        compressed: bool,
+    },
+    /// A page of another type (an index page), which readers skip.
+    Other,
+}
+
+impl PageHeader {
+    /// The bytes of levels stored uncompressed before the values (a version-2 page's).
+    pub(crate) fn levels(&self) -> i64 {
+        match self.page {
+            PageKind::DataV2 {
+                def_len, rep_len, ..
+            } => i64::from(def_len.max(0)) + i64::from(rep_len.max(0)),
+            _ => 0,
+        }
+    }
+
+    /// Whether the values are stored compressed (when the chunk has a codec).
+    pub(crate) fn compressed(&self) -> bool {
+        !matches!(
+            self.page,
+            PageKind::DataV2 {
+                compressed: false,
+                ..
+            }
+        )
+    }
+}
+
+/// The page header at the start of `bytes` (which start at file offset `base`), checked
+/// as [`check_struct`] checks a struct and read in the same walk.
+pub(crate) fn page_header(bytes: &[u8], base: u64) -> Result<PageHeader, Damage> {
     let mut walk = Walk {
         bytes,
         pos: 0,
-        base: 0,
+        base,
     };
-    let (mut raw, mut stored, mut levels, mut compressed) = (None, None, 0i64, true);
-    walk.each_field(|walk, id, t| {
+    let (mut kind_, mut raw, mut stored) = (None, None, None);
+    let (mut data, mut dictionary, mut v2) = (None, None, None);
+    walk.visit_fields(0, |w, id, t| {
         match (id, t) {
-            (2, kind::I32) => raw = Some(zigzag(walk.varint().ok()?)),
-            (3, kind::I32) => stored = Some(zigzag(walk.varint().ok()?)),
-            (8, kind::STRUCT) => walk.each_field(|walk, id, t| {
-                match (id, t) {
-                    (5 | 6, kind::I32) => {
-                        levels = levels.saturating_add(zigzag(walk.varint().ok()?).max(0))
-                    }
-                    (7, kind::FALSE) => compressed = false,
-                    _ => return Some(false),
-                }
-                Some(true)
-            })?,
-            _ => return Some(false),
+            (1, kind::I32) => kind_ = Some(w.i32()?),
+            (2, kind::I32) => raw = Some(w.i32()?),
+            (3, kind::I32) => stored = Some(w.i32()?),
+            (5, kind::STRUCT) => {
+                let [num_values, encoding, def_encoding, rep_encoding] =
+                    w.required_i32s("data page header", None)?.0;
+                data = Some(PageKind::Data {
+                    num_values,
+                    encoding,
+                    def_encoding,
+                    rep_encoding,
+                });
+            }
+            (7, kind::STRUCT) => {
+                let ([num_values, encoding], sorted) =
+                    w.required_i32s("dictionary page header", Some(3))?;
+                dictionary = Some(PageKind::Dictionary {
+                    num_values,
+                    encoding,
+                    is_sorted: sorted == Some(true),
+                });
+            }
+            (8, kind::STRUCT) => {
+                let (fields, compressed) =
+                    w.required_i32s("version-2 data page header", Some(7))?;
+                let [num_values, num_nulls, num_rows, encoding, def_len, rep_len] = fields;
+                v2 = Some(PageKind::DataV2 {
+                    num_values,
+                    num_nulls,
+                    num_rows,
+                    encoding,
+                    def_len,
+                    rep_len,
+                    compressed: compressed != Some(false),
+                });
+            }
+            _ => return Ok(false),
         }
-        Some(true)
+        Ok(true)
     })?;
-    Some(PageSizes {
-        raw: raw?,
-        stored: stored?,
-        levels,
-        compressed,
+    let lacks = |what: &str| Damage::from(format!("page header at byte {base} lacks its {what}"));
+    let page = match kind_.ok_or_else(|| lacks("type"))? {
+        0 => data.ok_or_else(|| lacks("data page header"))?,
+        2 => dictionary.ok_or_else(|| lacks("dictionary page header"))?,
+        3 => v2.ok_or_else(|| lacks("version-2 data page header"))?,
+        _ => PageKind::Other,
+    };
+    Ok(PageHeader {
+        len: walk.pos,
+        raw: raw.ok_or_else(|| lacks("uncompressed size"))?,
+        stored: stored.ok_or_else(|| lacks("compressed size"))?,
+        page,
     })
 }
 
@@ -189,20 +276,62 @@ impl Walk<'_> {
         Err(format!("Thrift varint at byte {} longer than 10 bytes", self.at(at)).into())
     }
 
-    /// Hands each field of the struct at the walk's position to `visit`, with its id and
-    /// type (a boolean's value is its type), to read its value and say so; the values it
-    /// leaves are skipped. `None` when the struct is damaged or `visit` says so.
-    fn each_field(
+    /// Hands each field of the struct at the walk's position (`depth` structs and
+    /// containers deep) to `visit` with its id and type (a boolean's value is its type),
+    /// to read its value and say so; the values it leaves are checked and skipped.
+    fn visit_fields(
         &mut self,
-        mut visit: impl FnMut(&mut Self, i64, u8) -> Option<bool>,
-    ) -> Option<()> {
+        depth: usize,
+        mut visit: impl FnMut(&mut Self, i64, u8) -> Result<bool, Damage>,
+    ) -> Result<(), Damage> {
+        if depth > MAX_DEPTH {
+            return Err(format!(
+                "Thrift structs nested deeper than {MAX_DEPTH} at byte {}",
+                self.at(self.pos)
+            )
+            .into());
+        }
         let mut id = 0i64;
-        while let Some(t) = self.field_header(&mut id).ok()? {
+        while let Some(t) = self.field_header(&mut id)? {
             if !visit(self, id, t)? && !matches!(t, kind::TRUE | kind::FALSE) {
-                self.value(t, 1, false).ok()?;
+                self.value(t, depth + 1, false)?;
             }
         }
-        Some(())
+        Ok(())
+    }
+
+    /// The struct at the walk's position (one level deep) whose fields 1 to `N` are
+    /// required `i32`s, and the value of its boolean field `flag` (an id), if present;
+    /// `what` names the struct in errors.
+    fn required_i32s<const N: usize>(
+        &mut self,
+        what: &str,
+        flag: Option<i64>,
+    ) -> Result<([i32; N], Option<bool>), Damage> {
+        let at = self.at(self.pos);
+        let (mut values, mut flagged) = ([None; N], None);
+        self.visit_fields(1, |w, id, t| {
+            match (usize::try_from(id).ok().and_then(|i| i.checked_sub(1)), t) {
+                (Some(i), kind::I32) if i < N => values[i] = Some(w.i32()?),
+                (_, kind::TRUE | kind::FALSE) if flag == Some(id) => {
+                    flagged = Some(t == kind::TRUE)
+                }
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        let mut out = [0i32; N];
+        for (i, (o, v)) in out.iter_mut().zip(values).enumerate() {
+            *o = v.ok_or_else(|| format!("{what} at byte {at} lacks field {}", i + 1))?;
+        }
+        Ok((out, flagged))
+    }
+
+    /// A zigzag varint that must fit an `i32`.
+    fn i32(&mut self) -> Result<i32, Damage> {
+        let at = self.pos;
+        let v = zigzag(self.varint()?);
+        i32::try_from(v).map_err(|_| format!("Thrift i32 at byte {} holds {v}", self.at(at)).into())
     }
 
     /// The type of the next field of a struct, its id read into `id` (which holds the
@@ -224,24 +353,14 @@ impl Walk<'_> {
 
     /// The fields of a struct up to its stop byte.
     fn fields(&mut self, depth: usize, bools: BoolLists) -> Result<(), Damage> {
-        if depth > MAX_DEPTH {
-            return Err(format!(
-                "Thrift structs nested deeper than {MAX_DEPTH} at byte {}",
-                self.at(self.pos)
-            )
-            .into());
-        }
-        let mut id: i64 = 0;
-        while let Some(t) = self.field_header(&mut id)? {
-            match t {
-                kind::TRUE | kind::FALSE => {}
-                _ => {
-                    let bool_list = depth == 0 && id == 1 && bools == BoolLists::FirstField;
-                    self.value(t, depth + 1, bool_list)?;
-                }
+        let first_bools = depth == 0 && bools == BoolLists::FirstField;
+        self.visit_fields(depth, |w, id, t| {
+            if first_bools && id == 1 && !matches!(t, kind::TRUE | kind::FALSE) {
+                w.value(t, depth + 1, true)?;
+                return Ok(true);
             }
-        }
-        Ok(())
+            Ok(false)
+        })
     }
 
     /// One value of type `t` (booleans outside structs are a byte each).
@@ -324,6 +443,7 @@ impl Walk<'_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -334,7 +454,7 @@ mod tests {
     }
 
     #[test]
-    fn page_sizes_read_a_version_2_headers_levels() {
+    fn page_header_reads_version_1_and_2_headers() {
         let i32_field = |v: u8| [field(1, kind::I32), v << 1];
         let mut v2 = vec![field(1, kind::I32), 6, field(1, kind::I32), 0xC8, 0x01];
         v2.extend([field(1, kind::I32), 120, field(5, kind::STRUCT)]);
@@ -342,26 +462,52 @@ mod tests {
         for v in [10, 0, 10, 0, 3, 2] {
             v2.extend(i32_field(v));
         }
-        v2.extend([field(1, kind::FALSE), 0, 0]);
-        assert_eq!(check_struct(&v2, 0, BoolLists::None), Ok(v2.len()));
-        let sizes = PageSizes {
-            raw: 100,
-            stored: 60,
-            levels: 5,
+        v2.extend([field(1, kind::FALSE), 0, 0, 0xFF]);
+        let header = page_header(&v2, 0).unwrap();
+        assert_eq!(check_struct(&v2, 0, BoolLists::None), Ok(header.len));
+        assert_eq!(
+            (header.len, header.raw, header.stored),
+            (v2.len() - 1, 100, 60)
+        );
+        let page = PageKind::DataV2 {
+            num_values: 10,
+            num_nulls: 0,
+            num_rows: 10,
+            encoding: 0,
+            def_len: 3,
+            rep_len: 2,
             compressed: false,
         };
-        assert_eq!(page_sizes(&v2), Some(sizes));
-        // A version-1 page: type, sizes, and a data page header holding a boolean.
-        let v1 = [21, 0, 21, 8, 21, 6, 0x2C, 0x11, 0, 0];
-        assert_eq!(check_struct(&v1, 0, BoolLists::None), Ok(v1.len()));
-        let sizes = PageSizes {
-            raw: 4,
-            stored: 3,
-            levels: 0,
-            compressed: true,
+        assert_eq!(header.page, page);
+        assert_eq!((header.levels(), header.compressed()), (5, false));
+        // A version-1 page: type, sizes, and a data page header of four i32s, then an
+        // unknown boolean and an unknown binary (statistics are skipped the same way).
+        let mut v1 = vec![21, 0, 21, 8, 21, 6, field(2, kind::STRUCT)];
+        for v in [7, 8, 3, 3] {
+            v1.extend(i32_field(v));
+        }
+        v1.extend([field(1, kind::TRUE), field(1, kind::BINARY), 1, b'x', 0, 0]);
+        let header = page_header(&v1, 0).unwrap();
+        let page = PageKind::Data {
+            num_values: 7,
+            encoding: 8,
+            def_encoding: 3,
+            rep_encoding: 3,
         };
-        assert_eq!(page_sizes(&v1), Some(sizes));
-        assert_eq!(page_sizes(&v1[..3]), None);
+        assert_eq!((header.len, header.raw, header.stored), (v1.len(), 4, 3));
+        assert_eq!(
+            (header.page, header.levels(), header.compressed()),
+            (page, 0, true)
+        );
+        // Cut short, lacking a required field, or an i32 out of range: errors.
+        assert!(page_header(&v1[..v1.len() - 1], 0).unwrap_err().cut_off);
+        assert!(page_header(&v1[2..], 0).is_err());
+        let mut no_encoding = vec![21, 0, 21, 8, 21, 6, field(2, kind::STRUCT)];
+        no_encoding.extend([i32_field(7), i32_field(8), i32_field(3)].concat());
+        no_encoding.extend([0, 0]);
+        assert!(page_header(&no_encoding, 0).is_err());
+        let huge = [field(1, kind::I32), 0x80, 0x80, 0x80, 0x80, 0x10, 0];
+        assert!(page_header(&huge, 0).is_err());
     }
 
     #[test]
@@ -436,6 +582,9 @@ mod tests {
         fn any_bytes_end(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             if let Ok(n) = check_struct(&bytes, 0, BoolLists::FirstField) {
                 prop_assert!(n >= 1 && n <= bytes.len());
+            }
+            if let Ok(header) = page_header(&bytes, 0) {
+                prop_assert_eq!(check_struct(&bytes, 0, BoolLists::None), Ok(header.len));
             }
         }
     }
