@@ -22,6 +22,9 @@ use parquet::file::page_index::offset_index::PageLocation;
 use crate::parquet_input::check_expansion;
 use crate::parquet_thrift::{PageHeader, PageKind, page_header};
 
+/// Bytes of a page's body loaded ahead when it is returned.
+const PREFETCH: usize = 32 << 10;
+
 /// The pages of one column chunk, read from its bytes in memory.
 pub(crate) struct ChunkPages {
     bytes: Bytes,
@@ -205,12 +208,17 @@ impl ChunkPages {
             let (body, end) = (at + header.len, at + header.len + header.stored as usize);
             let body = self.bytes.slice(body..end);
             self.advance(end);
-            // The next header, whose bytes are known only now: loaded while the caller
-            // reads this page, not when the next page is asked for.
+            // The next header, whose place is known only now, is loaded while the caller
+            // reads this page rather than when the next page is asked for. This page's
+            // first bytes are loaded too: its levels, then its values' run headers, are
+            // walked one run after another, each waiting for the one before; a few lines
+            // asked for at once overlap their trips to memory. (Up to L1's size: a larger
+            // page would evict its own start before it is read.)
             let next = self.next_at();
             if let Some(ahead) = self.bytes.get(next..(next + 128).min(self.bytes.len())) {
                 sift_bits::select::prefetch_bytes(ahead);
             }
+            sift_bits::select::prefetch_bytes(&body[..body.len().min(PREFETCH)]);
             let offset = self.start + at as u64;
             let page = match header.page {
                 PageKind::Other => continue,
