@@ -23,7 +23,7 @@ use crate::parquet_input::check_expansion;
 use crate::parquet_thrift::{PageHeader, PageKind, page_header};
 
 /// Bytes of a page's body loaded ahead when it is returned.
-const PREFETCH: usize = 32 << 10;
+const PREFETCH: usize = 4 << 10;
 
 /// The pages of one column chunk, read from its bytes in memory.
 pub(crate) struct ChunkPages {
@@ -211,9 +211,9 @@ impl ChunkPages {
             // The next header, whose place is known only now, is loaded while the caller
             // reads this page rather than when the next page is asked for. This page's
             // first bytes are loaded too: its levels, then its values' run headers, are
-            // walked one run after another, each waiting for the one before; a few lines
-            // asked for at once overlap their trips to memory. (Up to L1's size: a larger
-            // page would evict its own start before it is read.)
+            // walked one run after another, each waiting for the one before; lines asked
+            // for at once overlap their trips to memory. (4 KiB, about the levels of a
+            // 20,000-row page, was measured faster than 1, 12 or 32 KiB.)
             let next = self.next_at();
             if let Some(ahead) = self.bytes.get(next..(next + 128).min(self.bytes.len())) {
                 sift_bits::select::prefetch_bytes(ahead);
