@@ -71,7 +71,8 @@ core).  Direct use:
     taskset -c 0 python bench/parquet.py --scale 0.01 --micro-rows 100000 --sift /tmp/bench-sift
 Data: bench/data/parquet-sf{SF}/ (TPC-H) and bench/data/parquet-micro-r{ROWS}/ (cached, with
 manifests).  Results: bench/results/parquet-sf{SF}.{md,json} and the micro figure
-bench/results/parquet-micro.png (parquet-micro-r{ROWS}.png when --micro-rows is not 2^24).
+bench/results/parquet-micro.png (parquet-micro-r{ROWS}.png when --micro-rows is not 2^24);
+with --engines or --cases, the same names ending in -partial, beside the full report.
 """
 
 from __future__ import annotations
@@ -1564,12 +1565,14 @@ def main() -> int:
         run_cases(cases, runner, args, results, load)
         elapsed = time.time() - started
 
-        stem = f"parquet-sf{sc}"
+        # A run of some engines or cases writes beside the full report, not over it.
+        partial = "-partial" if args.engines.strip() or args.cases.strip() else ""
+        stem = f"parquet-sf{sc}{partial}"
         args.results_dir.mkdir(parents=True, exist_ok=True)
         md = report(cases, results, args, files, load, sift_bin, origin, elapsed)
         (args.results_dir / f"{stem}.md").write_text(md)
-        png_name = "parquet-micro.png" if args.micro_rows == MICRO_ROWS else \
-            f"parquet-micro-r{args.micro_rows}.png"
+        png_name = (f"parquet-micro{partial}.png" if args.micro_rows == MICRO_ROWS else
+                    f"parquet-micro-r{args.micro_rows}{partial}.png")
         png = args.results_dir / png_name
         try:
             plotted = chart(cases, results, args, png, args.micro_rows)

@@ -26,7 +26,8 @@
 # bench/parquet.py --help`).
 # Data: bench/data/parquet-sf{SF}/ and bench/data/parquet-micro-r{ROWS}/ (cached).
 # Results: bench/results/parquet-sf{SF}.{md,json} and bench/results/parquet-micro.png
-# (parquet-micro-r{ROWS}.png for other --micro-rows).  Exits non-zero when a result differs
+# (parquet-micro-r{ROWS}.png for other --micro-rows); with --engines or --cases, the same
+# names ending in -partial.  Exits non-zero when a result differs
 # from DuckDB's or an engine fails.
 set -euo pipefail
 
