@@ -14,8 +14,9 @@
 //!   interleaves them), so that string predicates run once per dictionary entry;
 //! - definition levels (nullable columns) are a `hybrid` validity of 1-bit levels.
 //!
-//! The `parquet` crate reads and decompresses the pages (every codec, page v1 and v2, the
-//! Thrift headers); what Sift adds is reading their contents in place. A column chunk with
+//! [`ChunkPages`] reads the pages' headers and decompresses their bodies (with the
+//! `parquet` crate's codecs; page v1 and v2); what this module adds is reading their
+//! contents in place. A column chunk with
 //! a page this module does not read (other encodings, nested levels, types whose Parquet
 //! width differs from the Arrow one) is left to the `parquet` crate's Arrow reader whole:
 //! [`PagedColumn::read`] answers `None`.

@@ -157,11 +157,11 @@ pub(crate) fn page_header(bytes: &[u8], base: u64) -> Result<PageHeader, Damage>
         pos: 0,
         base,
     };
-    let (mut kind_, mut raw, mut stored) = (None, None, None);
+    let (mut page_type, mut raw, mut stored) = (None, None, None);
     let (mut data, mut dictionary, mut v2) = (None, None, None);
     walk.visit_fields(0, |w, id, t| {
         match (id, t) {
-            (1, kind::I32) => kind_ = Some(w.i32()?),
+            (1, kind::I32) => page_type = Some(w.i32()?),
             (2, kind::I32) => raw = Some(w.i32()?),
             (3, kind::I32) => stored = Some(w.i32()?),
             (5, kind::STRUCT) => {
@@ -201,8 +201,8 @@ pub(crate) fn page_header(bytes: &[u8], base: u64) -> Result<PageHeader, Damage>
         }
         Ok(true)
     })?;
-    let lacks = |what: &str| Damage::from(format!("page header at byte {base} lacks its {what}"));
-    let page = match kind_.ok_or_else(|| lacks("type"))? {
+    let lacks = |what: &str| Damage::from(format!("it lacks its {what}"));
+    let page = match page_type.ok_or_else(|| lacks("type"))? {
         0 => data.ok_or_else(|| lacks("data page header"))?,
         2 => dictionary.ok_or_else(|| lacks("dictionary page header"))?,
         3 => v2.ok_or_else(|| lacks("version-2 data page header"))?,
