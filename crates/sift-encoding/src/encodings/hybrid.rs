@@ -491,11 +491,20 @@ fn gather_even_bits(mut x: u64) -> u64 {
 /// column with scattered nulls switch between repeated and bit-packed runs every few
 /// values. Checks the stream as [`parse`] does.
 fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, String> {
+    one_bit_words_walked(bytes, count, has_bmi2())
+}
+
+/// [`one_bit_words`] with [`short_one_bit_runs`] compiled for BMI2 or not (`bmi2`:
+/// [`has_bmi2`], or false).
+fn one_bit_words_walked(
+    bytes: &[u8],
+    count: usize,
+    bmi2: bool,
+) -> std::result::Result<Vec<u64>, String> {
     // One word of slack, so that 64 bits ORed in at any row stay inside (cut at the end).
     let words = count.div_ceil(64);
     let mut out = vec![0u64; words + 1];
     let (mut pos, mut row) = (0usize, 0usize);
-    let bmi2 = has_bmi2();
     while row < count {
         (pos, row) = short_one_bit_runs(bmi2, bytes, pos, row, count, &mut out);
         if row == count {
@@ -560,11 +569,12 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
     Ok(out)
 }
 
-/// Decodes the runs of at most 64 one-bit values behind a one-byte header (nearly every
-/// run of definition levels with scattered nulls) from byte `pos` of `bytes` into `out`
-/// from bit `row`, while 11 bytes and 64 values remain; returns where it stopped: the end
-/// of that stretch, or the first run it leaves to the caller (a longer run, a wider
-/// header, a repeated value above 1).
+/// Decodes the bit-packed runs of at most 8 groups behind a one-byte header and the
+/// repeated runs behind a header of one or two bytes (nearly every run of definition
+/// levels with scattered or sparse nulls) from byte `pos` of `bytes` into `out` from bit
+/// `row`, while 11 bytes and 64 values remain; returns where it stopped: the end of that
+/// stretch, or the first run it leaves to the caller (a longer bit-packed run, a wider
+/// header, a repeated value above 1, a run past the `count` values).
 ///
 /// Writers alternate a bit-packed run (the groups of 8 holding nulls) with a repeated run
 /// of ones, so a bit-packed run and the repeated run after it are taken as one field of at
@@ -574,7 +584,8 @@ fn one_bit_words(bytes: &[u8], count: usize) -> std::result::Result<Vec<u64>, St
 /// all its value when repeated and its next bytes when bit-packed (the bytes loaded past a
 /// shorter run are cut off by its length). The word being filled stays in a register and
 /// is stored whole after every field, the bits a field carries past it starting the next
-/// word, so no field reads `out`.
+/// word, so no field reads `out`; a repeated run of more than 64 values finishes that
+/// word and stores whole words of its value.
 ///
 /// `bmi2`: [`has_bmi2`], asked once by the caller.
 fn short_one_bit_runs(
@@ -663,26 +674,60 @@ fn short_one_bit_runs_body(
                 pos += after;
             }
         } else {
-            let value = next as u8;
-            if h >= 0x80 || value > 1 {
+            // A repeated run: its header one byte, or two for 64 values and more (sparse
+            // nulls leave long runs of ones between the bit-packed groups).
+            let (repeats, at) = match (h, window[1]) {
+                (0..0x80, _) => (n, 1),
+                (_, h2 @ 0..0x80) => ((usize::from(h & 0x7f) | usize::from(h2) << 7) >> 1, 2),
+                _ => break,
+            };
+            let value = window[at];
+            if value > 1 || row + repeats > count {
                 break;
             }
-            field = repeat::<1>(u64::from(value)) & low_mask(n as u32);
-            len = n;
-            pos += 2;
+            pos += at + 1;
+            let all = repeat::<1>(u64::from(value));
+            if repeats > 64 {
+                fill_run(out, &mut word, &mut row, all, repeats);
+                continue;
+            }
+            field = all & low_mask(repeats as u32);
+            len = repeats;
         }
-        let shift = row % 64;
-        word |= field << shift;
-        // Bits past the word: `field >> (64 - shift)`, written so that no shift is by 64.
-        let carry = (field >> 1) >> (63 - shift);
-        out[row / 64] = word;
-        word = select_unpredictable(shift + len >= 64, carry, word);
-        row += len;
+        place_field(out, &mut word, &mut row, field, len);
     }
     if let Some(slot) = out.get_mut(row / 64) {
         *slot = word;
     }
     (pos, row)
+}
+
+/// Places the `len` (at most 64) bits of `field` at bit `row` for
+/// [`short_one_bit_runs`]: ORed into `word`, the word being filled, which is stored whole;
+/// the bits past it start the next word.
+#[inline(always)]
+fn place_field(out: &mut [u64], word: &mut u64, row: &mut usize, field: u64, len: usize) {
+    let shift = *row % 64;
+    *word |= field << shift;
+    // Bits past the word: `field >> (64 - shift)`, written so that no shift is by 64.
+    let carry = (field >> 1) >> (63 - shift);
+    out[*row / 64] = *word;
+    *word = select_unpredictable(shift + len >= 64, carry, *word);
+    *row += len;
+}
+
+/// Places a repeated run of `len` (at least 64) one-bit values, `all` the value repeated
+/// over a word, at bit `row` for [`short_one_bit_runs`]: the word being filled finished,
+/// whole words of the value, the run's last bits starting the next word.
+#[inline(always)]
+fn fill_run(out: &mut [u64], word: &mut u64, row: &mut usize, all: u64, len: usize) {
+    let end = *row + len;
+    out[*row / 64] = *word | all << (*row % 64);
+    if let Some(whole) = out.get_mut(*row / 64 + 1..end / 64) {
+        whole.fill(all);
+    }
+    *word = all & low_mask((end % 64) as u32);
+    *row = end;
 }
 
 /// Appends `run` (never empty), joined to the previous one when both repeat the same
@@ -2085,6 +2130,25 @@ mod tests {
             let sel = (0..values.len() as u64).map(|i| mix(sel_seed ^ i).is_multiple_of(4));
             let sel = bitmap(sel);
             check(1, &stream, &values, &sel, &[(0, 0), (1, 1), (0, 1)])?;
+        }
+
+        /// One-bit streams of short and long runs in any order, cut short and followed by
+        /// bytes that are not runs, decoded into words with and without BMI2: the words of
+        /// the values the stream holds.
+        #[test]
+        fn one_bit_words_both_ways(
+            specs in specs(120, 400),
+            cut in 0usize..400,
+            garbage in proptest::collection::vec(any::<u8>(), 0..12),
+        ) {
+            let (mut stream, mut values) = write_stream(1, &specs);
+            values.truncate(values.len().saturating_sub(cut));
+            stream.extend_from_slice(&garbage);
+            let count = values.len();
+            let want = bitmap(values.iter().map(|&v| v == 1)).into_words();
+            for bmi2 in [false, has_bmi2()] {
+                prop_assert_eq!(one_bit_words_walked(&stream, count, bmi2), Ok(want.clone()));
+            }
         }
 
         /// One-bit streams as booleans: decoded, selected, filtered, and as a validity root.
