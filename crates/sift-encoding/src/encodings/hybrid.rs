@@ -569,12 +569,11 @@ fn one_bit_words_walked(
     Ok(out)
 }
 
-/// Decodes the bit-packed runs of at most 8 groups behind a one-byte header and the
-/// repeated runs behind a header of one or two bytes (nearly every run of definition
-/// levels with scattered or sparse nulls) from byte `pos` of `bytes` into `out` from bit
-/// `row`, while 11 bytes and 64 values remain; returns where it stopped: the end of that
-/// stretch, or the first run it leaves to the caller (a longer bit-packed run, a wider
-/// header, a repeated value above 1, a run past the `count` values).
+/// Decodes the runs whose header takes one or two bytes (all but repeated runs of 8,192
+/// values and more, such as the levels of a page without nulls) from byte `pos` of
+/// `bytes` into `out` from bit `row`, while 11 bytes and 64 values remain; returns where it stopped: the end
+/// of that stretch, or the first run it leaves to the caller (a wider header, a repeated
+/// value above 1, a run past the `count` values or the stream).
 ///
 /// Writers alternate a bit-packed run (the groups of 8 holding nulls) with a repeated run
 /// of ones, so a bit-packed run and the repeated run after it are taken as one field of at
@@ -585,7 +584,8 @@ fn one_bit_words_walked(
 /// shorter run are cut off by its length). The word being filled stays in a register and
 /// is stored whole after every field, the bits a field carries past it starting the next
 /// word, so no field reads `out`; a repeated run of more than 64 values finishes that
-/// word and stores whole words of its value.
+/// word and stores whole words of its value, a bit-packed run of more than 8 groups is
+/// placed 64 values at a time.
 ///
 /// `bmi2`: [`has_bmi2`], asked once by the caller.
 fn short_one_bit_runs(
@@ -657,7 +657,22 @@ fn short_one_bit_runs_body(
         let (field, len);
         if h & 1 == 1 {
             if n > 8 {
-                break;
+                // A longer bit-packed run (nulls close enough to fall in every group of
+                // many): its bytes copied 64 values at a time.
+                let Some((groups, at)) = short_header(h, window[1]) else {
+                    break;
+                };
+                let Some(packed) = bytes.get(pos + at..pos + at + groups) else {
+                    break;
+                };
+                if row + 8 * groups > count {
+                    break;
+                }
+                for chunk in packed.chunks(8) {
+                    place_field(out, &mut word, &mut row, load_word(chunk), 8 * chunk.len());
+                }
+                pos += at + groups;
+                continue;
             }
             let (packed, after) = (next & low_mask(8 * n as u32), 1 + n);
             let (h2, value) = (window[after], window[after + 1]);
@@ -676,10 +691,8 @@ fn short_one_bit_runs_body(
         } else {
             // A repeated run: its header one byte, or two for 64 values and more (sparse
             // nulls leave long runs of ones between the bit-packed groups).
-            let (repeats, at) = match (h, window[1]) {
-                (0..0x80, _) => (n, 1),
-                (_, h2 @ 0..0x80) => ((usize::from(h & 0x7f) | usize::from(h2) << 7) >> 1, 2),
-                _ => break,
+            let Some((repeats, at)) = short_header(h, window[1]) else {
+                break;
             };
             let value = window[at];
             if value > 1 || row + repeats > count {
@@ -700,6 +713,18 @@ fn short_one_bit_runs_body(
         *slot = word;
     }
     (pos, row)
+}
+
+/// A run header of one or two bytes (`h`, then `h2`) for [`short_one_bit_runs`]: the
+/// header's value shifted right once (a repeated run's length, a bit-packed run's groups)
+/// and its bytes; `None` for a wider header.
+#[inline(always)]
+fn short_header(h: u8, h2: u8) -> Option<(usize, usize)> {
+    match (h, h2) {
+        (0..0x80, _) => Some((usize::from(h >> 1), 1)),
+        (_, 0..0x80) => Some(((usize::from(h & 0x7f) | usize::from(h2) << 7) >> 1, 2)),
+        _ => None,
+    }
 }
 
 /// Places the `len` (at most 64) bits of `field` at bit `row` for
@@ -2132,13 +2157,13 @@ mod tests {
             check(1, &stream, &values, &sel, &[(0, 0), (1, 1), (0, 1)])?;
         }
 
-        /// One-bit streams of short and long runs in any order, cut short and followed by
-        /// bytes that are not runs, decoded into words with and without BMI2: the words of
+        /// One-bit streams of short and long runs in any order (headers of one and two
+        /// bytes), cut short and followed by bytes that are not runs, decoded into words with and without BMI2: the words of
         /// the values the stream holds.
         #[test]
         fn one_bit_words_both_ways(
-            specs in specs(120, 400),
-            cut in 0usize..400,
+            specs in specs(120, 700),
+            cut in 0usize..700,
             garbage in proptest::collection::vec(any::<u8>(), 0..12),
         ) {
             let (mut stream, mut values) = write_stream(1, &specs);
