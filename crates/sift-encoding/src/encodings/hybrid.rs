@@ -571,9 +571,9 @@ fn one_bit_words_walked(
 
 /// Decodes the runs whose header takes one or two bytes (all but repeated runs of 8,192
 /// values and more, such as the levels of a page without nulls) from byte `pos` of
-/// `bytes` into `out` from bit `row`, while 11 bytes and 64 values remain; returns where it stopped: the end
-/// of that stretch, or the first run it leaves to the caller (a wider header, a repeated
-/// value above 1, a run past the `count` values or the stream).
+/// `bytes` into `out` from bit `row`, while 11 bytes and 64 values remain; returns where
+/// it stopped: the end of that stretch, or the first run it leaves to the caller (a wider
+/// header, a repeated value above 1, a run past the `count` values or the stream).
 ///
 /// Writers alternate a bit-packed run (the groups of 8 holding nulls) with a repeated run
 /// of ones, so a bit-packed run and the repeated run after it are taken as one field of at
@@ -657,8 +657,8 @@ fn short_one_bit_runs_body(
         let (field, len);
         if h & 1 == 1 {
             if n > 8 {
-                // A longer bit-packed run (nulls close enough to fall in every group of
-                // many): its bytes copied 64 values at a time.
+                // A bit-packed run of more than 8 groups (nulls so dense that few groups
+                // of 8 go without one): placed 64 values at a time.
                 let Some((groups, at)) = short_header(h, window[1]) else {
                     break;
                 };
@@ -2158,8 +2158,8 @@ mod tests {
         }
 
         /// One-bit streams of short and long runs in any order (headers of one and two
-        /// bytes), cut short and followed by bytes that are not runs, decoded into words with and without BMI2: the words of
-        /// the values the stream holds.
+        /// bytes), cut short and followed by bytes that are not runs, decoded into words
+        /// with and without BMI2: the words of the values the stream holds.
         #[test]
         fn one_bit_words_both_ways(
             specs in specs(120, 700),
