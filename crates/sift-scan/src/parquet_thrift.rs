@@ -506,6 +506,16 @@ mod tests {
         no_encoding.extend([i32_field(7), i32_field(8), i32_field(3)].concat());
         no_encoding.extend([0, 0]);
         assert!(page_header(&no_encoding, 0).is_err());
+        // Sizes but no type; a data page's type but no data page header: named.
+        let untyped = [field(2, kind::I32), 8, field(1, kind::I32), 6, 0];
+        let e = page_header(&untyped, 0).unwrap_err();
+        assert_eq!(
+            (e.message.as_str(), e.cut_off),
+            ("it lacks its type", false)
+        );
+        let headless = [21, 0, 21, 8, 21, 6, 0];
+        let e = page_header(&headless, 0).unwrap_err().message;
+        assert_eq!(e, "it lacks its data page header");
         let huge = [field(1, kind::I32), 0x80, 0x80, 0x80, 0x80, 0x10, 0];
         assert!(page_header(&huge, 0).is_err());
     }
