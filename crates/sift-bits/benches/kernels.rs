@@ -11,6 +11,7 @@ use criterion::{
     BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
 };
 use sift_bits::byteslice::ByteSlices;
+use sift_bits::expand::expand_at;
 use sift_bits::levels::{deposit_at, extend_at, extract_at};
 use sift_bits::lookup::lookup_u64;
 use sift_bits::pack::{low_mask, pack};
@@ -211,6 +212,26 @@ fn levels(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("extend", format!("{level:?}")), |b| {
             b.iter(|| extend_at(level, black_box(&filtered), &valid))
         });
+    }
+    g.finish();
+    // Non-null 64-bit values spread over their rows: half the rows valid, and 15 in 16 (a
+    // row null where three random words have its bit set and a fourth has it clear).
+    let mut g = c.benchmark_group("expand_u64");
+    g.throughput(Throughput::Elements(N as u64));
+    let dense = Bitmap::from_words(
+        (0..N / 64)
+            .map(|_| !(next() & next() & next()) | next())
+            .collect(),
+        N,
+    )
+    .unwrap();
+    for (name, rows) in [("half", &valid), ("dense", &dense)] {
+        let values: Vec<u64> = (0..rows.count_ones() as u64).collect();
+        for level in Level::supported() {
+            g.bench_function(BenchmarkId::new(name, format!("{level:?}")), |b| {
+                b.iter(|| expand_at(level, black_box(&values), rows.words(), N))
+            });
+        }
     }
     g.finish();
 }

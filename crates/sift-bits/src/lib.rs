@@ -7,7 +7,8 @@
 //! - [`unpack`]: SIMD unpacking into `u8`/`u16`/`u32`/`u64`, with a frame-of-reference base.
 //! - [`select`]: Parquet-Select on packed codes (PDEP/PEXT), fused select-and-unpack;
 //!   cache-line prefetches for readers that walk a buffer serially.
-//! - [`compact`]: filtering decoded values by a bitmap (AVX-512 VPCOMPRESS).
+//! - [`compact`]: filtering decoded values by a bitmap (AVX-512 VPCOMPRESS); [`expand`],
+//!   its inverse, spreads values over a bitmap's set bits (VPEXPAND).
 //! - [`float`]: integers to scaled doubles (ALP decoding's inner loop).
 //! - [`levels`]: bitmap transforms: `extend`, `deposit`, `compress`.
 //! - [`predicate`]: range predicates; [`packed_cmp`] evaluates them on packed codes (fused
@@ -52,6 +53,7 @@ pub mod code_set;
 pub mod compact;
 pub mod dispatch;
 pub mod error;
+pub mod expand;
 pub mod extreme;
 pub mod float;
 pub mod levels;

@@ -512,7 +512,7 @@ pub(crate) fn decode_dictionary(
     let Some(chunk) = dictionary_chunk(enc, dt, len, buffers, selection)? else {
         return Ok(None);
     };
-    let keys = scatter(chunk.codes, chunk.nulls.as_ref(), chunk.len);
+    let keys = scatter(chunk.codes, chunk.nulls.as_ref(), chunk.len)?;
     let keys = Int32Array::new(keys.into(), chunk.nulls);
     // SAFETY: every valid key is a code checked to be below the dictionary's length (by
     // `keys`, or by `codes` against `dict_len - 1`); null rows' keys are not checked or read.
@@ -587,30 +587,30 @@ fn gather_views(
     use arrow_array::GenericByteViewArray;
     use arrow_array::cast::AsArray;
     use arrow_array::types::{BinaryViewType, ByteViewType, StringViewType};
-    fn gather<T: ByteViewType>(chunk: DictionaryChunk) -> ArrayRef {
+    fn gather<T: ByteViewType>(chunk: DictionaryChunk) -> Result<ArrayRef> {
         let dict = chunk.dict.as_byte_view::<T>();
         let views = dict.views();
         // Codes were checked against the dictionary's length when decoded.
         let gathered: Vec<u128> = chunk.codes.iter().map(|&c| views[c as usize]).collect();
         // Null rows get the zero view: an empty inline string.
-        let gathered = scatter(gathered, chunk.nulls.as_ref(), chunk.len);
+        let gathered = scatter(gathered, chunk.nulls.as_ref(), chunk.len)?;
         // SAFETY: every view is copied from a valid array whose data buffers are passed
         // along unchanged, so each points at valid (UTF-8, for strings) bytes in them; the
         // zero view of a null row is a valid empty inline view.
-        Arc::new(unsafe {
+        Ok(Arc::new(unsafe {
             GenericByteViewArray::<T>::new_unchecked(
                 gathered.into(),
                 dict.data_buffers().to_vec(),
                 chunk.nulls,
             )
-        })
+        }))
     }
     let Some(chunk) = dictionary_chunk(enc, dt, len, buffers, selection)? else {
         return Ok(None);
     };
     Ok(Some(match dt {
-        DataType::Utf8View => gather::<StringViewType>(chunk),
-        _ => gather::<BinaryViewType>(chunk),
+        DataType::Utf8View => gather::<StringViewType>(chunk)?,
+        _ => gather::<BinaryViewType>(chunk)?,
     }))
 }
 
@@ -668,21 +668,22 @@ pub(crate) fn decode_rows(
             return Ok(arrow_array::new_null_array(dt, 0));
         }
         PhysicalKind::Bool => {
-            let compact = BooleanBuffer::from(values_of::<bool>(&ctx, all_count, sel.as_ref())?);
+            let compact = Bitmap::from_bools(values_of::<bool>(&ctx, all_count, sel.as_ref())?);
+            // Nulls: the values deposited at the valid rows (PDEP), the null rows false.
             let values = match &nulls {
                 None => compact,
-                Some(n) => {
-                    let mut out = vec![false; len];
-                    for (i, pos) in n.valid_indices().enumerate() {
-                        out[pos] = compact.value(i);
-                    }
-                    BooleanBuffer::from(out)
-                }
+                Some(n) => Bitmap::from_words(validity_words(n), len)
+                    .ok_or_else(|| corrupt("validity shorter than its rows"))
+                    .and_then(|valid| {
+                        sift_bits::levels::deposit(&compact, &valid)
+                            .map_err(|e| corrupt(e.to_string()))
+                    })?,
             };
+            let values = BooleanBuffer::new(Buffer::from_vec(values.into_words()), 0, len);
             return Ok(Arc::new(BooleanArray::new(values, nulls)));
         }
         PhysicalKind::Int(it) => with_int!(it, T => {
-            let values = scatter(int_values::<T>(&ctx, all_count, sel.as_ref())?, nulls.as_ref(), len);
+            let values = scatter(int_values::<T>(&ctx, all_count, sel.as_ref())?, nulls.as_ref(), len)?;
             builder.add_buffer(Buffer::from_vec(values))
         }),
         PhysicalKind::Float(8) => {
@@ -690,7 +691,7 @@ pub(crate) fn decode_rows(
                 .into_iter()
                 .map(|f| f.0)
                 .collect();
-            builder.add_buffer(Buffer::from_vec(scatter(bits, nulls.as_ref(), len)))
+            builder.add_buffer(Buffer::from_vec(scatter(bits, nulls.as_ref(), len)?))
         }
         PhysicalKind::Float(w) => {
             let w = w as usize;
@@ -919,14 +920,56 @@ fn narrow<T: NativeInt>(wide: Vec<i64>) -> Result<Vec<T>> {
     }
 }
 
-/// Spreads compacted values over their valid positions, filling nulls with the default.
-fn scatter<T: Copy + Default>(compact: Vec<T>, nulls: Option<&NullBuffer>, len: usize) -> Vec<T> {
-    let Some(n) = nulls else { return compact };
-    let mut out = vec![T::default(); len];
-    for (v, pos) in compact.into_iter().zip(n.valid_indices()) {
-        out[pos] = v;
+/// Spreads compacted values over their valid positions, filling nulls with zero: values of
+/// 1, 2, 4 or 8 bytes through the expand kernel, wider ones a word of validity at a time.
+fn scatter<T: bytemuck::Pod + Default>(
+    compact: Vec<T>,
+    nulls: Option<&NullBuffer>,
+    len: usize,
+) -> Result<Vec<T>> {
+    fn expand<L: sift_bits::unpack::Lane + bytemuck::Pod, T: bytemuck::Pod>(
+        compact: &[L],
+        words: &[u64],
+        len: usize,
+    ) -> Result<Vec<T>> {
+        let out =
+            sift_bits::expand::expand(compact, words, len).map_err(|e| corrupt(e.to_string()))?;
+        bytemuck::allocation::try_cast_vec(out)
+            .map_err(|(e, _)| corrupt(format!("spreading values over rows: {e}")))
     }
-    out
+    let Some(n) = nulls else { return Ok(compact) };
+    let words = validity_words(n);
+    let lanes = (
+        bytemuck::try_cast_slice::<T, u8>(&compact),
+        bytemuck::try_cast_slice::<T, u16>(&compact),
+        bytemuck::try_cast_slice::<T, u32>(&compact),
+        bytemuck::try_cast_slice::<T, u64>(&compact),
+    );
+    match (size_of::<T>(), lanes) {
+        (1, (Ok(c), ..)) => expand(c, &words, len),
+        (2, (_, Ok(c), ..)) => expand(c, &words, len),
+        (4, (_, _, Ok(c), _)) => expand(c, &words, len),
+        (8, (.., Ok(c))) => expand(c, &words, len),
+        _ => {
+            let mut out = vec![T::default(); len];
+            let mut values = compact.into_iter();
+            for (c, mut w) in words.into_iter().enumerate() {
+                while w != 0 {
+                    let row = c * 64 + w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    if let (Some(slot), Some(v)) = (out.get_mut(row), values.next()) {
+                        *slot = v;
+                    }
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// The validity's bits as words from bit 0 (the last one zero-padded).
+fn validity_words(nulls: &NullBuffer) -> Vec<u64> {
+    nulls.inner().bit_chunks().iter_padded().collect()
 }
 
 fn bytes_array(

@@ -40,6 +40,15 @@ pub trait Lane: sealed::Sealed + Copy + Default + PartialEq + std::fmt::Debug + 
     /// Compacts a prefix of `bm` with SIMD at `level`; returns (words done, values written).
     #[doc(hidden)]
     fn compact_simd(level: Level, values: &[Self], bm: &[u64], dst: &mut [Self]) -> (usize, usize);
+    /// Expands whole words of `bm` with SIMD at `level` into `out`; returns (words done,
+    /// values used).
+    #[doc(hidden)]
+    fn expand_simd(
+        level: Level,
+        values: &[Self],
+        bm: &[u64],
+        out: &mut [std::mem::MaybeUninit<Self>],
+    ) -> (usize, usize);
     /// Range-compares whole words of 64 values with SIMD at `level` (`lo <= hi`); returns
     /// how many values it did (a multiple of 64, 0 at the scalar level).
     #[doc(hidden)]
@@ -54,7 +63,7 @@ pub trait Lane: sealed::Sealed + Copy + Default + PartialEq + std::fmt::Debug + 
 }
 
 macro_rules! lane {
-    ($t:ty, $avx512:ident, $avx2:ident, $compact:ident, $range:ident) => {
+    ($t:ty, $avx512:ident, $avx2:ident, $compact:ident, $expand:ident, $range:ident) => {
         impl Lane for $t {
             const BITS: u32 = <$t>::BITS;
             #[inline(always)]
@@ -105,6 +114,23 @@ macro_rules! lane {
                 (0, 0)
             }
             #[allow(unused_variables)]
+            fn expand_simd(
+                level: Level,
+                values: &[Self],
+                bm: &[u64],
+                out: &mut [std::mem::MaybeUninit<Self>],
+            ) -> (usize, usize) {
+                #[cfg(target_arch = "x86_64")]
+                if level.clamp() == Level::Avx512 && out.len() >= bm.len() * 64 {
+                    // SAFETY: Avx512 is only returned by `clamp` if avx512f/bw/vbmi2 and
+                    // popcnt were detected; `out` has 64 slots per word of `bm`, and the
+                    // caller (`expand_at`) checked that `values` holds one value per set
+                    // bit of `bm`.
+                    return unsafe { crate::expand::avx512::$expand(values, bm, out) };
+                }
+                (0, 0)
+            }
+            #[allow(unused_variables)]
             fn range_simd(
                 level: Level,
                 values: &[Self],
@@ -131,10 +157,31 @@ macro_rules! lane {
         }
     };
 }
-lane!(u8, unpack_u8, unpack_u8, compact_u8, range_u8);
-lane!(u16, unpack_u16, unpack_u16, compact_u16, range_u16);
-lane!(u32, unpack_u32, unpack_u32, compact_u32, range_u32);
-lane!(u64, unpack_u64, unpack_u64, compact_u64, range_u64);
+lane!(u8, unpack_u8, unpack_u8, compact_u8, expand_u8, range_u8);
+lane!(
+    u16,
+    unpack_u16,
+    unpack_u16,
+    compact_u16,
+    expand_u16,
+    range_u16
+);
+lane!(
+    u32,
+    unpack_u32,
+    unpack_u32,
+    compact_u32,
+    expand_u32,
+    range_u32
+);
+lane!(
+    u64,
+    unpack_u64,
+    unpack_u64,
+    compact_u64,
+    expand_u64,
+    range_u64
+);
 
 /// Unpacks `out.len()` values of `width` bits into `T` at the active [`Level`].
 ///

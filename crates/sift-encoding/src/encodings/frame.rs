@@ -36,7 +36,7 @@ pub struct For {
 }
 
 /// A fixed-width integer stored by Sift.
-pub trait NativeInt: Copy + Ord + Default + Send + Sync + 'static {
+pub trait NativeInt: bytemuck::Pod + Ord + Default + Send + Sync + 'static {
     /// Size in bytes.
     const BYTES: usize;
     /// Widens to `i128` without loss.
