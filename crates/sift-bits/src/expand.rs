@@ -87,13 +87,13 @@ pub(crate) mod avx512 {
 
     macro_rules! expand {
         ($name:ident, $t:ty, $lanes:expr, $mask:ty, $load:ident, $expand:ident) => {
-            /// Expands whole words of `bits` (64 rows each) into `out`; returns (words done,
-            /// values used): every word of `bits`, each writing its 64 slots.
+            /// Expands whole words of `bits` (64 rows each) into `out`, each writing its 64
+            /// slots; returns (words done, values used). Stops before a word that has more
+            /// set bits than `values` has values left.
             ///
             /// # Safety
-            /// The CPU must support avx512f, avx512bw, avx512vbmi2 and popcnt; `values`
-            /// holds at least as many values as `bits` has set bits, and `out` at least
-            /// 64 slots per word of `bits`.
+            /// The CPU must support avx512f, avx512bw, avx512vbmi2 and popcnt; `out` holds
+            /// at least 64 slots per word of `bits`.
             #[target_feature(enable = "avx512f,avx512bw,avx512vbmi2,popcnt")]
             pub(crate) unsafe fn $name(
                 values: &[$t],
@@ -103,12 +103,16 @@ pub(crate) mod avx512 {
                 const LANES: usize = $lanes;
                 let mut k = 0usize;
                 for (c, &b) in bits.iter().enumerate() {
+                    if k + b.count_ones() as usize > values.len() {
+                        return (c, k);
+                    }
                     for q in 0..64 / LANES {
                         let m = (b >> (q * LANES)) as $mask;
                         let n = m.count_ones();
-                        // SAFETY: the caller's bounds: the `n` values from `k` are inside
-                        // `values` (lanes past them are masked off, never read), and the
-                        // LANES slots at `64c + q·LANES` inside `out`.
+                        // SAFETY: the `n` values from `k` are inside `values` (checked for
+                        // the word above; lanes past them are masked off, never read), and
+                        // the LANES slots at `64c + q·LANES` inside `out` (the caller's
+                        // bound).
                         unsafe {
                             let v = $load(low_mask(n) as $mask, values.as_ptr().add(k).cast());
                             let r = $expand(m, v);
@@ -209,6 +213,21 @@ mod tests {
             check::<u32>(&bits, len, |i| (i as u32).wrapping_mul(2_654_435_761) | 1);
             check::<u64>(&bits, len, |i| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         }
+    }
+
+    #[test]
+    fn the_kernel_stops_before_a_word_it_has_too_few_values_for() {
+        let mut out = vec![std::mem::MaybeUninit::new(0u64); 192];
+        let bits = [0b11, !0, 1];
+        // Two values cover the first word only.
+        let level = Level::active();
+        let got = u64::expand_simd(level, &[5, 6], &bits, &mut out);
+        let want = if level.clamp() == Level::Avx512 {
+            (1, 2)
+        } else {
+            (0, 0)
+        };
+        assert_eq!(got, want);
     }
 
     #[test]

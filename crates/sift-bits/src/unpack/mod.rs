@@ -123,9 +123,8 @@ macro_rules! lane {
                 #[cfg(target_arch = "x86_64")]
                 if level.clamp() == Level::Avx512 && out.len() >= bm.len() * 64 {
                     // SAFETY: Avx512 is only returned by `clamp` if avx512f/bw/vbmi2 and
-                    // popcnt were detected; `out` has 64 slots per word of `bm`, and the
-                    // caller (`expand_at`) checked that `values` holds one value per set
-                    // bit of `bm`.
+                    // popcnt were detected; `out` has 64 slots per word of `bm` (the kernel
+                    // checks `values` itself).
                     return unsafe { crate::expand::avx512::$expand(values, bm, out) };
                 }
                 (0, 0)
