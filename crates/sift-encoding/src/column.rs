@@ -714,18 +714,34 @@ pub(crate) fn decode_rows(
                     &picked
                 }
             };
-            let values = match &nulls {
-                None => bytes.to_vec(),
-                Some(n) => {
-                    let mut out = vec![0u8; len * w];
-                    for (i, pos) in n.valid_indices().enumerate() {
-                        out[pos * w..(pos + 1) * w].copy_from_slice(&bytes[i * w..(i + 1) * w]);
-                    }
-                    out
+            // Nulls: the values (as integers of their width) spread over the valid rows.
+            fn spread<T: bytemuck::Pod + Default + arrow_buffer::ArrowNativeType>(
+                bytes: &[u8],
+                nulls: Option<&NullBuffer>,
+                len: usize,
+            ) -> Result<Buffer> {
+                let values: Vec<T> = bytemuck::pod_collect_to_vec(bytes);
+                Ok(Buffer::from_vec(scatter(values, nulls, len)?))
+            }
+            match w {
+                2 => spread::<u16>(bytes, nulls.as_ref(), len).map(|b| builder.add_buffer(b))?,
+                4 => spread::<u32>(bytes, nulls.as_ref(), len).map(|b| builder.add_buffer(b))?,
+                _ => {
+                    let values = match &nulls {
+                        None => bytes.to_vec(),
+                        Some(n) => {
+                            let mut out = vec![0u8; len * w];
+                            for (i, pos) in n.valid_indices().enumerate() {
+                                out[pos * w..(pos + 1) * w]
+                                    .copy_from_slice(&bytes[i * w..(i + 1) * w]);
+                            }
+                            out
+                        }
+                    };
+                    // An aligned copy: an empty Vec<u8> is not aligned for the float type.
+                    builder.add_buffer(Buffer::from(values.as_slice()))
                 }
-            };
-            // An aligned copy: an empty Vec<u8> is not aligned for the float type.
-            builder.add_buffer(Buffer::from(values.as_slice()))
+            }
         }
         PhysicalKind::Bytes | PhysicalKind::FixedBytes(_) => {
             let values = match &sel {
