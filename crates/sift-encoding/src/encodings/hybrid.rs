@@ -1914,6 +1914,45 @@ mod tests {
         Bitmap::from_bools(bits)
     }
 
+    /// One-bit values as a writer of definition levels encodes them: from each position,
+    /// the 8 values there repeated as one run while they stay the same, else groups of 8
+    /// bit-packed until a group of 8 equal values begins (the last group padded).
+    fn write_levels(values: &[bool]) -> Vec<u8> {
+        let uniform = |at: usize| {
+            let group = &values[at..(at + 8).min(values.len())];
+            group.len() == 8 && group.iter().all(|&v| v == group[0])
+        };
+        let (mut out, mut at) = (Vec::new(), 0);
+        while at < values.len() {
+            if uniform(at) {
+                let v = values[at];
+                let n = values[at..].iter().take_while(|&&w| w == v).count();
+                uleb(&mut out, (n as u64) << 1);
+                out.push(u8::from(v));
+                at += n;
+                continue;
+            }
+            let mut end = at;
+            while end < values.len() && (end == at || !uniform(end)) {
+                end += 8;
+            }
+            uleb(&mut out, (((end - at) / 8) as u64) << 1 | 1);
+            for group in (at..end).step_by(8) {
+                let bits = (0..8).filter(|&i| values.get(group + i) == Some(&true));
+                out.push(bits.fold(0, |b, i| b | 1 << i));
+            }
+            at = end;
+        }
+        out
+    }
+
+    /// `n` one-bit values, each 0 with probability `nulls` in 1,000.
+    fn levels(n: usize, nulls: u64, seed: u64) -> Vec<bool> {
+        (0..n as u64)
+            .map(|i| mix(seed ^ i) % 1000 >= nulls)
+            .collect()
+    }
+
     /// A bound for a range predicate: a value of the data, anything around the codes'
     /// span, or outside it on either side.
     fn bound(r: u64, values: &[u64], bits: u8) -> i128 {
@@ -2171,6 +2210,28 @@ mod tests {
             stream.extend_from_slice(&garbage);
             let count = values.len();
             let want = bitmap(values.iter().map(|&v| v == 1)).into_words();
+            for bmi2 in [false, has_bmi2()] {
+                prop_assert_eq!(one_bit_words_walked(&stream, count, bmi2), Ok(want.clone()));
+            }
+        }
+
+        /// Definition levels as a writer encodes them, with from no value to every value
+        /// null (scattered nulls: a bit-packed run and a repeated run of ones every few
+        /// values), cut short and followed by bytes that are not runs, decoded into words
+        /// with and without BMI2: the words of the values.
+        #[test]
+        fn writer_levels_into_words(
+            n in 0usize..3000,
+            nulls in prop::sample::select(vec![0u64, 5, 30, 100, 150, 300, 500, 900, 1000]),
+            seed in any::<u64>(),
+            cut in 0usize..20,
+            garbage in proptest::collection::vec(any::<u8>(), 0..70),
+        ) {
+            let values = levels(n, nulls, seed);
+            let mut stream = write_levels(&values);
+            stream.extend_from_slice(&garbage);
+            let count = n.saturating_sub(cut);
+            let want = bitmap(values[..count].iter().copied()).into_words();
             for bmi2 in [false, has_bmi2()] {
                 prop_assert_eq!(one_bit_words_walked(&stream, count, bmi2), Ok(want.clone()));
             }
