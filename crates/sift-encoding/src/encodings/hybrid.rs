@@ -583,9 +583,12 @@ fn one_bit_words_walked(
 /// all its value when repeated and its next bytes when bit-packed (the bytes loaded past a
 /// shorter run are cut off by its length). The word being filled stays in a register and
 /// is stored whole after every field, the bits a field carries past it starting the next
-/// word, so no field reads `out`; a repeated run of more than 64 values finishes that
-/// word and stores whole words of its value, a bit-packed run of more than 8 groups is
-/// placed 64 values at a time.
+/// word, so no field reads `out`; a repeated run on its own (one too long to join the
+/// run before it) finishes that word and stores the next words whole, as many as the
+/// longest run of up to 448 values could reach whatever its length ([`fill_ahead`]:
+/// with sparse nulls these runs' lengths vary too much for a branch on them), longer ones
+/// as many as they fill; a bit-packed run of more than 8 groups is placed 64 values at a
+/// time.
 ///
 /// `bmi2`: [`has_bmi2`], asked once by the caller.
 fn short_one_bit_runs(
@@ -643,6 +646,8 @@ fn short_one_bit_runs_body(
         return (pos, row);
     };
     let mut word = first;
+    // The last word that `fill_ahead` may have written past the run it placed.
+    let mut ahead = 0;
     while row <= last_row {
         // A run of at most 8 groups and the header and value of the run after it.
         let Some(window) = bytes.get(pos..pos + 11) else {
@@ -690,16 +695,29 @@ fn short_one_bit_runs_body(
             }
         } else {
             // A repeated run: its header one byte, or two for 64 values and more (sparse
-            // nulls leave long runs of ones between the bit-packed groups).
-            let Some((repeats, at)) = short_header(h, window[1]) else {
+            // nulls leave long runs of ones between the bit-packed groups, about as many
+            // of either length at 1 % nulls, so the two are told apart without a branch).
+            let wide = h >> 7;
+            if wide == 1 && window[1] >= 0x80 {
                 break;
-            };
+            }
+            let header = select_unpredictable(
+                wide == 1,
+                usize::from(h & 0x7f) | usize::from(window[1]) << 7,
+                usize::from(h),
+            );
+            let (repeats, at) = (header >> 1, 1 + usize::from(wide));
             let value = window[at];
             if value > 1 || row + repeats > count {
                 break;
             }
             pos += at + 1;
             let all = repeat::<1>(u64::from(value));
+            if repeats <= AHEAD_RUN && row / 64 + AHEAD_WORDS < out.len() {
+                fill_ahead(out, &mut word, &mut row, all, repeats);
+                ahead = ahead.max(row / 64 + AHEAD_WORDS);
+                continue;
+            }
             if repeats > 64 {
                 fill_run(out, &mut word, &mut row, all, repeats);
                 continue;
@@ -712,7 +730,35 @@ fn short_one_bit_runs_body(
     if let Some(slot) = out.get_mut(row / 64) {
         *slot = word;
     }
+    // The words that `fill_ahead` wrote past the runs, cleared for the caller, which ORs
+    // the runs it places into `out`.
+    if let Some(past) = out.get_mut(row / 64 + 1..(ahead + 1).min(out.len())) {
+        past.fill(0);
+    }
     (pos, row)
+}
+
+/// The longest repeated run [`fill_ahead`] places, and the words after the current one it
+/// writes.
+const AHEAD_RUN: usize = 448;
+const AHEAD_WORDS: usize = 8;
+
+/// Places a repeated run of `len` (at most [`AHEAD_RUN`]) one-bit values, `all` the value
+/// repeated over a word, at bit `row` for [`short_one_bit_runs`], without a branch on its
+/// length: the current word finished with the value (bits past the run's end included),
+/// the next [`AHEAD_WORDS`] words all of it. Every word of the run is then right, the
+/// word being filled is kept in `word`; the words written past it are rewritten whole as
+/// the walk reaches them, or cleared when it stops.
+#[inline(always)]
+fn fill_ahead(out: &mut [u64], word: &mut u64, row: &mut usize, all: u64, len: usize) {
+    let (at, shift, end) = (*row / 64, *row % 64, *row + len);
+    if let Some(words) = out.get_mut(at..at + 1 + AHEAD_WORDS) {
+        words[0] = *word | all << shift;
+        words[1..].fill(all);
+    }
+    let within = *word | (all & low_mask(len.min(63) as u32)) << shift;
+    *word = select_unpredictable(shift + len < 64, within, all & low_mask((end % 64) as u32));
+    *row = end;
 }
 
 /// A run header of one or two bytes (`h`, then `h2`) for [`short_one_bit_runs`]: the
