@@ -42,9 +42,10 @@ Query sets:
   sweep     The same query for the other bit widths (--widths, default 1,2,4,8,12,16) at
             --sweep-selectivities (default 1/1, 1/4, 1/16, 1/128; a selectivity a width cannot
             reach with power-of-two bounds, 2^-k with k > 2w, is left out), uncompressed.
-  nulls     The w = 5 table with ~10 % nulls in every column (independent per column,
-            optional columns), same values otherwise, the eight selectivities: reported as
-            nullable / non-null per engine.
+  nulls     The w = 5 table with nulls in every column (independent per column, optional
+            columns), same values otherwise: ~10 % nulls at the eight selectivities, and
+            the other --null-fractions (default 1 % and 50 %) at --sweep-selectivities;
+            reported as nullable / non-null per engine.
   repeated  The micro table at w = 8 plus `r` list<int64> (0-8 elements per row, values
             uniform in [0, 2^16)); `select r from t where a1 < X` at 1/8 and 1/128,
             materialised by every engine.  (w = 8: one 5-bit column cannot select 1/128.)
@@ -177,7 +178,8 @@ NULL_SEED = 20240612
 LIST_SEED = 20240613
 STRING_SEED = 20240614
 STRING_DISTINCT = 20_000
-NULL_FRACTION = 0.10
+NULL_FRACTION = 0.10           # the nullable micro's headline fraction (the target's)
+NULL_FRACTIONS = (0.01, 0.10, 0.50)
 LIST_MAX_LEN = 8
 LIST_VALUE_BITS = 16
 REPEATED_WIDTH = 8
@@ -590,13 +592,15 @@ def prepare_tpch(scale: float, base: Path) -> dict[str, dict[str, Path]]:
 class MicroSpec:
     width: int
     codec: str = "none"
-    nulls: bool = False
+    nulls: float = 0.0             # the fraction of each column's values that are null
     lists: bool = False
     strings: bool = False
 
     @property
     def name(self) -> str:
-        return (f"w{self.width}" + ("-nulls" if self.nulls else "")
+        nulls = "" if not self.nulls else (
+            "-nulls" if self.nulls == NULL_FRACTION else f"-nulls{self.nulls * 100:g}")
+        return (f"w{self.width}" + nulls
                 + ("-list" if self.lists else "") + ("-strings" if self.strings else "")
                 + f"-{self.codec}")
 
@@ -604,7 +608,7 @@ class MicroSpec:
     def label(self) -> str:
         s = f"w={self.width}"
         if self.nulls:
-            s += f", {NULL_FRACTION:.0%} nulls"
+            s += f", {self.nulls:.0%} nulls"
         if self.lists:
             s += ", + r list<int64>"
         if self.strings:
@@ -623,7 +627,7 @@ def micro_chunk(spec: MicroSpec, chunk: int, n: int):
         v = rng.integers(0, 1 << spec.width, size=n, dtype=np.int64)
         mask = None
         if spec.nulls:
-            mask = np.random.default_rng([NULL_SEED, chunk, j]).random(n) < NULL_FRACTION
+            mask = np.random.default_rng([NULL_SEED, chunk, j]).random(n) < spec.nulls
         cols.append(pa.array(v, type=pa.int64(), mask=mask))
         masks.append(mask)
     if spec.lists:
@@ -643,7 +647,7 @@ def micro_chunk(spec: MicroSpec, chunk: int, n: int):
 
 def micro_schema(spec: MicroSpec):
     import pyarrow as pa
-    fields = [pa.field(f"a{j + 1}", pa.int64(), nullable=spec.nulls)
+    fields = [pa.field(f"a{j + 1}", pa.int64(), nullable=bool(spec.nulls))
               for j in range(MICRO_COLUMNS)]
     if spec.lists:
         fields.append(pa.field("r", pa.list_(pa.int64()), nullable=False))
@@ -661,8 +665,8 @@ def prepare_micro(spec: MicroSpec, rows: int, base: Path) -> tuple[Path, dict]:
     base.mkdir(parents=True, exist_ok=True)
     path = base / f"{spec.name}.parquet"
     man = base / f"{spec.name}.json"
-    params = {"rows": rows, "width": spec.width, "codec": spec.codec, "nulls": spec.nulls,
-              "null_fraction": NULL_FRACTION if spec.nulls else 0, "lists": spec.lists,
+    params = {"rows": rows, "width": spec.width, "codec": spec.codec, "nulls": bool(spec.nulls),
+              "null_fraction": spec.nulls, "lists": spec.lists,
               "strings": spec.strings, "string_distinct": STRING_DISTINCT,
               "seeds": [MICRO_SEED, NULL_SEED, LIST_SEED], "row_group": ROW_GROUP,
               "list_max_len": LIST_MAX_LEN, "list_value_bits": LIST_VALUE_BITS,
@@ -721,6 +725,7 @@ class Case:
     denom: int | None = None
     selected: int | None = None
     rows: int | None = None
+    nulls: float = 0.0   # the fraction of null values in each column of the file
 
     @property
     def fraction(self) -> float | None:
@@ -768,7 +773,7 @@ def build_cases(args, tpch_files: dict | None, micro_files: dict) -> list[Case]:
             cases.append(Case(f"{group}/{spec.name}/1-{d}", group, f"{spec.label} · 1/{d}",
                               spec.name, sql(*xy), {"t": path}, kind, False, eng,
                               sql(*xy), lazy, query, spec.width, d, b["selected"],
-                              meta["params"]["rows"]))
+                              meta["params"]["rows"], spec.nulls))
 
     def micro_cases(group: str, spec: MicroSpec, denoms) -> None:
         file_cases(group, spec, denoms, "pairs", micro_sql, "rows", "micro")
@@ -781,7 +786,9 @@ def build_cases(args, tpch_files: dict | None, micro_files: dict) -> list[Case]:
             if w != MICRO_WIDTH:
                 micro_cases("sweep", MicroSpec(w), args.sweep_denoms)
     if "nulls" in args.case_groups:
-        micro_cases("nulls", MicroSpec(MICRO_WIDTH, nulls=True), args.headline_denoms)
+        for f in args.null_fractions:
+            micro_cases("nulls", MicroSpec(MICRO_WIDTH, nulls=f),
+                        args.headline_denoms if f == NULL_FRACTION else args.sweep_denoms)
     if "repeated" in args.case_groups:
         file_cases("repeated", MicroSpec(REPEATED_WIDTH, lists=True), REPEATED_DENOMS,
                    "singles", repeated_sql, "lists", "repeated")
@@ -798,7 +805,7 @@ def micro_specs(args) -> list[MicroSpec]:
     if "sweep" in args.case_groups:
         specs += [MicroSpec(w) for w in args.widths if w != MICRO_WIDTH]
     if "nulls" in args.case_groups:
-        specs += [MicroSpec(MICRO_WIDTH, nulls=True)]
+        specs += [MicroSpec(MICRO_WIDTH, nulls=f) for f in args.null_fractions]
         if MicroSpec(MICRO_WIDTH) not in specs:
             specs.append(MicroSpec(MICRO_WIDTH))
     if "repeated" in args.case_groups:
@@ -1071,12 +1078,14 @@ def case_table(cases: list[Case], results: dict, first_col: str, label) -> list[
     return out + [""]
 
 
-def nulls_ratio_table(cases: list[Case], results: dict) -> tuple[list[str], dict]:
-    """nullable / non-null best time per engine and selectivity."""
-    nulls = [c for c in cases if c.group == "nulls"]
+def nulls_ratio_table(cases: list[Case], results: dict,
+                      fraction: float | None = None) -> tuple[list[str], dict]:
+    """nullable / non-null best time per engine, null fraction and selectivity (only the
+    files of `fraction` when given)."""
+    nulls = [c for c in cases if c.group == "nulls" and fraction in (None, c.nulls)]
     base = {(c.denom): c for c in cases if c.group == "micro" and c.file == f"w{MICRO_WIDTH}-none"}
     engines = engine_cols(nulls)
-    out = ["| selectivity (nullable / non-null actual) | " + " | ".join(engines) + " |",
+    out = ["| nulls · selectivity (nullable / non-null actual) | " + " | ".join(engines) + " |",
            "|---|" + "---:|" * len(engines)]
     ratios: dict[str, list[float]] = {e: [] for e in engines}
     for c in nulls:
@@ -1090,8 +1099,8 @@ def nulls_ratio_table(cases: list[Case], results: dict) -> tuple[list[str], dict
             if x is not None:
                 ratios[e].append(x)
             cells.append(fx(x))
-        out.append(f"| 1/{c.denom} ({c.fraction or 0:.4f} / {b.fraction or 0:.4f}) | "
-                   + " | ".join(cells) + " |")
+        out.append(f"| {c.nulls:.0%} · 1/{c.denom} ({c.fraction or 0:.4f} / "
+                   f"{b.fraction or 0:.4f}) | " + " | ".join(cells) + " |")
     return out + [""], ratios
 
 
@@ -1185,7 +1194,7 @@ def targets(cases: list[Case], results: dict, args) -> list[tuple[str, str, str]
         out.append((f"{qname(q)}: Sift faster than DuckDB and Polars (every file)",
                     "; ".join(parts), verdict(ok, f"{n_ok} of {len(oks)} files")))
     # nulls
-    _, nr = nulls_ratio_table(cases, results)
+    _, nr = nulls_ratio_table(cases, results, NULL_FRACTION)
     if nr.get("sift"):
         worst = max(nr["sift"])
         others = ", ".join(f"{e} {fx(max(v))}" for e, v in nr.items() if v and e != "sift")
@@ -1336,13 +1345,18 @@ def report(cases: list[Case], results: dict, args, files: dict, load: list[float
                           lambda c: f"w={c.width} · {frac_label(c)}")
     nl = [c for c in cases if c.group == "nulls"]
     if nl:
-        out += [f"## Nullable micro (w = {MICRO_WIDTH}, {NULL_FRACTION:.0%} nulls per column): "
-                "best ms (first ms)", "",
-                "The same values as the w = 5 table with every column optional and about "
-                f"{NULL_FRACTION:.0%} of its values null (independently per column); the "
-                "filter drops the nulls, so each selectivity selects ~0.81× the non-null "
-                "table's rows.", ""]
-        out += case_table(nl, results, "selectivity (actual)", frac_label)
+        fracs = sorted({c.nulls for c in nl})
+        out += [f"## Nullable micro (w = {MICRO_WIDTH}, "
+                + ", ".join(f"{f:.0%}" for f in fracs) + " nulls per column): best ms (first ms)",
+                "",
+                "The same values as the w = 5 table with every column optional and about that "
+                "fraction of its values null (independently per column; the nulls of a smaller "
+                f"fraction are among those of a larger one); {NULL_FRACTION:.0%} at every "
+                "selectivity, the others at " + ", ".join(f"1/{d}" for d in args.sweep_denoms)
+                + ". The filter drops the nulls, so at p nulls each selectivity selects about "
+                "(1 − p)² of the non-null table's rows.", ""]
+        out += case_table(nl, results, "nulls · selectivity (actual)",
+                          lambda c: f"{c.nulls:.0%} · {frac_label(c)}")
         tab, _ = nulls_ratio_table(cases, results)
         out += ["Nullable / non-null (best ms, same selectivity bounds):", ""] + tab
     rp = [c for c in cases if c.group == "repeated"]
@@ -1383,7 +1397,7 @@ def chart(cases: list[Case], results: dict, args, png: Path, rows: int) -> bool:
             (c.group == "micro" and c.file == f"w{w}-none") or c.group == "sweep")]
         if cs:
             panels.append((f"w = {w} ({1 << w:,} distinct values), uncompressed", cs))
-    nl = [c for c in cases if c.group == "nulls"]
+    nl = [c for c in cases if c.group == "nulls" and c.nulls == NULL_FRACTION]
     if nl:
         panels.append((f"w = {MICRO_WIDTH}, {NULL_FRACTION:.0%} nulls, uncompressed", nl))
     sn = [c for c in cases if c.group == "micro" and c.file == f"w{MICRO_WIDTH}-snappy"]
@@ -1474,6 +1488,10 @@ def main() -> int:
     ap.add_argument("--sweep-selectivities", default=None,
                     help="denominators of the sweep's selectivities (default "
                          + ",".join(map(str, SWEEP_DENOMS)) + ")")
+    ap.add_argument("--null-fractions", default=None,
+                    help="null fractions of the nullable micro (default "
+                         + ",".join(f"{f:g}" for f in NULL_FRACTIONS) + f"; {NULL_FRACTION:g} "
+                         "at every selectivity, the others at the sweep's)")
     ap.add_argument("--smoke", action="store_true",
                     help="a quick check of the whole harness: 3 runs, sweep widths "
                          f"{','.join(map(str, SMOKE_WIDTHS))}, headline selectivities "
@@ -1522,6 +1540,13 @@ def main() -> int:
     if any(d < 1 or d & (d - 1) or d > 128 for d in args.sweep_denoms):
         ap.error("--sweep-selectivities: powers of two from 1 to 128")
     args.headline_denoms = list(SMOKE_DENOMS if args.smoke else HEADLINE_DENOMS)
+    try:
+        args.null_fractions = sorted({float(f) for f in (args.null_fractions or ",".join(
+            map(str, NULL_FRACTIONS))).split(",") if f.strip()})
+    except ValueError:
+        ap.error("--null-fractions: a comma list of numbers")
+    if any(not 0 < f < 1 for f in args.null_fractions):
+        ap.error("--null-fractions: fractions between 0 and 1 (exclusive)")
 
     import harness  # noqa: F401  (one CPU for pyarrow in this process)
     try:
@@ -1583,7 +1608,7 @@ def main() -> int:
         raw = {
             "scale": args.scale, "runs": args.runs, "micro_rows": args.micro_rows,
             "smoke": args.smoke, "widths": args.widths, "sweep_denoms": args.sweep_denoms,
-            "headline_denoms": args.headline_denoms,
+            "headline_denoms": args.headline_denoms, "null_fractions": args.null_fractions,
             "timing": (f"per (engine, case): one fresh process, {args.runs} runs; first_ms = "
                        f"run 1, best_ms / median_ms = of runs 2..{args.runs}"),
             "engines": [{"key": e, "note": ENGINE_NOTES[e]} for e in engine_cols(cases)],
@@ -1591,7 +1616,8 @@ def main() -> int:
                        "sql": c.sql, "polars_sql": c.polars_sql, "kind": c.kind,
                        "tables": {k: str(v) for k, v in c.tables.items()},
                        "width": c.width, "selectivity": f"1/{c.denom}" if c.denom else None,
-                       "selected_rows": c.selected, "rows": c.rows, "fraction": c.fraction}
+                       "selected_rows": c.selected, "rows": c.rows, "fraction": c.fraction,
+                       "null_fraction": c.nulls}
                       for c in cases],
             "results": results,
             "targets": [{"target": t, "measured": m, "verdict": v}

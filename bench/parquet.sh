@@ -6,8 +6,8 @@
 #     snappy, zstd) and by DuckDB's COPY;
 #   - the Parquet-Select micro-benchmark (20 int64 columns, `select max(a10), max(a11),
 #     max(a12) from t where a1 < X and a2 < Y` at selectivities 1/1 ... 1/128): w = 5
-#     uncompressed and snappy, a bit-width sweep, a nullable variant and a repeated
-#     (list<int64>) column.
+#     uncompressed and snappy, a bit-width sweep, nullable variants (1 %, 10 %, 50 % of
+#     every column null) and a repeated (list<int64>) column.
 # Every engine is timed the same way: a fresh process per (engine, case, file) opens and
 # plans untimed, then N runs (run 1 = first run, best and median of the rest); every result
 # is checked against DuckDB's.
@@ -22,7 +22,8 @@
 # parquet.py options: --runs N (default 6), --engines a,b (sift, datafusion,
 # datafusion-pushdown, duckdb, polars, pyarrow), --cases (tpch, micro, sweep, nulls,
 # repeated, or TPC-H queries q1,q6,...), --micro-rows N (default 16777216), --widths 1,2,...
-# (sweep), --sweep-selectivities 1,4,16,128, --smoke, --timeout S (see `python
+# (sweep), --sweep-selectivities 1,4,16,128, --null-fractions 0.01,0.1,0.5, --smoke,
+# --timeout S (see `python
 # bench/parquet.py --help`).
 # Data: bench/data/parquet-sf{SF}/ and bench/data/parquet-micro-r{ROWS}/ (cached).
 # Results: bench/results/parquet-sf{SF}.{md,json} and bench/results/parquet-micro.png
