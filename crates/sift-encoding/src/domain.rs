@@ -8,8 +8,10 @@
 //! encodings and the chooser.
 
 use std::hash::Hash;
+use std::hint::select_unpredictable;
 
 use sift_bits::Bitmap;
+use sift_bits::pack::low_mask;
 
 use crate::error::{Result, corrupt};
 use crate::predicate::DomainPred;
@@ -213,6 +215,49 @@ pub(crate) fn eval_all<V: Copy>(values: &[V], f: impl Fn(V) -> bool) -> Bitmap {
         *w = bits;
     }
     Bitmap::from_words(words, values.len()).unwrap_or_default()
+}
+
+/// The words after the current one that [`fill_ahead`] writes, and the longest run it
+/// places: one that ends inside them from any bit of the current word.
+pub(crate) const AHEAD_WORDS: usize = 8;
+pub(crate) const AHEAD_RUN: usize = 64 * (AHEAD_WORDS - 1);
+
+/// For a bitmap written run after run, left to right, into `out` (words from bit 0):
+/// `word` is the word being filled (its bits from bit `row` on clear), kept in a register
+/// and stored whole, so that no run reads `out`; `all` is the run's bit repeated over a
+/// word.
+///
+/// Places a run of `len` (at most [`AHEAD_RUN`]) bits at bit `row` without a branch on its
+/// length: the current word finished with the run's bit (bits past the run's end
+/// included), the next [`AHEAD_WORDS`] words all of it (`out` must hold them: nothing is
+/// written otherwise). Every word
+/// the run covers is then right but the one it ends in, which is kept in `word`; the words
+/// written past the run must be stored whole again as the writer reaches them, or cleared
+/// when it stops. Runs whose lengths vary from one to the next (the runs of ones between
+/// scattered nulls) cost a mispredicted branch each when placed by length.
+#[inline(always)]
+pub(crate) fn fill_ahead(out: &mut [u64], word: &mut u64, row: &mut usize, all: u64, len: usize) {
+    let (at, shift, end) = (*row / 64, *row % 64, *row + len);
+    if let Some(words) = out.get_mut(at..at + 1 + AHEAD_WORDS) {
+        words[0] = *word | all << shift;
+        words[1..].fill(all);
+    }
+    let within = *word | (all & low_mask(len.min(63) as u32)) << shift;
+    *word = select_unpredictable(shift + len < 64, within, all & low_mask((end % 64) as u32));
+    *row = end;
+}
+
+/// Places a run of `len` (at least 64) bits at bit `row`: the current word finished, whole
+/// words of the run's bit, its last bits starting the next word (kept in `word`).
+#[inline(always)]
+pub(crate) fn fill_run(out: &mut [u64], word: &mut u64, row: &mut usize, all: u64, len: usize) {
+    let end = *row + len;
+    out[*row / 64] = *word | all << (*row % 64);
+    if let Some(whole) = out.get_mut(*row / 64 + 1..end / 64) {
+        whole.fill(all);
+    }
+    *word = all & low_mask((end % 64) as u32);
+    *row = end;
 }
 
 /// Sets bits `start..end`.

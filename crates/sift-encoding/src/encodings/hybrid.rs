@@ -49,7 +49,9 @@ use sift_bits::pack::{low_mask, packed_words};
 use sift_bits::predicate::Predicate;
 use sift_bits::{Bitmap, Level};
 
-use crate::domain::{Domain, Value, set_range, uniform};
+use crate::domain::{
+    AHEAD_RUN, AHEAD_WORDS, Domain, Value, fill_ahead, fill_run, set_range, uniform,
+};
 use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
 use crate::error::{Result, corrupt};
@@ -583,12 +585,11 @@ fn one_bit_words_walked(
 /// all its value when repeated and its next bytes when bit-packed (the bytes loaded past a
 /// shorter run are cut off by its length). The word being filled stays in a register and
 /// is stored whole after every field, the bits a field carries past it starting the next
-/// word, so no field reads `out`; a repeated run on its own (one too long to join the
-/// run before it) finishes that word and stores the next words whole, as many as the
-/// longest run of up to 448 values could reach whatever its length ([`fill_ahead`]:
-/// with sparse nulls these runs' lengths vary too much for a branch on them), longer ones
-/// as many as they fill; a bit-packed run of more than 8 groups is placed 64 values at a
-/// time.
+/// word, so no field reads `out`. A repeated run on its own (too long to join the run
+/// before it) of up to [`AHEAD_RUN`] values is placed without a branch on its length or
+/// its header's width, which vary from run to run with sparse nulls ([`fill_ahead`]); a
+/// longer one finishes that word and stores the whole words it fills. A bit-packed run of
+/// more than 8 groups is placed 64 values at a time.
 ///
 /// `bmi2`: [`has_bmi2`], asked once by the caller.
 fn short_one_bit_runs(
@@ -738,29 +739,6 @@ fn short_one_bit_runs_body(
     (pos, row)
 }
 
-/// The longest repeated run [`fill_ahead`] places, and the words after the current one it
-/// writes.
-const AHEAD_RUN: usize = 448;
-const AHEAD_WORDS: usize = 8;
-
-/// Places a repeated run of `len` (at most [`AHEAD_RUN`]) one-bit values, `all` the value
-/// repeated over a word, at bit `row` for [`short_one_bit_runs`], without a branch on its
-/// length: the current word finished with the value (bits past the run's end included),
-/// the next [`AHEAD_WORDS`] words all of it. Every word of the run is then right, the
-/// word being filled is kept in `word`; the words written past it are rewritten whole as
-/// the walk reaches them, or cleared when it stops.
-#[inline(always)]
-fn fill_ahead(out: &mut [u64], word: &mut u64, row: &mut usize, all: u64, len: usize) {
-    let (at, shift, end) = (*row / 64, *row % 64, *row + len);
-    if let Some(words) = out.get_mut(at..at + 1 + AHEAD_WORDS) {
-        words[0] = *word | all << shift;
-        words[1..].fill(all);
-    }
-    let within = *word | (all & low_mask(len.min(63) as u32)) << shift;
-    *word = select_unpredictable(shift + len < 64, within, all & low_mask((end % 64) as u32));
-    *row = end;
-}
-
 /// A run header of one or two bytes (`h`, then `h2`) for [`short_one_bit_runs`]: the
 /// header's value shifted right once (a repeated run's length, a bit-packed run's groups)
 /// and its bytes; `None` for a wider header.
@@ -785,20 +763,6 @@ fn place_field(out: &mut [u64], word: &mut u64, row: &mut usize, field: u64, len
     out[*row / 64] = *word;
     *word = select_unpredictable(shift + len >= 64, carry, *word);
     *row += len;
-}
-
-/// Places a repeated run of `len` (at least 64) one-bit values, `all` the value repeated
-/// over a word, at bit `row` for [`short_one_bit_runs`]: the word being filled finished,
-/// whole words of the value, the run's last bits starting the next word.
-#[inline(always)]
-fn fill_run(out: &mut [u64], word: &mut u64, row: &mut usize, all: u64, len: usize) {
-    let end = *row + len;
-    out[*row / 64] = *word | all << (*row % 64);
-    if let Some(whole) = out.get_mut(*row / 64 + 1..end / 64) {
-        whole.fill(all);
-    }
-    *word = all & low_mask((end % 64) as u32);
-    *row = end;
 }
 
 /// Appends `run` (never empty), joined to the previous one when both repeat the same

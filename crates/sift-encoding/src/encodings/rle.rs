@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use sift_bits::Bitmap;
 
-use crate::domain::{Domain, Value, decode_indices, set_range};
+use crate::domain::{AHEAD_RUN, AHEAD_WORDS, Domain, Value, decode_indices, fill_ahead, fill_run};
 use crate::encoding::Encoding;
 use crate::error::{Result, corrupt};
 use crate::predicate::DomainPred;
@@ -166,16 +166,23 @@ impl Encoding for Rle {
         p: &P,
     ) -> Result<Option<Bitmap>> {
         let (vals, lens) = self.runs::<V>(ctx, id, count, depth)?;
-        let mut words = vec![0u64; count.div_ceil(64)];
-        let mut pos = 0usize;
+        // Written run by run, each run's bit set or clear without a branch (runs alternate
+        // between the values that pass and those that do not), shorter runs without a
+        // branch on their length either; the slack takes the words written past the end.
+        let words_len = count.div_ceil(64);
+        let mut words = vec![0u64; words_len + AHEAD_WORDS + 1];
+        let (mut word, mut pos) = (0u64, 0usize);
         for (v, len) in vals.into_iter().zip(lens) {
             // `runs` checked that the lengths add up to `count`.
-            let end = pos + len as usize;
-            if p.eval(v) {
-                set_range(&mut words, pos, end);
+            let (all, len) = (0u64.wrapping_sub(u64::from(p.eval(v))), len as usize);
+            if len <= AHEAD_RUN {
+                fill_ahead(&mut words, &mut word, &mut pos, all, len);
+            } else {
+                fill_run(&mut words, &mut word, &mut pos, all, len);
             }
-            pos = end;
         }
+        words[pos / 64] = word;
+        words.truncate(words_len);
         Bitmap::from_words(words, count)
             .ok_or_else(|| corrupt("run bitmap"))
             .map(Some)
