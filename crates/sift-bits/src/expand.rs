@@ -60,12 +60,7 @@ pub fn expand_at<T: Lane>(
 /// The scalar reference: writes `out[j]` for the rows `first + j`, taking `values` in order
 /// for the set bits of `bits` (indexed by row) and zero for the clear ones. The caller has
 /// checked that `values` holds exactly one value per set bit.
-pub(crate) fn expand_scalar<T: Lane>(
-    values: &[T],
-    bits: &[u64],
-    first: usize,
-    out: &mut [MaybeUninit<T>],
-) {
+fn expand_scalar<T: Lane>(values: &[T], bits: &[u64], first: usize, out: &mut [MaybeUninit<T>]) {
     let mut k = 0usize;
     for (j, slot) in out.iter_mut().enumerate() {
         let row = first + j;

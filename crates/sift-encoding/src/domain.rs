@@ -230,11 +230,11 @@ pub(crate) const AHEAD_RUN: usize = 64 * (AHEAD_WORDS - 1);
 /// Places a run of `len` (at most [`AHEAD_RUN`]) bits at bit `row` without a branch on its
 /// length: the current word finished with the run's bit (bits past the run's end
 /// included), the next [`AHEAD_WORDS`] words all of it (`out` must hold them: nothing is
-/// written otherwise). Every word
-/// the run covers is then right but the one it ends in, which is kept in `word`; the words
-/// written past the run must be stored whole again as the writer reaches them, or cleared
-/// when it stops. Runs whose lengths vary from one to the next (the runs of ones between
-/// scattered nulls) cost a mispredicted branch each when placed by length.
+/// written otherwise). Every word the run covers is then right but the one it ends in,
+/// which is kept in `word`; the words written past the run must be stored whole again as
+/// the writer reaches them, or cleared when it stops. Runs whose lengths vary from one to
+/// the next (the runs of ones between scattered nulls) cost a mispredicted branch each
+/// when placed by length.
 #[inline(always)]
 pub(crate) fn fill_ahead(out: &mut [u64], word: &mut u64, row: &mut usize, all: u64, len: usize) {
     let (at, shift, end) = (*row / 64, *row % 64, *row + len);
