@@ -141,6 +141,32 @@ impl Bitmap {
         }
     }
 
+    /// Sets bit `positions[i]` to bit `i` of `bits`, for each `i` below both lengths.
+    /// Positions past the end are ignored. When `bits` is uniform (the exceptions of a
+    /// frequency-encoded boolean all have the other value) each position costs one masked
+    /// store, with no branch on its bit.
+    pub fn set_each(&mut self, positions: &[u64], bits: &Bitmap) {
+        let positions = &positions[..positions.len().min(bits.len())];
+        let in_range = |q: u64| usize::try_from(q).ok().filter(|&q| q < self.len);
+        let ones = bits.count_ones_in(0..positions.len());
+        if ones == 0 || ones == positions.len() {
+            let set = u64::from(ones != 0);
+            for &q in positions {
+                if let Some(q) = in_range(q) {
+                    let w = &mut self.words[q / 64];
+                    *w = (*w & !(1 << (q % 64))) | set << (q % 64);
+                }
+            }
+            return;
+        }
+        for (i, &q) in positions.iter().enumerate() {
+            if let Some(q) = in_range(q) {
+                let w = &mut self.words[q / 64];
+                *w = (*w & !(1 << (q % 64))) | u64::from(bits.get(i)) << (q % 64);
+            }
+        }
+    }
+
     /// Number of one bits.
     pub fn count_ones(&self) -> usize {
         popcount(&self.words)
@@ -454,6 +480,29 @@ mod tests {
         fn popcount_counts_every_bit(words in proptest::collection::vec(any::<u64>(), 0..40)) {
             let want: usize = words.iter().map(|w| w.count_ones() as usize).sum();
             prop_assert_eq!(popcount(&words), want);
+        }
+
+        /// `set_each` sets bits as `set` does one at a time, on uniform and mixed bits,
+        /// with repeated, unordered and out-of-range positions, and more positions than
+        /// bits or fewer.
+        #[test]
+        fn set_each_sets_like_set(
+            start in proptest::collection::vec(any::<bool>(), 0..300),
+            positions in proptest::collection::vec(0u64..320, 0..80),
+            uniform in proptest::option::of(any::<bool>()),
+            mixed in proptest::collection::vec(any::<bool>(), 0..80),
+        ) {
+            let bits = match uniform {
+                Some(v) => Bitmap::from_bools(std::iter::repeat_n(v, mixed.len())),
+                None => Bitmap::from_bools(mixed.iter().copied()),
+            };
+            let mut want = Bitmap::from_bools(start.iter().copied());
+            let mut got = want.clone();
+            for (i, &q) in positions.iter().enumerate().take(bits.len()) {
+                want.set(q as usize, bits.get(i));
+            }
+            got.set_each(&positions, &bits);
+            prop_assert_eq!(got, want);
         }
 
         #[test]

@@ -355,14 +355,22 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
 /// A constant's encoder.
 pub(crate) type ConstantEncoder<V> = fn(V, &mut BufferSink) -> NodeId;
 
-/// The boolean schemes: a constant, runs, a bitmap.
+/// The boolean schemes: a constant, runs, the positions of the rarer value, a bitmap.
 pub(crate) struct BoolSchemes {
     pub constant: ConstantEncoder<bool>,
     pub runs: Encoder<bool>,
+    /// The common value as a constant, the rows of the other as exception positions.
+    pub frequency: Encoder<bool>,
     pub bitmap: Encoder<bool>,
 }
 
-/// Encodes booleans: a constant, runs when they are long, else a bitmap.
+/// Encodes booleans: a constant; runs when they are long, or the positions of the rarer
+/// value when that is smaller (it is when the rare value is scattered: a run of it and the
+/// run after cost two lengths, its position one delta; the validity of a column with
+/// scattered nulls), runs when it clusters; else a bitmap. Positions decode faster than
+/// runs, a fill of the common value and one bit per exception against a run length
+/// decoded and placed per run, but slower than a bitmap, so they replace runs and never a
+/// bitmap.
 pub(crate) fn encode_bools(
     values: &[bool],
     sink: &mut BufferSink,
@@ -372,6 +380,7 @@ pub(crate) fn encode_bools(
     let BoolSchemes {
         constant,
         runs,
+        frequency,
         bitmap,
     } = schemes;
     if let Some(&first) = values.first()
@@ -379,10 +388,23 @@ pub(crate) fn encode_bools(
     {
         return constant(first, sink);
     }
+    let n = values.len();
     let count = 1 + values.windows(2).filter(|w| w[0] != w[1]).count();
     // A run costs its length (a few bits once bit-packed) against one bit per value in
     // the bitmap; only long runs pay off.
-    if depth > 1 && count * 16 < values.len() {
+    if depth > 1 && count * 16 < n {
+        let ones = values.iter().filter(|&&v| v).count();
+        // Scattered, the rare values make two runs each.
+        if ones.min(n - ones) * 32 < n {
+            let size = |encode: Encoder<bool>| {
+                let mut scratch = BufferSink::default();
+                encode(values, &mut scratch, depth);
+                scratch.stored_size()
+            };
+            if size(*frequency) <= size(*runs) {
+                return frequency(values, sink, depth);
+            }
+        }
         return runs(values, sink, depth);
     }
     bitmap(values, sink, depth)

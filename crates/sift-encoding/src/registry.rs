@@ -428,6 +428,7 @@ impl Value for bool {
 const BOOL_SCHEMES: BoolSchemes = BoolSchemes {
     constant: constant::encode,
     runs: rle::encode::<bool>,
+    frequency: patch::encode_frequency::<bool>,
     bitmap: bitmap::encode,
 };
 

@@ -1,7 +1,8 @@
 //! Where a chunk's non-null values go: a boolean node tree (bit set = value present),
 //! cascaded like any boolean column into runs when nulls cluster, as they do in real data
 //! (the missing values of a day, of a sensor, of an optional field that was added late).
-//! A raw bitmap costs one bit per row however few the nulls; runs cost a few bits per run.
+//! A raw bitmap costs one bit per row however few the nulls; runs cost a few bits per run;
+//! rare scattered nulls are stored as their positions (a patch over the constant `true`).
 
 use arrow_buffer::BooleanBuffer;
 use sift_bits::Bitmap;
@@ -81,11 +82,20 @@ mod tests {
     }
 
     #[test]
-    fn clustered_nulls_are_runs_scattered_nulls_a_bitmap() -> std::result::Result<(), String> {
+    fn clustered_nulls_are_runs_rare_ones_positions_frequent_ones_a_bitmap()
+    -> std::result::Result<(), String> {
         // A day's cancelled flights at its end: a few long runs.
         let clustered: Vec<bool> = (0..65_536).map(|i| i % 900 < 870).collect();
         let (_, shape) = round_trip(&clustered)?;
         assert!(shape.starts_with("rle"), "{shape}");
+        // One row in about a hundred missing, each on its own: their positions are half
+        // as many numbers as the runs around them.
+        let rare: Vec<bool> = (0..65_536u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57 != 0)
+            .collect();
+        let (out, shape) = round_trip(&rare)?;
+        assert!(shape.starts_with("patch"), "{shape}");
+        assert_eq!(out, Bitmap::from_bools(rare.iter().copied()));
         let scattered: Vec<bool> = (0..65_536).map(|i| i % 7 != 3).collect();
         let (_, shape) = round_trip(&scattered)?;
         assert_eq!(shape, "bitmap");

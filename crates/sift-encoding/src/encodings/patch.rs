@@ -153,6 +153,24 @@ pub(crate) fn encode_pfor(values: &[i64], sink: &mut BufferSink, depth: u8) -> N
 }
 
 impl Patch {
+    /// The exception positions (increasing, each below `count`).
+    fn positions(&self, ctx: &Ctx<'_>, id: NodeId, count: usize, depth: usize) -> Result<Vec<u64>> {
+        let exceptions = self.exceptions as usize;
+        if exceptions > count {
+            return Err(corrupt(format!(
+                "{exceptions} exceptions for {count} values"
+            )));
+        }
+        let max = count.saturating_sub(1) as u64;
+        decode_indices(
+            ctx,
+            ctx.child(id, self.positions)?,
+            exceptions,
+            max,
+            depth + 1,
+        )
+    }
+
     /// The exception positions (increasing, each below `count`) and values.
     fn exceptions<V: Value>(
         &self,
@@ -161,21 +179,8 @@ impl Patch {
         count: usize,
         depth: usize,
     ) -> Result<(Vec<u64>, Vec<V>)> {
-        let exceptions = self.exceptions as usize;
-        if exceptions > count {
-            return Err(corrupt(format!(
-                "{exceptions} exceptions for {count} values"
-            )));
-        }
-        let max = count.saturating_sub(1) as u64;
-        let pos = decode_indices(
-            ctx,
-            ctx.child(id, self.positions)?,
-            exceptions,
-            max,
-            depth + 1,
-        )?;
-        let vals = V::decode(ctx, ctx.child(id, self.values)?, exceptions, depth + 1)?;
+        let pos = self.positions(ctx, id, count, depth)?;
+        let vals = V::decode(ctx, ctx.child(id, self.values)?, pos.len(), depth + 1)?;
         Ok((pos, vals))
     }
 }
@@ -239,7 +244,8 @@ impl Encoding for Patch {
         Ok(Some(out))
     }
 
-    /// The inner node, then the exceptions alone.
+    /// The inner node, then the exceptions alone, filtered where they are stored (a
+    /// constant's verdict is reached once, not per exception).
     fn filter<V: Value, P: DomainPred<V>>(
         &self,
         ctx: &Ctx<'_>,
@@ -248,11 +254,10 @@ impl Encoding for Patch {
         depth: usize,
         p: &P,
     ) -> Result<Option<Bitmap>> {
-        let (pos, vals) = self.exceptions::<V>(ctx, id, count, depth)?;
+        let pos = self.positions(ctx, id, count, depth)?;
+        let verdicts = V::filter(ctx, ctx.child(id, self.values)?, pos.len(), depth + 1, p)?;
         let mut out = V::filter(ctx, ctx.child(id, self.inner)?, count, depth + 1, p)?;
-        for (q, v) in pos.into_iter().zip(vals) {
-            out.set(q as usize, p.eval(v));
-        }
+        out.set_each(&pos, &verdicts);
         Ok(Some(out))
     }
 }
