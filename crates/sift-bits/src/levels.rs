@@ -92,10 +92,13 @@ macro_rules! kernels {
         }
 
         $(#[$attr])*
-        $($qual)* fn $extract(levels: &[u64], valid: &[u64], wr: &mut BitWriter) {
+        // The writer by value: behind a `&mut` its cursor would go through memory on
+        // every word (see `BitWriter::take`), a store-to-load wait per word.
+        $($qual)* fn $extract(levels: &[u64], valid: &[u64], mut wr: BitWriter) -> BitWriter {
             for (&x, &m) in levels.iter().zip(valid) {
                 wr.put($pext(x, m), m.count_ones());
             }
+            wr
         }
     };
 }
@@ -176,15 +179,15 @@ pub fn extract(levels: &Bitmap, valid: &Bitmap) -> Result<Bitmap, BitsError> {
 pub fn extract_at(level: Level, levels: &Bitmap, valid: &Bitmap) -> Result<Bitmap, BitsError> {
     expect_len("extract levels", levels.len(), valid.len())?;
     let n = valid.count_ones();
-    let mut wr = BitWriter::new(Vec::new(), n);
+    let wr = BitWriter::new(Vec::new(), n);
     #[cfg(target_arch = "x86_64")]
     if level.uses_bmi2() {
         // SAFETY: `uses_bmi2` implies bmi1, bmi2 and popcnt were detected.
-        unsafe { hw::extract_bmi2(levels.words(), valid.words(), &mut wr) };
+        let wr = unsafe { hw::extract_bmi2(levels.words(), valid.words(), wr) };
         return Ok(Bitmap::from_words_trusted(wr.finish(), n));
     }
     let _ = level;
-    extract_soft(levels.words(), valid.words(), &mut wr);
+    let wr = extract_soft(levels.words(), valid.words(), wr);
     Ok(Bitmap::from_words_trusted(wr.finish(), n))
 }
 
