@@ -149,5 +149,24 @@ mod tests {
             1,
             "runs hold 14 values, 100 expected",
         );
+        // Null positions: more than the chunk has rows, and one past its last row.
+        let patch = |exceptions: u32, position: i64| {
+            vec![
+                plain.clone(),
+                Node::Patch(crate::encodings::Patch {
+                    inner: 2,
+                    exceptions,
+                    positions: 3,
+                    values: 4,
+                }),
+                Node::Constant(crate::encodings::Constant { value: vec![1] }),
+                Node::Constant(crate::encodings::Constant {
+                    value: position.to_le_bytes().to_vec(),
+                }),
+                Node::Constant(crate::encodings::Constant { value: vec![0] }),
+            ]
+        };
+        check(patch(101, 5), 1, "101 exceptions for 100 values");
+        check(patch(1, 100), 1, "index 100 out of range 0..=99");
     }
 }
