@@ -159,7 +159,9 @@ fn plain_batch(n: usize) -> RecordBatch {
 }
 
 /// Skewed small integers (half the values one, a quarter another, …), stored as Huffman
-/// codes, and sorted doubles that are not decimals, stored as delta-coded bit patterns.
+/// codes; sorted doubles that are not decimals, stored as delta-coded bit patterns; and
+/// integers with about one null in a hundred and booleans with about one `true` in a
+/// hundred, scattered: the nulls' and the trues' positions stored.
 fn skewed_batch(n: usize) -> RecordBatch {
     // Hashed, so that no period is there for a cycle to find.
     let skewed: Int64Array = (0..n as u64)
@@ -174,6 +176,22 @@ fn skewed_batch(n: usize) -> RecordBatch {
         (
             Field::new("sorted", DataType::Float64, false),
             Arc::new(sorted),
+        ),
+        (
+            Field::new("rare_nulls", DataType::Int64, true),
+            Arc::new(
+                (0..n as u64)
+                    .map(|i| (hash(i ^ 0x5bd1) % 100 != 0).then_some(i as i64 % 37))
+                    .collect::<Int64Array>(),
+            ),
+        ),
+        (
+            Field::new("rare_trues", DataType::Boolean, false),
+            Arc::new(
+                (0..n as u64)
+                    .map(|i| Some(hash(i ^ 0x2c9f) % 100 == 0))
+                    .collect::<BooleanArray>(),
+            ),
         ),
     ])
 }
@@ -367,6 +385,14 @@ fn samples_are_valid_and_small() {
                 .collect();
             assert!(kinds[0].contains("huffman"), "{kinds:?}");
             assert!(kinds[1].starts_with("delta"), "{kinds:?}");
+            assert!(kinds[3].starts_with("patch"), "{kinds:?}");
+            let validity = f.decode_footer().unwrap().blocks[0].columns[2]
+                .encoding
+                .validity_shape();
+            assert!(
+                validity.as_deref().is_some_and(|v| v.starts_with("patch")),
+                "{validity:?}"
+            );
         }
     }
 }
