@@ -394,7 +394,8 @@ pub(crate) fn encode_bools(
     // the bitmap; only long runs pay off.
     if depth > 1 && count * 16 < n {
         let ones = values.iter().filter(|&&v| v).count();
-        // Scattered, the rare values make two runs each.
+        // Positions are tried where they would replace runs: with the rarer value below
+        // one in 32, scattered it makes two runs each, so runs pay here too.
         if ones.min(n - ones) * 32 < n {
             let size = |encode: Encoder<bool>| {
                 let mut scratch = BufferSink::default();
