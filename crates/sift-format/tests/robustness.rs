@@ -181,7 +181,7 @@ fn skewed_batch(n: usize) -> RecordBatch {
             Field::new("rare_nulls", DataType::Int64, true),
             Arc::new(
                 (0..n as u64)
-                    .map(|i| (hash(i ^ 0x5bd1) % 100 != 0).then_some(i as i64 % 37))
+                    .map(|i| (!hash(i ^ 0x5bd1).is_multiple_of(100)).then_some(i as i64 % 37))
                     .collect::<Int64Array>(),
             ),
         ),
@@ -189,7 +189,7 @@ fn skewed_batch(n: usize) -> RecordBatch {
             Field::new("rare_trues", DataType::Boolean, false),
             Arc::new(
                 (0..n as u64)
-                    .map(|i| Some(hash(i ^ 0x2c9f) % 100 == 0))
+                    .map(|i| Some(hash(i ^ 0x2c9f).is_multiple_of(100)))
                     .collect::<BooleanArray>(),
             ),
         ),

@@ -1,0 +1,47 @@
+//! Criterion benchmark of decoding a block's validity (64Ki rows, Sift's block size) as
+//! the writer stores it for each layout of nulls: rare and scattered (their positions),
+//! clustered (runs), frequent (a bitmap). `cargo bench -p sift-encoding --bench validity`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // bench code
+
+use std::hint::black_box;
+
+use arrow_array::Int64Array;
+use arrow_schema::DataType;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use sift_encoding::encode_array;
+
+const N: usize = 1 << 16;
+
+/// A well-mixed hash of `i`, for null positions without a period.
+fn hash(i: u64) -> u64 {
+    let x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
+}
+
+/// A layout of nulls: its name, and whether row `i` is null.
+type Layout = (&'static str, fn(u64) -> bool);
+
+fn validity(c: &mut Criterion) {
+    let layouts: [Layout; 4] = [
+        ("1% scattered", |i| hash(i).is_multiple_of(100)),
+        ("2% scattered", |i| hash(i).is_multiple_of(50)),
+        ("10% scattered", |i| hash(i).is_multiple_of(10)),
+        ("3% in runs of 200", |i| hash(i / 200).is_multiple_of(33)),
+    ];
+    let mut g = c.benchmark_group("validity");
+    g.throughput(Throughput::Elements(N as u64));
+    for (name, null) in layouts {
+        let array: Int64Array = (0..N as u64).map(|i| (!null(i)).then_some(7)).collect();
+        let encoded = encode_array(&array).unwrap();
+        let chunk = encoded.chunk(&DataType::Int64, N);
+        let shape = encoded.encoding.validity_shape().unwrap_or_default();
+        g.bench_function(format!("{name} ({shape})"), |b| {
+            b.iter(|| black_box(&chunk).validity().unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, validity);
+criterion_main!(benches);
