@@ -1,6 +1,9 @@
 //! Criterion benchmark of decoding a block's validity (64Ki rows, Sift's block size) as
 //! the writer stores it for each layout of nulls: rare and scattered (their positions),
-//! clustered (runs), frequent (a bitmap). `cargo bench -p sift-encoding --bench validity`.
+//! clustered (runs), frequent (a bitmap). Each iteration decodes [`BLOCKS`] blocks whose
+//! nulls differ, so that the branch predictor cannot learn one block's positions by heart
+//! (it does with a single block, and then favours branchy code that real scans, never
+//! seeing a block twice, pay for). `cargo bench -p sift-encoding --bench validity`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // bench code
 
@@ -12,6 +15,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use sift_encoding::encode_array;
 
 const N: usize = 1 << 16;
+/// Blocks decoded per iteration, each with other null positions.
+const BLOCKS: u64 = 128;
 
 /// A well-mixed hash of `i`, for null positions without a period.
 fn hash(i: u64) -> u64 {
@@ -30,14 +35,34 @@ fn validity(c: &mut Criterion) {
         ("3% in runs of 200", |i| hash(i / 200).is_multiple_of(33)),
     ];
     let mut g = c.benchmark_group("validity");
-    g.throughput(Throughput::Elements(N as u64));
+    g.throughput(Throughput::Elements(N as u64 * BLOCKS));
     for (name, null) in layouts {
-        let array: Int64Array = (0..N as u64).map(|i| (!null(i)).then_some(7)).collect();
-        let encoded = encode_array(&array).unwrap();
-        let chunk = encoded.chunk(&DataType::Int64, N);
-        let shape = encoded.encoding.validity_shape().unwrap_or_default();
+        let encoded: Vec<_> = (0..BLOCKS)
+            .map(|b| {
+                let offset = b * N as u64 * 1000;
+                let array: Int64Array = (0..N as u64)
+                    .map(|i| (!null(offset + i)).then_some(7))
+                    .collect();
+                encode_array(&array).unwrap()
+            })
+            .collect();
+        let shape = encoded[0].encoding.validity_shape().unwrap_or_default();
+        assert!(
+            encoded
+                .iter()
+                .all(|e| e.encoding.validity_shape().unwrap_or_default() == shape),
+            "{name}: the blocks' layouts differ"
+        );
+        let chunks: Vec<_> = encoded
+            .iter()
+            .map(|e| e.chunk(&DataType::Int64, N))
+            .collect();
         g.bench_function(format!("{name} ({shape})"), |b| {
-            b.iter(|| black_box(&chunk).validity().unwrap())
+            b.iter(|| {
+                for chunk in &chunks {
+                    black_box(black_box(chunk).validity().unwrap());
+                }
+            })
         });
     }
     g.finish();
