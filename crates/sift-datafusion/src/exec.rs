@@ -130,7 +130,7 @@ impl SiftScanExec {
         predicate: Arc<dyn PhysicalExpr>,
         default_selectivity: u8,
     ) -> Result<SiftScanExec> {
-        let table = blocks_statistics(&self.files.files, &self.table_schema, &self.all_blocks());
+        let table = blocks_statistics(&self.files, &self.table_schema, &self.all_blocks());
         let Precision::Exact(rows) = table.num_rows else {
             return Ok(self);
         };
@@ -217,7 +217,7 @@ impl SiftScanExec {
 
     /// Statistics of the scanned columns over `blocks` (file, block), before any filter.
     fn blocks_statistics(&self, blocks: &[(usize, usize)]) -> Statistics {
-        let stats = blocks_statistics(&self.files.files, &self.table_schema, blocks);
+        let stats = blocks_statistics(&self.files, &self.table_schema, blocks);
         match &self.projection {
             Some(p) => stats.project(Some(p)),
             None => stats,

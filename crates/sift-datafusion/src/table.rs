@@ -14,7 +14,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use sift_scan::{Dataset, Table};
 
 use crate::exec::SiftScanExec;
-use crate::stats::table_statistics;
+use crate::stats::{StatsMemo, table_statistics};
 use crate::translate::to_sift;
 
 /// Sift or Parquet files scanned by Sift's engine, as a DataFusion table.
@@ -44,6 +44,8 @@ pub(crate) struct TableFiles {
     pub(crate) files: Vec<TableFile>,
     /// The files' unified columns (without the partition columns).
     pub(crate) columns: SchemaRef,
+    /// Statistics merged from the files' zone maps, kept for the next planning.
+    pub(crate) stats_memo: StatsMemo,
 }
 
 impl TableFiles {
@@ -118,6 +120,7 @@ impl SiftTable {
                 dataset,
                 files,
                 columns,
+                stats_memo: StatsMemo::default(),
             }),
             schema,
         })
@@ -206,6 +209,6 @@ impl TableProvider for SiftTable {
     }
 
     fn statistics(&self) -> Option<Statistics> {
-        Some(table_statistics(&self.files.files, &self.schema))
+        Some(table_statistics(&self.files, &self.schema))
     }
 }
