@@ -152,11 +152,14 @@ impl Bitmap {
         let in_range = |q: u64| usize::try_from(q).ok().filter(|&q| q < self.len);
         let ones = bits.count_ones_in(0..positions.len());
         if ones == 0 || ones == positions.len() {
-            let set = if ones == 0 { 0 } else { u64::MAX };
             for &q in positions {
                 if let Some(q) = in_range(q) {
                     let (w, bit) = (&mut self.words[q / 64], 1 << (q % 64));
-                    *w = (*w & !bit) | (set & bit);
+                    if ones == 0 {
+                        *w &= !bit;
+                    } else {
+                        *w |= bit;
+                    }
                 }
             }
             return;
