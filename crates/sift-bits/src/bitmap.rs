@@ -62,13 +62,15 @@ impl Bitmap {
         let shift = self.len % 64;
         if shift == 0 {
             self.words.extend_from_slice(&other.words);
-        } else {
-            self.words.reserve(other.words.len());
-            for &w in &other.words {
-                if let Some(last) = self.words.last_mut() {
-                    *last |= w << shift;
-                }
-                self.words.push(w >> (64 - shift));
+        } else if let (Some(last), Some(&first)) = (self.words.last_mut(), other.words.first()) {
+            // Word `i` of `other` goes into the current last word and the one after it;
+            // built from pairs of neighbouring words, without a dependency from one new
+            // word to the next (the loop vectorizes).
+            *last |= first << shift;
+            let pairs = other.words.windows(2);
+            (self.words).extend(pairs.map(|w| (w[0] >> (64 - shift)) | (w[1] << shift)));
+            if let Some(&end) = other.words.last() {
+                self.words.push(end >> (64 - shift));
             }
         }
         self.len += other.len;
@@ -81,19 +83,22 @@ impl Bitmap {
         let end = range.end.min(self.len);
         let start = range.start.min(end);
         let len = end - start;
+        let n = len.div_ceil(64);
         let (first, shift) = (start / 64, start % 64);
-        let words = (0..len.div_ceil(64))
-            .map(|i| {
-                let lo = self.words.get(first + i).copied().unwrap_or(0);
-                match shift {
-                    0 => lo,
-                    _ => {
-                        let hi = self.words.get(first + i + 1).copied().unwrap_or(0);
-                        (lo >> shift) | (hi << (64 - shift))
-                    }
-                }
-            })
-            .collect();
+        let src = self.words.get(first..).unwrap_or_default();
+        let mut words = Vec::with_capacity(n);
+        if shift == 0 {
+            words.extend_from_slice(&src[..n.min(src.len())]);
+        } else {
+            // From pairs of neighbouring words (the loop vectorizes); the last word's high
+            // part may lie past the bitmap.
+            let pairs = src.windows(2).take(n);
+            words.extend(pairs.map(|w| (w[0] >> shift) | (w[1] << (64 - shift))));
+            if let Some(&last) = src.get(words.len()).filter(|_| words.len() < n) {
+                words.push(last >> shift);
+            }
+        }
+        words.resize(n, 0);
         let mut b = Bitmap { words, len };
         b.clear_tail();
         b

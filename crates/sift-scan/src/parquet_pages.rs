@@ -98,6 +98,18 @@ pub(crate) fn spread_selection(
     sel: Option<&Bitmap>,
     from: usize,
 ) -> Bitmap {
+    // Every row asked for (a whole page or row group): the selection's bits, in one copy.
+    if let [r] = asked
+        && r.start == 0
+        && r.end >= total
+    {
+        let Some(s) = sel else {
+            return Bitmap::ones(total);
+        };
+        let mut out = s.slice(from..from + total);
+        out.append(&Bitmap::zeros(total - out.len()));
+        return out;
+    }
     let mut out = Bitmap::zeros(0);
     let mut at = from;
     for r in asked {
