@@ -223,6 +223,14 @@ fn few_distinct<V: Sampled>(values: &[V], limit: usize) -> bool {
 /// Inputs shorter than this are not sized for [`When::Skewed`] schemes.
 const SKEWED_MIN_VALUES: usize = 1024;
 
+/// Bytes that `encode` stores, written into a scratch sink that is then dropped (a
+/// candidate's size, to compare it with others').
+fn trial_size<R>(encode: impl FnOnce(&mut BufferSink) -> R) -> usize {
+    let mut scratch = BufferSink::default();
+    encode(&mut scratch);
+    scratch.stored_size()
+}
+
 /// Sample sizes within this factor of the best are close calls, settled on the full data.
 const CLOSE_CALL: f64 = 1.2;
 /// At most this many finalists are encoded on the full data.
@@ -241,9 +249,7 @@ pub(crate) fn choose<S: Copy, T>(
     premium: impl Fn(S) -> Premium,
 ) -> Option<(S, f64)> {
     let size_on = |s: S, data: &[T]| {
-        let mut scratch = BufferSink::default();
-        encode(s, data, &mut scratch);
-        premium(s).charge(scratch.stored_size(), data.len())
+        premium(s).charge(trial_size(|scratch| encode(s, data, scratch)), data.len())
     };
     let mut sized: Vec<(f64, S)> = candidates
         .iter()
@@ -397,11 +403,7 @@ pub(crate) fn encode_bools(
         // Positions are tried where they would replace runs: with the rarer value below
         // one in 32, scattered it makes two runs each, so runs pay here too.
         if ones.min(n - ones) * 32 < n {
-            let size = |encode: Encoder<bool>| {
-                let mut scratch = BufferSink::default();
-                encode(values, &mut scratch, depth);
-                scratch.stored_size()
-            };
+            let size = |encode: Encoder<bool>| trial_size(|scratch| encode(values, scratch, depth));
             if size(*frequency) <= size(*runs) {
                 return frequency(values, sink, depth);
             }
@@ -483,11 +485,7 @@ pub(crate) fn encode_strings(
     .unwrap_or((S::Plain, 0.0));
     // For the same reason the sample underrates the dictionary: settle it on the full input.
     if dict_viable && best != S::Dict && s.len() < values.len() {
-        let size = |c| {
-            let mut scratch = BufferSink::default();
-            encode(c, values, &mut scratch);
-            scratch.stored_size()
-        };
+        let size = |c| trial_size(|scratch| encode(c, values, scratch));
         if size(S::Dict) < size(best) {
             best = S::Dict;
         }
