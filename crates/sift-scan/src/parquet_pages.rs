@@ -98,26 +98,21 @@ pub(crate) fn spread_selection(
     sel: Option<&Bitmap>,
     from: usize,
 ) -> Bitmap {
-    // Every row asked for (a whole page or row group): the selection's bits, in one copy.
-    if let [r] = asked
-        && r.start == 0
-        && r.end >= total
-    {
-        let Some(s) = sel else {
-            return Bitmap::ones(total);
-        };
-        let mut out = s.slice(from..from + total);
-        out.append(&Bitmap::zeros(total - out.len()));
-        return out;
-    }
     let mut out = Bitmap::zeros(0);
     let mut at = from;
     for r in asked {
         let r = r.start.min(total)..r.end.min(total);
         out.append(&Bitmap::zeros(r.start.saturating_sub(out.len())));
-        match sel {
-            Some(s) => out.append(&s.slice(at..at + r.len())),
-            None => out.append(&Bitmap::ones(r.len())),
+        let part = match sel {
+            Some(s) => s.slice(at..at + r.len()),
+            None => Bitmap::ones(r.len()),
+        };
+        // A first range from row 0 (a whole page or row group asked for) is the part
+        // itself, not a copy of it.
+        if out.is_empty() {
+            out = part;
+        } else {
+            out.append(&part);
         }
         at += r.len();
     }
