@@ -793,8 +793,9 @@ pub(crate) fn decode_extremes(
 /// The `[min, max]` pair of a chunk of an integer column of type `dt` over all its `len`
 /// rows, from its statistics alone: Sift's writer records the exact smallest and largest
 /// non-null value of every integer chunk, so no byte of the chunk is read. `Ok(None)` for
-/// other types and where the statistics lack a bound of the column's type. Statistics of
-/// other writers (a Parquet file's) may only bound the values: not for them.
+/// other types and where the statistics lack a bound of the column's type. Statistics that
+/// may only bound the values (a Parquet file's, unless they say they are exact) are not
+/// for this.
 pub fn extremes_of_stats(
     dt: &DataType,
     stats: &ChunkStats,

@@ -302,6 +302,14 @@ impl BlockEval<'_, '_> {
                 return Ok(vec![pair]);
             }
         }
+        // The extremes of every row of a Parquet row group: its statistics where they are
+        // exact, the column chunk unread.
+        #[cfg(feature = "parquet")]
+        if let (Read::Extremes { .. }, None, BlockData::Parquet(block)) = (output, sel, self.data)
+            && let Some(pair) = block.extremes_of_stats(col)?
+        {
+            return Ok(vec![pair]);
+        }
         // A Parquet column decoded by the `parquet` crate, read at the selected rows only.
         #[cfg(feature = "parquet")]
         if let (BlockData::Parquet(block), Some(s)) = (self.data, sel)

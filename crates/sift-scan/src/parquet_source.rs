@@ -175,6 +175,12 @@ impl ParquetSource {
         self.zones.row_group(b, col)
     }
 
+    /// The statistics of column `col` in row group `b` if they state its exact smallest
+    /// and largest values (see [`ParquetZones::exact_row_group`]).
+    pub(crate) fn exact_stats(&self, b: usize, col: usize) -> Option<&ChunkStats> {
+        self.zones.exact_row_group(b, col)
+    }
+
     /// The Bloom filter of column `col` in row group `b`.
     pub(crate) fn members(&self, b: usize, col: usize) -> Option<&dyn Membership> {
         self.zones.members(b, col)
@@ -692,6 +698,26 @@ fn row_group_reader<T: parquet::file::reader::ChunkReader + 'static>(
 }
 
 impl ParquetBlock<'_> {
+    /// The `[min, max]` pair of column `col` over every row of the row group, from its
+    /// statistics alone when they state the exact extremes (see
+    /// [`ParquetSource::exact_stats`]); `None` when they do not, when the column is not an
+    /// integer, date, time, timestamp or decimal, or when only some rows are read.
+    pub(crate) fn extremes_of_stats(&self, col: usize) -> Result<Option<ArrayRef>> {
+        let (None, Some(stats)) = (&self.rows, self.source.exact_stats(self.rg, col)) else {
+            return Ok(None);
+        };
+        let field = self.source.meta.schema().field(col);
+        let rows = self.source.block_rows(self.rg);
+        sift_encoding::extremes_of_stats(field.data_type(), stats, rows).map_err(|e| {
+            Error::Parquet(format!(
+                "{}: row group {}, column {}: {e}",
+                self.source.path.display(),
+                self.rg,
+                field.name()
+            ))
+        })
+    }
+
     /// Column `col`, read on first use.
     pub(crate) fn column(&self, col: usize) -> Result<ColumnData<'_>> {
         let cell = self

@@ -3,6 +3,9 @@
 //! [`ChunkStats`], [`PartZone`]s and [`Membership`] tests that `prune.rs` judges Sift
 //! blocks by, so that one pruning logic serves both formats.
 //!
+//! Row-group statistics that state the exact extremes also answer `MIN` and `MAX` over a
+//! whole row group (`extremes_only` scans), as a Sift chunk's statistics do.
+//!
 //! Everything is computed on first use (statistics per column over all row groups, page
 //! zones per column and row group, Bloom filters per column chunk when an equality leaf
 //! asks) and kept for the life of the open file. Statistics the file does not state, or
@@ -12,7 +15,7 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use arrow_array::{Array, ArrayRef, UInt64Array};
+use arrow_array::{Array, ArrayRef, BooleanArray, UInt64Array};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
@@ -24,6 +27,14 @@ use crate::parquet_input::{Held, ParquetInput, check_thrift};
 use crate::parquet_thrift::BoolLists;
 use crate::prune::{Membership, PartZone, Probe};
 
+/// A row group's statistics of one column.
+#[derive(Clone)]
+struct RowGroupZone {
+    stats: ChunkStats,
+    /// Whether `stats`' bounds are values of the column, not only bounds of them.
+    exact: bool,
+}
+
 /// The zone maps of one Parquet file.
 pub(crate) struct ParquetZones {
     meta: ArrowReaderMetadata,
@@ -31,7 +42,7 @@ pub(crate) struct ParquetZones {
     /// The Parquet leaf column of each schema column (`None`: no statistics).
     leaves: Vec<Option<usize>>,
     /// Per schema column: the statistics of each row group.
-    row_groups: Vec<OnceLock<Vec<Option<ChunkStats>>>>,
+    row_groups: Vec<OnceLock<Vec<Option<RowGroupZone>>>>,
     /// Per schema column: the page zones of each row group (`None`: no page index).
     pages: Vec<OnceLock<Vec<Option<Vec<PartZone>>>>>,
     /// Per row group: a Bloom filter slot per schema column.
@@ -72,6 +83,20 @@ impl ParquetZones {
 
     /// The statistics of column `col` in row group `rg`.
     pub(crate) fn row_group(&self, rg: usize, col: usize) -> Option<&ChunkStats> {
+        Some(&self.row_group_zone(rg, col)?.stats)
+    }
+
+    /// The statistics of column `col` in row group `rg` when they state its exact smallest
+    /// and largest values (as the `parquet` crate reads the file: integer bounds always
+    /// are, others when the file says so; never bounds in the deprecated fields) and its
+    /// null count, or when every value is null; such statistics answer `MIN` and `MAX`
+    /// over the whole row group without reading it.
+    pub(crate) fn exact_row_group(&self, rg: usize, col: usize) -> Option<&ChunkStats> {
+        let zone = self.row_group_zone(rg, col)?;
+        zone.exact.then_some(&zone.stats)
+    }
+
+    fn row_group_zone(&self, rg: usize, col: usize) -> Option<&RowGroupZone> {
         let all = self.row_groups.get(col)?;
         all.get_or_init(|| self.row_group_stats(col))
             .get(rg)?
@@ -119,7 +144,7 @@ impl ParquetZones {
     }
 
     /// Zone maps of every row group for column `col`.
-    fn row_group_stats(&self, col: usize) -> Vec<Option<ChunkStats>> {
+    fn row_group_stats(&self, col: usize) -> Vec<Option<RowGroupZone>> {
         let row_groups = self.meta.metadata().row_groups();
         let mut out = vec![None; row_groups.len()];
         let Some(conv) = self.converter(col) else {
@@ -132,8 +157,32 @@ impl ParquetZones {
         ) else {
             return out;
         };
-        for (i, slot) in out.iter_mut().enumerate() {
-            *slot = self.stats_at(col, &mins, &maxes, &nulls, i);
+        let (min_exact, max_exact) = (
+            conv.row_group_is_min_value_exact(row_groups).ok(),
+            conv.row_group_is_max_value_exact(row_groups).ok(),
+        );
+        // Unknown exactness: bounds only.
+        let exact = |flags: &Option<BooleanArray>, i: usize| {
+            flags
+                .as_ref()
+                .is_some_and(|f| i < f.len() && f.is_valid(i) && f.value(i))
+        };
+        // Bounds in the deprecated `min`/`max` fields, which old writers filled in signed
+        // order whatever the column's type: bounds only.
+        let leaf = self.leaves.get(col).copied().flatten();
+        let current = |g: &parquet::file::metadata::RowGroupMetaData| {
+            let stats = leaf.and_then(|l| g.columns().get(l)?.statistics());
+            stats.is_some_and(|s| !s.is_min_max_deprecated())
+        };
+        for (i, (slot, group)) in out.iter_mut().zip(row_groups).enumerate() {
+            *slot = self
+                .stats_at(col, &mins, &maxes, &nulls, i)
+                .map(|stats| RowGroupZone {
+                    // A chunk of nulls only has no bounds, and needs none.
+                    exact: (exact(&min_exact, i) && exact(&max_exact, i) && current(group))
+                        || i64::try_from(stats.null_count) == Ok(group.num_rows()),
+                    stats,
+                });
         }
         out
     }

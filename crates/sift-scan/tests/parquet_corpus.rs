@@ -15,6 +15,8 @@ use arrow::compute::concat_batches;
 use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use parquet::file::statistics::Statistics;
 use sift_scan::{CmpOp, Expr, Literal, Table, col};
 
 /// The file as arrow-rs reads it, or `None` if it cannot, or if its metadata disagrees
@@ -97,8 +99,8 @@ fn filters(name: &str, a: &ArrayRef) -> Vec<Expr> {
     out
 }
 
-#[test]
-fn filtered_scans_of_the_corpus_equal_arrow_rs() {
+/// The corpus's Parquet files, sorted.
+fn corpus() -> Vec<std::path::PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/parquet-testing/data");
     assert!(dir.is_dir(), "{} is missing", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -107,8 +109,13 @@ fn filtered_scans_of_the_corpus_equal_arrow_rs() {
         .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
         .collect();
     files.sort();
+    files
+}
+
+#[test]
+fn filtered_scans_of_the_corpus_equal_arrow_rs() {
     let (mut scanned, mut checks) = (0, 0);
-    for path in &files {
+    for path in &corpus() {
         let Some(batch) = reference(path) else {
             continue;
         };
@@ -165,4 +172,90 @@ fn filtered_scans_of_the_corpus_equal_arrow_rs() {
     }
     assert!(scanned >= 30, "only {scanned} files scanned");
     eprintln!("{checks} filtered scans of {scanned} files");
+}
+
+/// `extremes_only` without a filter (every row group whole) gives, folded over the row
+/// groups, the smallest and largest value of every integer, date, time, timestamp and
+/// decimal column as arrow-rs reads the file: statistics of many writers and ages. Where
+/// every row group's statistics are exact, in the current `min_value`/`max_value` fields
+/// and count the nulls, they answer, no byte of the column read; bounds in the deprecated `min`/`max`
+/// fields (which old writers filled in signed order whatever the type) do not, and the
+/// pages are read.
+#[test]
+fn extremes_of_the_corpus_equal_arrow_rs() {
+    let (mut checked, mut from_stats, mut from_pages) = (0, 0, 0);
+    for path in &corpus() {
+        let Some(batch) = reference(path) else {
+            continue;
+        };
+        let Ok(table) = Table::open(path) else {
+            continue;
+        };
+        let file = std::fs::File::open(path).unwrap();
+        let meta = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+        let (groups, descr) = (meta.metadata().row_groups(), meta.parquet_schema());
+        for (c, field) in batch.schema().fields().iter().enumerate() {
+            let Some(values) = common::wide_ints(batch.column(c)) else {
+                continue;
+            };
+            let what = || format!("{}: {}", path.display(), field.name());
+            let want = values
+                .iter()
+                .flatten()
+                .min()
+                .zip(values.iter().flatten().max());
+            let mut scan = table
+                .scan()
+                .project([field.name()])
+                .extremes_only()
+                .build()
+                .unwrap_or_else(|e| panic!("{}: {e}", what()));
+            let pairs = scan
+                .by_ref()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap_or_else(|e| panic!("{}: {e}", what()));
+            let mut folded: Vec<i128> = Vec::new();
+            for pair in &pairs {
+                let pair = common::wide_ints(pair.column(0)).unwrap();
+                assert_eq!(pair.len(), 2, "{}", what());
+                folded.extend(pair.into_iter().flatten());
+            }
+            let got = folded.iter().min().zip(folded.iter().max());
+            assert_eq!(got, want, "{}", what());
+            checked += 1;
+            // Where the extremes came from, for the columns whose row groups agree.
+            let leaf = StatisticsConverter::try_new(field.name(), &batch.schema(), descr)
+                .ok()
+                .and_then(|s| s.parquet_column_index());
+            let Some(leaf) = leaf else { continue };
+            let stats = || groups.iter().map(|g| g.column(leaf).statistics());
+            let read = scan.stats().bytes_read;
+            let current = |s: Option<&Statistics>| {
+                s.is_some_and(|s| {
+                    !s.is_min_max_deprecated()
+                        && s.min_is_exact()
+                        && s.max_is_exact()
+                        && (s.null_count_opt().is_some() || !field.is_nullable())
+                })
+            };
+            let deprecated = |s: Option<&Statistics>| {
+                s.is_some_and(|s| s.is_min_max_deprecated() && s.min_bytes_opt().is_some())
+            };
+            if stats().all(current) {
+                assert_eq!(read, 0, "{}: exact statistics, yet bytes read", what());
+                from_stats += 1;
+            } else if stats().all(deprecated) && groups.iter().any(|g| g.num_rows() > 0) {
+                assert!(read > 0, "{}: deprecated bounds taken as extremes", what());
+                from_pages += 1;
+            }
+        }
+    }
+    assert!(checked >= 50, "only {checked} columns checked");
+    assert!(
+        from_stats >= 20 && from_pages >= 5,
+        "{from_stats} from statistics, {from_pages} from pages"
+    );
+    eprintln!(
+        "extremes of {checked} columns ({from_stats} from statistics, {from_pages} from deprecated ones' pages)"
+    );
 }

@@ -385,3 +385,90 @@ fn extremes_of_selected_rows_equal_the_reference() {
         .unwrap();
     assert!(err.to_string().contains("no rows to limit"), "{err}");
 }
+
+/// `extremes_only` with every row of a row group selected: the row group's statistics
+/// answer, exact as arrow-rs writes them, and no byte of a column chunk is read. Checked
+/// against the extremes of each row group's rows for signed and unsigned integers (values
+/// past `i64::MAX`, where a signed reading of the bounds would be wrong), dates, decimals
+/// and a row group whose values are all null; without statistics the pages are read and
+/// give the same pairs.
+#[test]
+fn extremes_of_whole_row_groups_come_from_exact_statistics() {
+    use parquet::file::properties::EnabledStatistics;
+    const GROUP: usize = 1000;
+    let rows = 3 * GROUP;
+    let mix = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let tiny = Int8Array::from_iter((0..rows).map(|i| (i % 7 != 3).then_some(mix(i) as i8)));
+    let wide = UInt64Array::from_iter_values((0..rows).map(|i| mix(i + 1) >> (i % 3)));
+    let day = Date32Array::from_iter_values((0..rows).map(|i| (mix(i + 2) % 20_000) as i32 - 5000));
+    let price = Decimal128Array::from_iter_values(
+        (0..rows).map(|i| (mix(i + 3) % 1_000_000) as i128 - 400_000),
+    )
+    .with_precision_and_scale(12, 2)
+    .unwrap();
+    // Null in all of the second row group.
+    let gap = Int64Array::from_iter(
+        (0..rows).map(|i| (i / GROUP != 1).then_some((mix(i + 4) % 999) as i64)),
+    );
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(tiny),
+        Arc::new(wide),
+        Arc::new(day),
+        Arc::new(price),
+        Arc::new(gap),
+    ];
+    let names = ["tiny", "wide", "day", "price", "gap"];
+    let fields: Vec<Field> = (names.iter().zip(&columns))
+        .map(|(n, c)| Field::new(*n, c.data_type().clone(), true))
+        .collect();
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+    // Each row group's [min, max] of each column (None: all null).
+    let want: Vec<Vec<Option<(i128, i128)>>> = (0..3)
+        .map(|g| {
+            let part = batch.slice(g * GROUP, GROUP);
+            (part.columns().iter())
+                .map(|a| {
+                    let v = common::wide_ints(a).unwrap();
+                    Some((
+                        v.iter().flatten().min().copied()?,
+                        v.iter().flatten().max().copied()?,
+                    ))
+                })
+                .collect()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, stats) in [
+        ("with", EnabledStatistics::Chunk),
+        ("without", EnabledStatistics::None),
+    ] {
+        let props = WriterProperties::builder()
+            .set_statistics_enabled(stats)
+            .set_max_row_group_row_count(Some(GROUP))
+            .build();
+        let table = write(&dir.path().join(format!("{name}.parquet")), &batch, props);
+        let mut scan = table.scan().project(names).extremes_only().build().unwrap();
+        let got: Vec<RecordBatch> = scan.by_ref().map(|b| b.unwrap()).collect();
+        assert_eq!(got.len(), 3, "{name}: a pair per row group");
+        for (g, pairs) in got.iter().enumerate() {
+            for (c, column) in names.iter().enumerate() {
+                let pair = pairs.column(c);
+                assert_eq!(pair.data_type(), batch.column(c).data_type(), "{column}");
+                let got = match common::wide_ints(pair).unwrap()[..] {
+                    [Some(lo), Some(hi)] => Some((lo, hi)),
+                    [None, None] => None,
+                    ref other => panic!("{column}: pair {other:?}"),
+                };
+                assert_eq!(
+                    got, want[g][c],
+                    "{column}, row group {g}, statistics {name}"
+                );
+            }
+        }
+        let read = scan.stats().bytes_read;
+        match name {
+            "with" => assert_eq!(read, 0, "statistics {name}: {}", scan.stats()),
+            _ => assert!(read > 0, "statistics {name}: {}", scan.stats()),
+        }
+    }
+}

@@ -747,3 +747,29 @@ pub fn filter_batch(batch: &RecordBatch, filter: Option<&Expr>) -> RecordBatch {
         Some(e) => filter_record_batch(batch, &eval(e, batch)).unwrap(),
     }
 }
+
+/// An integer, date, time, timestamp or decimal column's values as 128-bit integers (a
+/// decimal's unscaled, a date's days...); `None` for other types.
+pub fn wide_ints(a: &dyn Array) -> Option<Vec<Option<i128>>> {
+    fn of<T: ArrowPrimitiveType>(a: &dyn Array) -> Vec<Option<i128>>
+    where
+        T::Native: Into<i128>,
+    {
+        a.as_primitive::<T>()
+            .iter()
+            .map(|v| v.map(Into::into))
+            .collect()
+    }
+    Some(match a.data_type() {
+        DataType::Decimal128(..) => of::<Decimal128Type>(a),
+        DataType::UInt8 => of::<UInt8Type>(a),
+        DataType::UInt16 => of::<UInt16Type>(a),
+        DataType::UInt32 => of::<UInt32Type>(a),
+        DataType::UInt64 => of::<UInt64Type>(a),
+        d if sift_scan::has_extremes(d) => {
+            let a = cast(a, &DataType::Int64).ok()?;
+            of::<Int64Type>(&a)
+        }
+        _ => return None,
+    })
+}
