@@ -1,5 +1,7 @@
 //! DataFusion statistics from the files' metadata: row counts, and per column the null
-//! count and bounds merged over the blocks' zone maps.
+//! count and bounds merged over the blocks' zone maps. Bounds are exact where every
+//! block's are (integer-like columns of Sift files, exact Parquet statistics), so that
+//! DataFusion answers an unfiltered `MIN`, `MAX` or `COUNT` from them without a scan.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -84,7 +86,9 @@ fn merge_blocks(files: &[TableFile], schema: &Schema, blocks: &[(usize, usize)])
         .map(|field| {
             let zones = blocks.iter().map(|&(f, b)| {
                 let c = file_schemas[f].index_of(field.name()).ok()?;
-                files[f].table.block_stats(b, c)
+                let table = &files[f].table;
+                let exact = table.exact_block_stats(b, c).is_some();
+                Some((table.block_stats(b, c)?, exact))
             });
             column_statistics(zones, field.data_type())
         })
@@ -96,22 +100,25 @@ fn merge_blocks(files: &[TableFile], schema: &Schema, blocks: &[(usize, usize)])
     }
 }
 
-/// One column's statistics over the zone maps of its blocks; a block without one makes
-/// the merged value unknown.
+/// One column's statistics over the zone maps of its blocks, each with whether its bounds
+/// are exact; a block without one makes the merged value unknown.
 fn column_statistics<'a>(
-    mut zones: impl Iterator<Item = Option<&'a ChunkStats>>,
+    mut zones: impl Iterator<Item = Option<(&'a ChunkStats, bool)>>,
     dt: &DataType,
 ) -> ColumnStatistics {
     let mut nulls = Some(0u64);
     let mut min: Option<ScalarValue> = None;
     let mut max: Option<ScalarValue> = None;
     let mut bounds_known = true;
+    // Integer-like values only: their bounds convert to the column's type unchanged.
+    let mut exact = sift_scan::has_extremes(dt);
     let mut any = false;
     for zone in zones.by_ref() {
         any = true;
-        let Some(z) = zone else {
+        let Some((z, z_exact)) = zone else {
             return ColumnStatistics::new_unknown();
         };
+        exact &= z_exact;
         nulls = nulls.map(|n| n + z.null_count);
         let lo = z.min.as_ref().and_then(|s| zone_bound(s, dt));
         let hi = z.max.as_ref().and_then(|s| zone_bound(s, dt));
@@ -135,12 +142,15 @@ fn column_statistics<'a>(
     if let Some(n) = nulls.filter(|_| any) {
         stats = stats.with_null_count(Precision::Exact(usize::try_from(n).unwrap_or(usize::MAX)));
     }
-    // Zone-map bounds enclose the values (byte strings are truncated), so they are
-    // reported as inexact: the optimizer may estimate with them, never answer from them.
+    // Zone-map bounds enclose the values (byte strings are truncated, Parquet bounds
+    // need not be values), so unless every block's are exact they are reported as
+    // inexact: the optimizer may estimate with them, never answer from them.
     if bounds_known && let (Some(lo), Some(hi)) = (min, max) {
-        stats = stats
-            .with_min_value(Precision::Inexact(lo))
-            .with_max_value(Precision::Inexact(hi));
+        let bound = |v| match exact {
+            true => Precision::Exact(v),
+            false => Precision::Inexact(v),
+        };
+        stats = stats.with_min_value(bound(lo)).with_max_value(bound(hi));
     }
     stats
 }
@@ -195,6 +205,15 @@ mod tests {
         }
     }
 
+    fn float_zone(lo: f64, hi: f64) -> ChunkStats {
+        ChunkStats {
+            null_count: 0,
+            min: Some(Scalar::Float(lo)),
+            max: Some(Scalar::Float(hi)),
+            has_nan: false,
+        }
+    }
+
     /// The memo merges once per schema and block list, answers again from what it kept,
     /// and forgets the oldest list when full.
     #[test]
@@ -233,15 +252,31 @@ mod tests {
     #[test]
     fn zones_merge_into_column_statistics() {
         let zones = [zone(1, 5, 9), zone(0, -3, 4)];
-        let s = column_statistics(zones.iter().map(Some), &DataType::Int32);
+        let merged = |exact: [bool; 2], dt: &DataType| {
+            column_statistics(zones.iter().zip(exact).map(Some), dt)
+        };
+        let s = merged([false, true], &DataType::Int32);
         assert_eq!(s.null_count, Precision::Exact(1));
         assert_eq!(
             s.min_value,
             Precision::Inexact(ScalarValue::Int32(Some(-3)))
         );
         assert_eq!(s.max_value, Precision::Inexact(ScalarValue::Int32(Some(9))));
+        // Exact only when every block's bounds are, and the column holds integers.
+        let s = merged([true, true], &DataType::Int32);
+        assert_eq!(s.min_value, Precision::Exact(ScalarValue::Int32(Some(-3))));
+        assert_eq!(s.max_value, Precision::Exact(ScalarValue::Int32(Some(9))));
+        let floats = [float_zone(-3.5, 4.0), float_zone(5.0, 9.5)];
+        let s = column_statistics(floats.iter().map(|z| Some((z, true))), &DataType::Float64);
+        assert_eq!(
+            s.max_value,
+            Precision::Inexact(ScalarValue::Float64(Some(9.5)))
+        );
         // A block without a zone map makes everything unknown.
-        let s = column_statistics([Some(&zones[0]), None].into_iter(), &DataType::Int32);
+        let s = column_statistics(
+            [Some((&zones[0], true)), None].into_iter(),
+            &DataType::Int32,
+        );
         assert_eq!(s.null_count, Precision::Absent);
         assert_eq!(s.min_value, Precision::Absent);
     }

@@ -127,6 +127,18 @@ impl Table {
         }
     }
 
+    /// [`block_stats`](Self::block_stats) when its bounds are the column's exact smallest
+    /// and largest non-null values in the block, not only bounds of them (integer, date,
+    /// time, timestamp and decimal chunks of Sift files; Parquet statistics that state
+    /// exact bounds in their current fields), so that they answer `MIN` and `MAX`.
+    pub fn exact_block_stats(&self, b: usize, col: usize) -> Option<&sift_format::ChunkStats> {
+        let c = self.file_column(col);
+        match self.source.is_nested(c) {
+            false => self.source.exact_stats(b, c),
+            true => None,
+        }
+    }
+
     /// A scan of this table.
     pub fn scan(&self) -> ScanBuilder {
         ScanBuilder::new(Ok(self.clone()))

@@ -202,6 +202,22 @@ impl Source {
         }
     }
 
+    /// The zone map of column `col` in block `b` when its bounds are the exact smallest and
+    /// largest non-null values, not only bounds of them: a Sift chunk of integers (the
+    /// writer records their exact extremes), a Parquet row group's exact statistics (see
+    /// `ParquetZones::exact_row_group`).
+    pub(crate) fn exact_stats(&self, b: usize, col: usize) -> Option<&ChunkStats> {
+        match self {
+            Source::Sift(f) => {
+                let kind = f.stored_type(col).map(sift_encoding::physical_kind);
+                let ints = matches!(kind, Ok(Ok(sift_encoding::PhysicalKind::Int(_))));
+                self.stats(b, col).filter(|_| ints)
+            }
+            #[cfg(feature = "parquet")]
+            Source::Parquet(p) => p.exact_stats(b, col),
+        }
+    }
+
     /// A membership test of a column's values in a block (a Parquet Bloom filter).
     #[cfg_attr(not(feature = "parquet"), allow(unused_variables))]
     pub(crate) fn members(&self, b: usize, col: usize) -> Option<&dyn Membership> {
