@@ -110,6 +110,17 @@ fn files() -> Files {
     }
 }
 
+/// DataFusion on [`batch`] in memory, as `t`: the reference the queries are checked
+/// against.
+fn reference() -> SessionContext {
+    let reference = SessionContext::new();
+    let mem = MemTable::try_new(schema(), vec![vec![batch()]]).expect("mem table");
+    reference
+        .register_table("t", Arc::new(mem))
+        .expect("register");
+    reference
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -171,11 +182,7 @@ fn queries_equal_datafusion_on_the_same_rows() {
     let f = files();
     let rt = runtime();
     rt.block_on(async {
-        let reference = SessionContext::new();
-        let mem = MemTable::try_new(schema(), vec![vec![batch()]]).expect("mem table");
-        reference
-            .register_table("t", Arc::new(mem))
-            .expect("register");
+        let reference = reference();
         for path in [&f.sift, &f.parquet] {
             for threads in [1, 3] {
                 let ctx = session(threads);
@@ -276,11 +283,7 @@ const EXTREMES: &[&str] = &[
 fn aggregates_next_to_the_scan_equal_datafusion() {
     let f = files();
     runtime().block_on(async {
-        let reference = SessionContext::new();
-        let mem = MemTable::try_new(schema(), vec![vec![batch()]]).expect("mem table");
-        reference
-            .register_table("t", Arc::new(mem))
-            .expect("register");
+        let reference = reference();
         for path in [&f.sift, &f.parquet] {
             for threads in [1, 3] {
                 let ctx = session(threads);
@@ -448,11 +451,7 @@ fn unfiltered_extremes_and_counts_come_from_exact_statistics() {
     let f = files();
     let rt = runtime();
     rt.block_on(async {
-        let reference = SessionContext::new();
-        let mem = MemTable::try_new(schema(), vec![vec![batch()]]).expect("mem table");
-        reference
-            .register_table("t", Arc::new(mem))
-            .expect("register");
+        let reference = reference();
         let cases = [
             (
                 "select count(*), count(k), min(id), max(id), min(k), max(k), min(d), \
@@ -599,9 +598,7 @@ fn dynamic_filters_prune_blocks() {
         let ctx = session(1);
         let open = || Arc::new(SiftTable::open(&f.sift.to_string_lossy()).expect("open"));
         ctx.register_table("t", open()).expect("register");
-        let reference = SessionContext::new();
-        let mem = MemTable::try_new(schema(), vec![vec![batch()]]).expect("mem table");
-        reference.register_table("t", Arc::new(mem)).expect("register");
+        let reference = reference();
         for sql in [
             "select count(*), sum(a.k) from t a join (select id from t where id between 9100 and 9120) b on a.id = b.id",
             "select id, s from t order by id limit 3",
@@ -749,11 +746,7 @@ fn join_filters_keep_results_and_drop_rows() {
         ),
     ];
     runtime().block_on(async {
-        let reference = SessionContext::new();
-        let mem = MemTable::try_new(schema(), vec![vec![batch()]]).expect("mem table");
-        reference
-            .register_table("t", Arc::new(mem))
-            .expect("register");
+        let reference = reference();
         let dim = dim_batch();
         let mem = MemTable::try_new(dim.schema(), vec![vec![dim]]).expect("mem table");
         reference
