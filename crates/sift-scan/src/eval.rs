@@ -290,23 +290,10 @@ impl BlockEval<'_, '_> {
             self.stats.bytes_read += counts.bytes;
             return Ok(vec![finish(array)?]);
         }
-        // The extremes of every row of a Sift chunk: its statistics, the chunk unread.
-        if let (Read::Extremes { .. }, None, BlockData::Sift { file, block }) =
-            (output, sel, self.data)
-        {
-            let stats = &file.chunk_meta(*block, col)?.stats;
-            let dt = file.stored_type(col)?;
-            if let Some(pair) = sift_encoding::extremes_of_stats(dt, stats, self.rows)
-                .map_err(|e| self.decode_error(col, e))?
-            {
-                return Ok(vec![pair]);
-            }
-        }
-        // The extremes of every row of a Parquet row group: its statistics where they are
-        // exact, the column chunk unread.
-        #[cfg(feature = "parquet")]
-        if let (Read::Extremes { .. }, None, BlockData::Parquet(block)) = (output, sel, self.data)
-            && let Some(pair) = block.extremes_of_stats(col)?
+        // The extremes of every row of a block: its statistics where they state them
+        // exactly, the column unread.
+        if let (Read::Extremes { .. }, None) = (output, sel)
+            && let Some(pair) = self.data.extremes_of_stats(col, self.rows)?
         {
             return Ok(vec![pair]);
         }

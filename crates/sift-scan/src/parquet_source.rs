@@ -698,16 +698,15 @@ fn row_group_reader<T: parquet::file::reader::ChunkReader + 'static>(
 }
 
 impl ParquetBlock<'_> {
-    /// The `[min, max]` pair of column `col` over every row of the row group, from its
+    /// The `[min, max]` pair of column `col` over the `rows` rows of the row group, from its
     /// statistics alone when they state the exact extremes (see
     /// [`ParquetSource::exact_stats`]); `None` when they do not, when the column is not an
     /// integer, date, time, timestamp or decimal, or when only some rows are read.
-    pub(crate) fn extremes_of_stats(&self, col: usize) -> Result<Option<ArrayRef>> {
+    pub(crate) fn extremes_of_stats(&self, col: usize, rows: usize) -> Result<Option<ArrayRef>> {
         let (None, Some(stats)) = (&self.rows, self.source.exact_stats(self.rg, col)) else {
             return Ok(None);
         };
         let field = self.source.meta.schema().field(col);
-        let rows = self.source.block_rows(self.rg);
         sift_encoding::extremes_of_stats(field.data_type(), stats, rows).map_err(|e| {
             Error::Parquet(format!(
                 "{}: row group {}, column {}: {e}",

@@ -308,6 +308,22 @@ impl BlockData<'_> {
         }
     }
 
+    /// The `[min, max]` pair of column `col` over every row of the block (`rows` of them),
+    /// from its statistics alone where they state the exact extremes: a Sift chunk of
+    /// integers (`sift_encoding::extremes_of_stats`), a whole Parquet row group's exact
+    /// statistics. `None` elsewhere.
+    pub(crate) fn extremes_of_stats(&self, col: usize, rows: usize) -> Result<Option<ArrayRef>> {
+        match self {
+            BlockData::Sift { file, block } => {
+                let stats = &file.chunk_meta(*block, col)?.stats;
+                sift_encoding::extremes_of_stats(file.stored_type(col)?, stats, rows)
+                    .map_err(|e| crate::error::Error::Format(file.chunk_error(*block, col, e)))
+            }
+            #[cfg(feature = "parquet")]
+            BlockData::Parquet(p) => p.extremes_of_stats(col, rows),
+        }
+    }
+
     /// Adds to `stats` what reading the block's columns did, for the blocks whose columns
     /// are read when first asked for (Parquet): bytes read, pages read in place, column
     /// chunks decoded.
