@@ -1081,11 +1081,12 @@ def case_table(cases: list[Case], results: dict, first_col: str, label) -> list[
     return out + [""]
 
 
-def nulls_ratio_table(cases: list[Case], results: dict,
-                      fraction: float | None = None) -> tuple[list[str], dict]:
+def nulls_ratio_table(cases: list[Case], results: dict, fraction: float | None = None,
+                      min_denom: int = 1) -> tuple[list[str], dict]:
     """nullable / non-null best time per engine, null fraction and selectivity (only the
-    files of `fraction` when given)."""
-    nulls = [c for c in cases if c.group == "nulls" and fraction in (None, c.nulls)]
+    files of `fraction` when given, only selectivities 1/`min_denom` and below)."""
+    nulls = [c for c in cases if c.group == "nulls" and fraction in (None, c.nulls)
+             and c.denom >= min_denom]
     base = {(c.denom): c for c in cases if c.group == "micro" and c.file == f"w{MICRO_WIDTH}-none"}
     engines = engine_cols(nulls)
     out = ["| nulls · selectivity (nullable / non-null actual) | " + " | ".join(engines) + " |",
@@ -1202,11 +1203,7 @@ def targets(cases: list[Case], results: dict, args) -> list[tuple[str, str, str]
         worst = max(nr["sift"])
         others = ", ".join(f"{e} {fx(max(v))}" for e, v in nr.items() if v and e != "sift")
         # Sift's ratios below 1/1, where the non-null query reads pages too.
-        base = {c.denom: c for c in cases if c.group == "micro" and c.file == f"w{MICRO_WIDTH}-none"}
-        scanned = [x for c in cases
-                   if c.group == "nulls" and c.nulls == NULL_FRACTION and c.denom > 1
-                   and c.denom in base
-                   and (x := ratio(r(c.id, "sift"), r(base[c.denom].id, "sift"))) is not None]
+        scanned = nulls_ratio_table(cases, results, NULL_FRACTION, min_denom=2)[1].get("sift")
         below = (f"; at 1/2 … 1/128 {fx(min(scanned))} … {fx(max(scanned))} (at 1/1 the "
                  "non-null file's footer statistics answer the query without a page read, "
                  "while the nullable filter columns' nulls must be read)") if scanned else ""
