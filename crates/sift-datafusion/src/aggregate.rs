@@ -34,7 +34,7 @@ use datafusion::arrow::array::{
 use datafusion::arrow::buffer::{NullBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::{
     DataType, Date32Type, Decimal128Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
-    SchemaRef, UInt8Type, UInt16Type, UInt32Type,
+    SchemaRef, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
 use datafusion::common::config::ConfigOptions;
@@ -189,7 +189,7 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
         .filter(|f| matches!(f.data_type(), DataType::Decimal128(p, _) if *p <= 18))
         .map(|f| f.name().clone())
         .collect();
-    let spec = Spec {
+    let mut spec = Spec {
         nodes: b.nodes,
         lanes: b.lanes,
         groups,
@@ -198,17 +198,26 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
             .map(|a| a.name().to_string())
             .collect(),
         group_names: (group_by.expr().iter()).map(|(_, n)| n.clone()).collect(),
+        counted: None,
     };
     let scan = scan.with_reads(dictionary, unscaled);
     // `MIN` and `MAX` of columns, ungrouped, need of each block only its extremes, which
-    // a dictionary-encoded Parquet page gives from its codes.
+    // a dictionary-encoded Parquet page gives from its codes; a `COUNT(*)` beside them,
+    // only the number of its selected rows.
+    let count = (spec.aggregates.iter()).any(|a| matches!(a, Aggregate::Count(None)));
     let extremes = extremes
         && spec.groups.is_empty()
-        && !spec.aggregates.is_empty()
-        && (spec.aggregates.iter()).all(|a| matches!(a, Aggregate::MinMax { .. }))
+        && (spec.aggregates.iter()).any(|a| matches!(a, Aggregate::MinMax { .. }))
+        && (spec.aggregates.iter())
+            .all(|a| matches!(a, Aggregate::MinMax { .. } | Aggregate::Count(None)))
         && (spec.nodes.iter()).all(|n| matches!(n, Node::IntColumn(_)));
-    let scan: Arc<dyn ExecutionPlan> = match extremes.then(|| scan.with_extremes()).flatten() {
-        Some(s) => Arc::new(s),
+    let scan: Arc<dyn ExecutionPlan> = match extremes.then(|| scan.with_extremes(count)).flatten() {
+        Some(s) => {
+            if count {
+                spec.counted = Some(s.schema().fields().len() - 1);
+            }
+            Arc::new(s)
+        }
         None => Arc::new(scan),
     };
     let exec: Arc<dyn ExecutionPlan> = Arc::new(SiftAggregateExec::new(
@@ -321,6 +330,9 @@ struct Spec {
     aggregates: Vec<Aggregate>,
     names: Vec<String>,
     group_names: Vec<String>,
+    /// The scan column holding each block's selected rows when the scan returns extremes
+    /// ([`SiftScanExec::with_extremes`]): rows are counted from it, not from the batch.
+    counted: Option<usize>,
 }
 
 /// Translates an aggregate's group keys and arguments into [`Spec`] parts, proving bounds.
@@ -995,7 +1007,19 @@ impl State {
         // Rows per group, for every aggregate whose values are all valid, and the batch's
         // sums per argument (`SUM(x)` and `AVG(x)` share theirs).
         let mut rows = vec![0u64; groups];
-        if let [all] = rows.as_mut_slice() {
+        if let Some(c) = spec.counted {
+            let counts = (batch.columns().get(c))
+                .and_then(|a| a.as_primitive_opt::<UInt64Type>())
+                .ok_or_else(|| {
+                    DataFusionError::Internal(format!("scan column {c} holds no row counts"))
+                })?;
+            let [all] = rows.as_mut_slice() else {
+                return Err(DataFusionError::Internal(
+                    "rows counted by the scan, in groups".to_string(),
+                ));
+            };
+            *all = counts.values().iter().sum();
+        } else if let [all] = rows.as_mut_slice() {
             *all = ids.len() as u64;
         } else {
             for &g in &ids {

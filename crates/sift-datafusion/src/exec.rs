@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -67,6 +67,8 @@ pub struct SiftScanExec {
     /// Each block returns the smallest and largest value of every column over its
     /// selected rows instead of the rows ([`SiftScanExec::with_extremes`]).
     extremes: bool,
+    /// With `extremes`, the count of the block's selected rows as a last column.
+    count_selected: bool,
     /// Per partition, the blocks it reads, consecutive in each file.
     partitions: Vec<Vec<PartBlock>>,
     properties: Arc<PlanProperties>,
@@ -107,6 +109,7 @@ impl SiftScanExec {
             dictionary: Vec::new(),
             unscaled: Vec::new(),
             extremes: false,
+            count_selected: false,
             partitions,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
@@ -187,10 +190,11 @@ impl SiftScanExec {
 
     /// The scan returning, for each block with selected rows, two rows: the smallest and
     /// the largest value of every column over those rows (nulls ignored), for `MIN` and
-    /// `MAX` aggregates computed above it ([`sift_scan::ScanBuilder::extremes_only`]).
-    /// `None` when a column is not an integer, date, time, timestamp or decimal one, or
-    /// the scan has a limit.
-    pub(crate) fn with_extremes(&self) -> Option<SiftScanExec> {
+    /// `MAX` aggregates computed above it ([`sift_scan::ScanBuilder::extremes_only`]), and
+    /// with `count` a last column `[selected rows, 0]` for a `COUNT(*)` beside them
+    /// ([`sift_scan::ScanBuilder::count_selected`]). `None` when a column is not an
+    /// integer, date, time, timestamp or decimal one, or the scan has a limit.
+    pub(crate) fn with_extremes(&self, count: bool) -> Option<SiftScanExec> {
         let schema = self.schema();
         let orderable = (schema.fields().iter()).all(|f| sift_scan::has_extremes(f.data_type()));
         if !orderable || self.limit.is_some() {
@@ -198,8 +202,36 @@ impl SiftScanExec {
         }
         let mut node = self.clone();
         node.extremes = true;
+        node.count_selected = count;
+        if count {
+            let counted = Field::new(sift_scan::SELECTED_ROWS, DataType::UInt64, false);
+            let fields: Vec<_> = (schema.fields().iter().cloned())
+                .chain([Arc::new(counted)])
+                .collect();
+            node.properties = Arc::new(PlanProperties::new(
+                EquivalenceProperties::new(SchemaRef::new(Schema::new(fields))),
+                self.properties.partitioning.clone(),
+                EmissionType::Incremental,
+                Boundedness::Bounded,
+            ));
+        }
         node.metrics = ExecutionPlanMetricsSet::new();
         Some(node)
+    }
+
+    /// The scanned columns: the schema without the count of [`with_extremes`]
+    /// (`count` true), which no file holds.
+    ///
+    /// [`with_extremes`]: SiftScanExec::with_extremes
+    fn columns_schema(&self) -> SchemaRef {
+        let schema = self.schema();
+        match self.count_selected {
+            false => schema,
+            true => {
+                let columns: Vec<usize> = (0..schema.fields().len().saturating_sub(1)).collect();
+                schema.project(&columns).map_or(schema, SchemaRef::new)
+            }
+        }
     }
 
     /// Statistics of the scanned columns over every block, before any filter: bounds that
@@ -268,7 +300,7 @@ impl SiftScanExec {
     }
 
     fn column_names(&self) -> Vec<String> {
-        let schema = self.schema();
+        let schema = self.columns_schema();
         schema.fields().iter().map(|f| f.name().clone()).collect()
     }
 }
@@ -359,6 +391,9 @@ impl DisplayAs for SiftScanExec {
                 if self.extremes {
                     write!(f, ", extremes_only")?;
                 }
+                if self.count_selected {
+                    write!(f, ", count_selected")?;
+                }
                 Ok(())
             }
         }
@@ -423,13 +458,14 @@ impl ExecutionPlan for SiftScanExec {
         let scan = PartitionScan {
             files: self.files.clone(),
             runs: runs.into(),
-            schema: self.schema(),
+            schema: self.columns_schema(),
             filter: self.filter.clone(),
             dynamic: self.dynamic.clone(),
             join_filters: self.join_filters.clone(),
             dictionary: self.dictionary.clone(),
             unscaled: self.unscaled.clone(),
             extremes: self.extremes,
+            count_selected: self.count_selected,
             table_schema: self.table_schema.clone(),
             remaining: self.limit.map(|l| l as u64),
             current: None,
@@ -591,6 +627,7 @@ struct PartitionScan {
     dictionary: Vec<String>,
     unscaled: Vec<String>,
     extremes: bool,
+    count_selected: bool,
     table_schema: SchemaRef,
     remaining: Option<u64>,
     current: Option<(FileScan, std::path::PathBuf)>,
@@ -642,7 +679,7 @@ impl PartitionScan {
             }
         }
         let filter = Filter::all(filters);
-        let (remaining, extremes) = (self.remaining, self.extremes);
+        let (remaining, extremes, count) = (self.remaining, self.extremes, self.count_selected);
         // Columns the file lacks come as constants, read as nothing.
         let in_file = |names: &[String]| -> Vec<String> {
             (names.iter())
@@ -662,6 +699,9 @@ impl PartitionScan {
                 }
                 if extremes {
                     b = b.extremes_only();
+                }
+                if count {
+                    b = b.count_selected();
                 }
                 match remaining {
                     Some(n) => b.limit(n),

@@ -265,9 +265,10 @@ const AGGREGATES: &[(&str, bool)] = &[
     ("select x, count(*) from t group by x", false),
 ];
 
-/// Ungrouped `MIN` and `MAX` of columns alone: the scan returns each block's extremes
-/// (`extremes_only`) instead of its rows. With nulls, no selected row, only null values
-/// selected, no filter, and integers, dates and decimals.
+/// Ungrouped `MIN` and `MAX` of columns, alone or beside `COUNT(*)`: the scan returns
+/// each block's extremes (`extremes_only`) instead of its rows, and its selected rows
+/// counted where a `COUNT(*)` asks (`count_selected`). With nulls, no selected row, only
+/// null values selected, no filter, and integers, dates and decimals.
 const EXTREMES: &[&str] = &[
     "select min(k), max(k), min(d), max(p), min(id) from t where k is null or k > 5",
     "select max(k), min(p), max(d) from t where s like 'a%'",
@@ -277,6 +278,11 @@ const EXTREMES: &[&str] = &[
     "select max(k), min(d) from t where id < 0",
     "select min(k), max(k) from t where k is null",
     "select max(d), min(k), max(k) from t where id between 100 and 2600 and k < 9",
+    "select count(*), min(k), max(d) from t where id between 100 and 2600 and k < 9",
+    "select max(k), count(*) from t where id < 0",
+    "select count(*), min(k), max(k) from t where k is null",
+    "select count(1), min(id), count(*), max(p) from t where s like 'a%' or k > 5",
+    "select count(*), min(id), max(id) from t where id >= 0",
 ];
 
 #[test]
@@ -309,6 +315,11 @@ fn aggregates_next_to_the_scan_equal_datafusion() {
                     let plan = physical_plan(&ctx, q).await;
                     let text = displayable(plan.as_ref()).indent(true).to_string();
                     assert!(text.contains("extremes_only"), "{q}:\n{text}");
+                    assert_eq!(
+                        text.contains("count_selected"),
+                        q.contains("count("),
+                        "{q}:\n{text}"
+                    );
                     assert_eq!(
                         rows(&ctx, q).await,
                         rows(&reference, q).await,

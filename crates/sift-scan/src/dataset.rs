@@ -316,12 +316,25 @@ impl Dataset {
                 }
             }
         }
+        let projected = read.len();
         let mut builder = configure(table.scan().project(read));
         if let Some(e) = filter {
             builder = builder.filter(e);
         }
+        let scan = builder.build()?;
+        // Columns the configured scan returns past the projected ones (the count of
+        // `count_selected`) follow the dataset's as they come.
+        let returned = scan.schema();
+        let mut schema = schema;
+        if let Some(extra) = returned.fields().get(projected..)
+            && !extra.is_empty()
+        {
+            out.extend((projected..returned.fields().len()).map(Ok));
+            let fields: Vec<_> = schema.fields().iter().chain(extra).cloned().collect();
+            schema = SchemaRef::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+        }
         Ok(Some(FileScan {
-            scan: builder.build()?,
+            scan,
             schema,
             columns: out,
         }))

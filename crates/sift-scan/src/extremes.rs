@@ -6,13 +6,20 @@
 //! no non-null value is selected). The form composes: the extremes of any rows of such
 //! arrays, joined, are the extremes of everything they summarise, so a block's pages are
 //! combined by taking the extremes of their pairs, and the aggregate above takes `MIN` and
-//! `MAX` over the pairs of every block.
+//! `MAX` over the pairs of every block. A count of the block's selected rows can travel
+//! beside them as `[count, 0]`, which sums to the scan's count in the same way.
 //!
 //! [`ScanBuilder::extremes_only`]: crate::ScanBuilder::extremes_only
 
 use arrow_array::ArrowNumericType;
 use arrow_array::{Array, ArrayRef, PrimitiveArray, downcast_primitive_array};
 use arrow_schema::{ArrowError, DataType};
+
+/// The name of the count of a block's selected rows that a scan returning extremes adds
+/// as its last column when asked ([`ScanBuilder::count_selected`]).
+///
+/// [`ScanBuilder::count_selected`]: crate::ScanBuilder::count_selected
+pub const SELECTED_ROWS: &str = "__selected_rows";
 
 /// Whether a column of type `dt` has extremes a scan can return: integers, dates,
 /// times, timestamps and decimals (what Sift stores as integers).

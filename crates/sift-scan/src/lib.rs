@@ -55,7 +55,7 @@ pub use dataset::{
 };
 pub use error::{Error, Result, catching_panics};
 pub use expr::{CmpOp, Column, Expr, Literal, Udf, UdfFn, col};
-pub use extremes::has_extremes;
+pub use extremes::{SELECTED_ROWS, has_extremes};
 pub use keys::{BLOOM_FPR, EXACT_KEYS, KeyCollector, KeyDomain, KeyFilter, MAX_KEYS};
 #[cfg(feature = "parquet")]
 pub use parquet_input::{ParquetFile, codec_name};

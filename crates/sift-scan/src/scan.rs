@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use sift_encoding::{Bitmap, PhysicalKind};
 
@@ -15,6 +15,7 @@ use crate::bind::{Bound, bind, column_index};
 use crate::error::{Error, Result};
 use crate::eval::BlockEval;
 use crate::expr::Expr;
+use crate::extremes::SELECTED_ROWS;
 use crate::order::Order;
 use crate::prune::{Zone, prunes};
 use crate::source::Source;
@@ -163,6 +164,7 @@ pub struct ScanBuilder {
     dictionary: Vec<String>,
     unscaled: Vec<String>,
     extremes: bool,
+    count_selected: bool,
     threads: usize,
 }
 
@@ -180,6 +182,7 @@ impl ScanBuilder {
             dictionary: Vec::new(),
             unscaled: Vec::new(),
             extremes: false,
+            count_selected: false,
             threads: 1,
         }
     }
@@ -259,6 +262,15 @@ impl ScanBuilder {
         self
     }
 
+    /// With [`extremes_only`](Self::extremes_only): each block's two rows carry in a last
+    /// column, `UInt64` and named [`SELECTED_ROWS`], the number of the block's selected
+    /// rows and then 0, so that the column's sum over the scan is the `COUNT(*)` beside
+    /// the `MIN` and `MAX` aggregates. The projection may then be empty.
+    pub fn count_selected(mut self) -> Self {
+        self.count_selected = true;
+        self
+    }
+
     /// Reads blocks on `n` threads at once (default 1: on the caller's thread). Batches
     /// still come in the file's order: block `i` is read by thread `i mod n`, and each
     /// thread runs at most two blocks ahead of the consumer, so memory stays bounded.
@@ -330,6 +342,12 @@ impl ScanBuilder {
             reads[c] = Read::Unscaled;
         }
         let mut reads: Vec<Read> = projection.iter().map(|&c| reads[c]).collect();
+        if self.count_selected && !self.extremes {
+            return Err(Error::Invalid(format!(
+                "{}: count_selected applies to a scan returning extremes (extremes_only)",
+                table.path.display()
+            )));
+        }
         if self.extremes {
             if self.limit.is_some() {
                 return Err(Error::Invalid(format!(
@@ -352,7 +370,7 @@ impl ScanBuilder {
                 };
             }
         }
-        let fields: Vec<Field> = projection
+        let mut fields: Vec<Field> = projection
             .iter()
             .zip(&reads)
             .map(|(&c, read)| {
@@ -368,6 +386,9 @@ impl ScanBuilder {
                 }
             })
             .collect();
+        if self.count_selected {
+            fields.push(Field::new(SELECTED_ROWS, DataType::UInt64, false));
+        }
         let out_schema =
             SchemaRef::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
         // Blocks overlapping the row range, with each block's first row.
@@ -392,6 +413,8 @@ impl ScanBuilder {
             table: Some(table),
             projection,
             reads,
+            extremes: self.extremes,
+            count_selected: self.count_selected,
             needed,
             filter,
             prune,
@@ -594,6 +617,10 @@ pub struct Scan {
     projection: Vec<usize>,
     /// Per projected column: how it is returned.
     reads: Vec<Read>,
+    /// Each block returns two rows, its extremes ([`ScanBuilder::extremes_only`]), and
+    /// its selected rows counted ([`ScanBuilder::count_selected`]).
+    extremes: bool,
+    count_selected: bool,
     needed: Vec<usize>,
     filter: Bound,
     /// Tested on zone maps only ([`ScanBuilder::prune_with`]).
@@ -632,6 +659,8 @@ impl Scan {
             table: None,
             projection: vec![],
             reads: vec![],
+            extremes: false,
+            count_selected: false,
             needed: vec![],
             filter: Bound::Const(false),
             prune: Bound::Const(true),
@@ -661,6 +690,8 @@ impl Scan {
             table: self.table.clone(),
             projection: self.projection.clone(),
             reads: self.reads.clone(),
+            extremes: self.extremes,
+            count_selected: self.count_selected,
             needed: self.needed.clone(),
             filter: self.filter.clone(),
             prune: self.prune.clone(),
@@ -715,8 +746,12 @@ impl Scan {
         if let Ok(total) = self.worker_stats.lock() {
             self.stats = total.clone();
         }
-        // Threads cut blocks at the limit each on its own; what was returned is exact.
-        self.stats.rows_matched = self.returned;
+        // Threads cut blocks at the limit each on its own; what was returned is exact
+        // (without a limit the threads' counts are, and a scan returning extremes returns
+        // two rows per block, not its selected rows).
+        if self.remaining.is_some() {
+            self.stats.rows_matched = self.returned;
+        }
     }
 
     /// The schema of the batches.
@@ -895,12 +930,17 @@ impl Scan {
             selected = Some(bm);
         }
         ev.stats.rows_matched += count as u64;
-        if let Some(Read::Extremes { .. }) = self.reads.first() {
-            let columns = (self.projection.iter().zip(&self.reads))
+        if self.extremes {
+            let mut columns = (self.projection.iter().zip(&self.reads))
                 .map(|(&c, &read)| ev.extremes(c, selected.as_ref(), read))
                 .collect::<Result<Vec<_>>>()?;
+            if self.count_selected {
+                columns.push(Arc::new(UInt64Array::from(vec![count as u64, 0])));
+            }
             data.account(ev.stats);
-            return Ok(vec![RecordBatch::try_new(self.schema.clone(), columns)?]);
+            let options = RecordBatchOptions::new().with_row_count(Some(2));
+            let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
+            return Ok(vec![batch]);
         }
         let columns = self
             .projection

@@ -18,7 +18,7 @@ use arrow::datatypes::*;
 use arrow::record_batch::RecordBatch;
 use common::{COLS, Kind, NCOLS, Nulls, TableSpec, col_index, long_prefix};
 use proptest::prelude::*;
-use sift_scan::{CmpOp, Expr, Literal, ScanStats, Table, col, parse_filter};
+use sift_scan::{CmpOp, Expr, Literal, SELECTED_ROWS, ScanStats, Table, col, parse_filter};
 
 // ---------------------------------------------------------------------------------------
 // Random filters, as abstract picks resolved against the generated data (so literals are
@@ -1900,4 +1900,73 @@ fn sift_extremes_equal_the_reference() {
             assert_eq!(scan.stats().bytes_read, 0, "{}", scan.stats());
         }
     }
+}
+
+/// `count_selected` beside `extremes_only`: the last column of each block's two rows sums,
+/// over the scan, to the rows the filter keeps (none, some, all, and a projection of no
+/// column), on one thread and on three, whose statistics count the same rows; without
+/// `extremes_only` it is refused.
+#[test]
+fn selected_rows_counted_beside_extremes_equal_the_filtered_rows() {
+    let n = 5000;
+    let key: Int64Array = (0..n)
+        .map(|i| (i % 10 != 0).then_some(i * 7919 % 3001))
+        .collect();
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("key", DataType::Int64, true),
+    ]);
+    let columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from_iter_values(0..n)), Arc::new(key)];
+    let batch = RecordBatch::try_new(Arc::new(schema), columns).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("counted.sift");
+    common::write_sift(&path, &batch, 1000);
+    let table = Table::open(&path).unwrap();
+    for filter in [
+        "id < 0",
+        "key > 2000",
+        "key is null or id >= 4500",
+        "id >= 0",
+    ] {
+        let expr = parse_filter(filter).unwrap();
+        let want = common::filter_batch(&batch, Some(&expr)).num_rows() as u64;
+        for (projection, threads) in [(vec!["key", "id"], 1), (vec!["key"], 3), (vec![], 1)] {
+            let mut scan = (table
+                .scan()
+                .project(projection.clone())
+                .filter(expr.clone()))
+            .extremes_only()
+            .count_selected()
+            .threads(threads)
+            .build()
+            .unwrap();
+            let got: Vec<RecordBatch> = scan.by_ref().map(|b| b.unwrap()).collect();
+            let mut counted = 0;
+            for b in &got {
+                assert_eq!(b.num_rows(), 2);
+                assert_eq!(b.num_columns(), projection.len() + 1);
+                assert_eq!(b.schema().field(projection.len()).name(), SELECTED_ROWS);
+                let c = b.column(projection.len()).as_primitive::<UInt64Type>();
+                assert_eq!(c.value(1), 0);
+                counted += c.value(0);
+            }
+            assert_eq!(
+                counted, want,
+                "{filter}, {projection:?} on {threads} threads"
+            );
+            assert_eq!(
+                scan.stats().rows_matched,
+                want,
+                "{filter} on {threads} threads"
+            );
+        }
+    }
+    let err = table
+        .scan()
+        .project(["id"])
+        .count_selected()
+        .build()
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("count_selected applies"), "{err}");
 }
