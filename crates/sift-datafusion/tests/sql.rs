@@ -895,6 +895,9 @@ fn hive_partitions_are_columns_and_prune_files() {
         "select id from t where region = 'us' and year = 2023 and s like 'a%'",
         "select year, count(*) from t where year in (2023, 2025) group by year",
         "select region, count(*), sum(p), min(k), max(k), avg(k) from t group by region",
+        // Extremes and the selected rows counted, filtered on a partition column, one
+        // column widened in one file.
+        "select count(*), min(k), max(id) from t where region = 'eu' and k < 30",
     ];
     runtime().block_on(async {
         let reference = SessionContext::new();
@@ -915,6 +918,11 @@ fn hive_partitions_are_columns_and_prune_files() {
                     "{q} with {threads} threads"
                 );
             }
+            let extremes = queries[queries.len() - 1];
+            let text = displayable(physical_plan(&ctx, extremes).await.as_ref())
+                .indent(true)
+                .to_string();
+            assert!(text.contains("count_selected"), "{text}");
         }
         // Partition filters are decided per file: only the 2024 file is scanned, and
         // DataFusion keeps no filter of its own.
