@@ -236,20 +236,49 @@ const CLOSE_CALL: f64 = 1.2;
 /// At most this many finalists are encoded on the full data.
 const MAX_FINALISTS: usize = 3;
 
+/// What schemes were charged on the full input, kept across the settlements of one
+/// input: the winner of one is the incumbent of the next, and encoding it on the full
+/// input again gives the same size (a fifth of a conversion's time went to such repeats).
+pub(crate) struct FullSizes<S>(Vec<(S, f64)>);
+
+impl<S: Copy + PartialEq> FullSizes<S> {
+    pub(crate) fn new() -> Self {
+        FullSizes(Vec::new())
+    }
+
+    /// `s`'s charge on the full input, measured by `measure` the first time.
+    fn get(&mut self, s: S, measure: impl FnOnce() -> f64) -> f64 {
+        if let Some(&(_, size)) = self.0.iter().find(|(k, _)| *k == s) {
+            return size;
+        }
+        let size = measure();
+        self.0.push((s, size));
+        size
+    }
+}
+
 /// Picks the scheme with the smallest encoding: every candidate encodes the sample; when
 /// the best few are close, they encode the full input and the smallest wins. (Sampling is
 /// biased for some schemes, e.g. patched bit-packing takes its base from the minimum, which
 /// the sample often misses; the full-data check keeps such close calls from costing much.)
 /// Returns the winner with what it was charged per value, on the data it was measured on.
-pub(crate) fn choose<S: Copy, T>(
+/// Charges on the full input (`values`, which may also be the `sample`) are taken from and
+/// added to `full`.
+pub(crate) fn choose<S: Copy + PartialEq, T>(
     candidates: &[S],
     sample: &[T],
     values: &[T],
     encode: impl Fn(S, &[T], &mut BufferSink),
     premium: impl Fn(S) -> Premium,
+    full: &mut FullSizes<S>,
 ) -> Option<(S, f64)> {
-    let size_on = |s: S, data: &[T]| {
-        premium(s).charge(trial_size(|scratch| encode(s, data, scratch)), data.len())
+    let mut size_on = |s: S, data: &[T]| {
+        let measure =
+            || premium(s).charge(trial_size(|scratch| encode(s, data, scratch)), data.len());
+        match std::ptr::eq(data, values) {
+            true => full.get(s, measure),
+            false => measure(),
+        }
     };
     let mut sized: Vec<(f64, S)> = candidates
         .iter()
@@ -315,22 +344,23 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
     let premium = |i: usize| schemes[i].premium;
     // The terminal is always a candidate, so there is a choice; its charge per value is
     // kept for the entropy codes below.
+    let full = &mut FullSizes::new();
     let (mut best, mut per_value) =
-        choose(&candidates, &s, values, encode, premium).unwrap_or((terminal, f64::INFINITY));
+        choose(&candidates, &s, values, encode, premium, full).unwrap_or((terminal, f64::INFINITY));
     if stats.few_distinct
         && let Some(dict) = schemes.iter().position(|s| s.when == When::Repetition)
     {
         // The sample holds most of the dictionary but few repeats of each entry, so its
         // estimate is biased against the dictionary: settle it on the full data.
-        (best, per_value) =
-            choose(&[best, dict], values, values, encode, premium).unwrap_or((best, per_value));
+        (best, per_value) = choose(&[best, dict], values, values, encode, premium, full)
+            .unwrap_or((best, per_value));
     }
     // Searched only here, where a cascade level is left to use it.
     if let Some(cycle) = schemes.iter().position(|s| s.when == When::Periodic)
         && crate::encodings::cycle::period(values).is_some()
     {
-        (best, per_value) =
-            choose(&[best, cycle], values, values, encode, premium).unwrap_or((best, per_value));
+        (best, per_value) = choose(&[best, cycle], values, values, encode, premium, full)
+            .unwrap_or((best, per_value));
     }
     // Bounded on the full input, and encoded on it only when the bound (with its premium)
     // beats the choice so far, charged per value as it was measured (on the sample or the
@@ -351,8 +381,8 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
             && let Some(bytes) = full_size(values)
             && scheme.premium.charge(bytes, n) < to_beat
         {
-            (best, per_value) =
-                choose(&[best, i], values, values, encode, premium).unwrap_or((best, per_value));
+            (best, per_value) = choose(&[best, i], values, values, encode, premium, full)
+                .unwrap_or((best, per_value));
         }
     }
     run(best, values, sink)
@@ -473,6 +503,7 @@ pub(crate) fn encode_strings(
         S::Fsst => (schemes.fsst)(values, sink, depth),
         S::Prefix => (schemes.prefix)(values, sink, depth),
     };
+    let full = &mut FullSizes::new();
     let (mut best, _) = choose(
         &candidates,
         &s,
@@ -481,11 +512,16 @@ pub(crate) fn encode_strings(
             encode(c, data, scratch);
         },
         |_| Premium::NONE,
+        full,
     )
     .unwrap_or((S::Plain, 0.0));
     // For the same reason the sample underrates the dictionary: settle it on the full input.
     if dict_viable && best != S::Dict && s.len() < values.len() {
-        let size = |c| trial_size(|scratch| encode(c, values, scratch));
+        let mut size = |c| {
+            full.get(c, || {
+                trial_size(|scratch| encode(c, values, scratch)) as f64
+            })
+        };
         if size(S::Dict) < size(best) {
             best = S::Dict;
         }
