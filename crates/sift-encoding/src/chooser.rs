@@ -238,22 +238,56 @@ const MAX_FINALISTS: usize = 3;
 
 /// What schemes were charged on the full input, kept across the settlements of one
 /// input: the winner of one is the incumbent of the next, and encoding it on the full
-/// input again gives the same size (a fifth of a conversion's time went to such repeats).
-pub(crate) struct FullSizes<S>(Vec<(S, f64)>);
+/// input again gives the same size. Where the input's encoding starts a tree (`sink`
+/// empty), the trials' trees are kept as well, so that the winner's becomes the sink
+/// instead of being encoded once more. (Trials on the full input take about a quarter of
+/// a conversion's time; these repeats were about 4 % of it.)
+pub(crate) struct FullSizes<S> {
+    sizes: Vec<(S, f64)>,
+    /// Each full-input trial's root and tree, when kept.
+    trials: Option<Vec<(S, NodeId, BufferSink)>>,
+}
 
 impl<S: Copy + PartialEq> FullSizes<S> {
-    pub(crate) fn new() -> Self {
-        FullSizes(Vec::new())
+    /// Sizes for encodings into `sink`; trees kept when it is empty (and lays out codes as
+    /// trial sinks do).
+    pub(crate) fn for_sink(sink: &BufferSink) -> Self {
+        let fresh = sink.nodes.is_empty() && sink.buffers.is_empty() && !sink.byteslice;
+        FullSizes {
+            sizes: Vec::new(),
+            trials: fresh.then(Vec::new),
+        }
     }
 
-    /// `s`'s charge on the full input, measured by `measure` the first time.
-    fn get(&mut self, s: S, measure: impl FnOnce() -> f64) -> f64 {
-        if let Some(&(_, size)) = self.0.iter().find(|(k, _)| *k == s) {
+    /// `s`'s charge on the full input: `charge` of the bytes `encode` stores, measured the
+    /// first time.
+    fn get(
+        &mut self,
+        s: S,
+        encode: impl FnOnce(&mut BufferSink) -> NodeId,
+        charge: impl FnOnce(usize) -> f64,
+    ) -> f64 {
+        if let Some(&(_, size)) = self.sizes.iter().find(|(k, _)| *k == s) {
             return size;
         }
-        let size = measure();
-        self.0.push((s, size));
+        let mut trial = BufferSink::default();
+        let root = encode(&mut trial);
+        let size = charge(trial.stored_size());
+        self.sizes.push((s, size));
+        if let Some(trials) = &mut self.trials {
+            trials.push((s, root, trial));
+        }
         size
+    }
+
+    /// Moves `s`'s kept trial into `sink` (empty, see [`for_sink`](Self::for_sink)) and
+    /// returns its root, if there is one.
+    fn take_into(&mut self, s: S, sink: &mut BufferSink) -> Option<NodeId> {
+        let trials = self.trials.as_mut()?;
+        let at = trials.iter().position(|(k, ..)| *k == s)?;
+        let (_, root, trial) = trials.swap_remove(at);
+        *sink = trial;
+        Some(root)
     }
 }
 
@@ -268,16 +302,15 @@ pub(crate) fn choose<S: Copy + PartialEq, T>(
     candidates: &[S],
     sample: &[T],
     values: &[T],
-    encode: impl Fn(S, &[T], &mut BufferSink),
+    encode: impl Fn(S, &[T], &mut BufferSink) -> NodeId,
     premium: impl Fn(S) -> Premium,
     full: &mut FullSizes<S>,
 ) -> Option<(S, f64)> {
     let mut size_on = |s: S, data: &[T]| {
-        let measure =
-            || premium(s).charge(trial_size(|scratch| encode(s, data, scratch)), data.len());
+        let charge = |bytes: usize| premium(s).charge(bytes, data.len());
         match std::ptr::eq(data, values) {
-            true => full.get(s, measure),
-            false => measure(),
+            true => full.get(s, |scratch| encode(s, data, scratch), charge),
+            false => charge(trial_size(|scratch| encode(s, data, scratch))),
         }
     };
     let mut sized: Vec<(f64, S)> = candidates
@@ -338,13 +371,11 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
     let candidates: Vec<usize> = (0..schemes.len())
         .filter(|&i| worth(schemes[i].when))
         .collect();
-    let encode = |i: usize, data: &[V], scratch: &mut BufferSink| {
-        run(i, data, scratch);
-    };
+    let encode = |i: usize, data: &[V], scratch: &mut BufferSink| run(i, data, scratch);
     let premium = |i: usize| schemes[i].premium;
     // The terminal is always a candidate, so there is a choice; its charge per value is
     // kept for the entropy codes below.
-    let full = &mut FullSizes::new();
+    let full = &mut FullSizes::for_sink(sink);
     let (mut best, mut per_value) =
         choose(&candidates, &s, values, encode, premium, full).unwrap_or((terminal, f64::INFINITY));
     if stats.few_distinct
@@ -385,7 +416,10 @@ pub(crate) fn encode_chosen<V: Sampled + 'static>(
                 .unwrap_or((best, per_value));
         }
     }
-    run(best, values, sink)
+    match full.take_into(best, sink) {
+        Some(root) => root,
+        None => run(best, values, sink),
+    }
 }
 
 /// A constant's encoder.
@@ -503,30 +537,20 @@ pub(crate) fn encode_strings(
         S::Fsst => (schemes.fsst)(values, sink, depth),
         S::Prefix => (schemes.prefix)(values, sink, depth),
     };
-    let full = &mut FullSizes::new();
-    let (mut best, _) = choose(
-        &candidates,
-        &s,
-        values,
-        |c, data, scratch| {
-            encode(c, data, scratch);
-        },
-        |_| Premium::NONE,
-        full,
-    )
-    .unwrap_or((S::Plain, 0.0));
+    let full = &mut FullSizes::for_sink(sink);
+    let (mut best, _) =
+        choose(&candidates, &s, values, encode, |_| Premium::NONE, full).unwrap_or((S::Plain, 0.0));
     // For the same reason the sample underrates the dictionary: settle it on the full input.
     if dict_viable && best != S::Dict && s.len() < values.len() {
-        let mut size = |c| {
-            full.get(c, || {
-                trial_size(|scratch| encode(c, values, scratch)) as f64
-            })
-        };
+        let mut size = |c| full.get(c, |scratch| encode(c, values, scratch), |b| b as f64);
         if size(S::Dict) < size(best) {
             best = S::Dict;
         }
     }
-    encode(best, values, sink)
+    match full.take_into(best, sink) {
+        Some(root) => root,
+        None => encode(best, values, sink),
+    }
 }
 
 /// Front coding is tried when neighbours share at least this many bytes on average: below,
