@@ -129,7 +129,15 @@ pub fn scan(path: &Path, data: &[u8]) {
                     .rows(100..116),
             );
             if has_extremes(f.data_type()) {
-                drain(table.scan().project([c]).filter(p.clone()).extremes_only());
+                // Extremes, and the selected rows counted beside them.
+                drain(
+                    table
+                        .scan()
+                        .project([c])
+                        .filter(p.clone())
+                        .extremes_only()
+                        .count_selected(),
+                );
             }
             all.push(p);
         }
