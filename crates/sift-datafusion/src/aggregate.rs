@@ -1147,17 +1147,33 @@ fn dictionary_codes(
 fn range_codes(array: &ArrayRef, min: i64, max: i64) -> Result<(Vec<u32>, usize, Vec<u32>)> {
     let values = int_values(array)?;
     let n = usize::try_from(max - min).unwrap_or(0) + 2;
-    let mut codes = Vec::with_capacity(values.len());
-    for (i, &v) in values.iter().enumerate() {
-        if array.is_null(i) {
-            codes.push(0);
-        } else if v < min || v > max {
-            return Err(DataFusionError::Execution(format!(
-                "group value {v} outside the zone maps' bounds {min}..={max}: damaged statistics"
-            )));
-        } else {
-            codes.push((v - min + 1) as u32);
+    // Every value's code, nulls' included (they are set to 0 after), in one pass that
+    // notes any value outside the bounds instead of branching on each.
+    let mut outside = false;
+    let mut codes: Vec<u32> = (values.iter())
+        .map(|&v| {
+            outside |= v < min || v > max;
+            v.wrapping_sub(min).wrapping_add(1) as u32
+        })
+        .collect();
+    let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
+    if let Some(nulls) = &nulls {
+        for (code, valid) in codes.iter_mut().zip(nulls.iter()) {
+            if !valid {
+                *code = 0;
+            }
         }
+    }
+    let valid = |i: &usize| nulls.as_ref().is_none_or(|n| n.is_valid(*i));
+    if outside
+        && let Some(v) = (0..values.len())
+            .filter(valid)
+            .map(|i| values[i])
+            .find(|v| *v < min || *v > max)
+    {
+        return Err(DataFusionError::Execution(format!(
+            "group value {v} outside the zone maps' bounds {min}..={max}: damaged statistics"
+        )));
     }
     Ok((codes, n, (0..n as u32).collect()))
 }
@@ -1569,6 +1585,26 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    /// Range codes: `value - min + 1`, 0 for null (whatever its slot holds), and a value
+    /// outside the bounds an error naming it.
+    #[test]
+    fn range_codes_of_values_nulls_and_values_out_of_bounds() -> Result<()> {
+        let a: ArrayRef = Arc::new(Int64Array::new(
+            vec![5, 7, 900, 6].into(),
+            Some(NullBuffer::from(vec![true, true, false, true])),
+        ));
+        let (codes, n, all) = range_codes(&a, 5, 7)?;
+        assert_eq!((codes, n, all), (vec![1, 3, 0, 2], 4, vec![0, 1, 2, 3]));
+        let b: ArrayRef = Arc::new(Int64Array::from(vec![5, 8]));
+        let err = range_codes(&b, 5, 7).err().map(|e| e.to_string());
+        assert!(
+            err.as_ref()
+                .is_some_and(|e| e.contains("group value 8 outside")),
+            "{err:?}"
+        );
+        Ok(())
+    }
 
     proptest! {
         /// The interleaved partial sums equal plain 128-bit sums, with few groups or many,

@@ -3,6 +3,7 @@
 //! block's are (integer-like columns of Sift files, exact Parquet statistics), so that
 //! DataFusion answers an unfiltered `MIN`, `MAX` or `COUNT` from them without a scan.
 
+use std::borrow::{Borrow, Cow};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -11,7 +12,7 @@ use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
 use sift_format::{ChunkStats, Scalar};
 
-use crate::table::{TableFile, TableFiles};
+use crate::table::TableFiles;
 
 /// Statistics already merged, by schema and blocks. DataFusion asks a scan for the same
 /// statistics several times while it plans one query, and again for the next query on
@@ -65,30 +66,34 @@ pub(crate) fn blocks_statistics(
     schema: &SchemaRef,
     blocks: &[(usize, usize)],
 ) -> Statistics {
-    let merged = (files.stats_memo).get_or_insert(schema, blocks, || {
-        merge_blocks(&files.files, schema, blocks)
-    });
+    let merged =
+        (files.stats_memo).get_or_insert(schema, blocks, || merge_blocks(files, schema, blocks));
     Statistics::clone(&merged)
 }
 
 /// [`blocks_statistics`], merged from the zone maps.
-fn merge_blocks(files: &[TableFile], schema: &Schema, blocks: &[(usize, usize)]) -> Statistics {
+fn merge_blocks(files: &TableFiles, schema: &Schema, blocks: &[(usize, usize)]) -> Statistics {
+    let (dataset, files) = (&files.dataset, &files.files);
     let rows: u64 = blocks
         .iter()
         .map(|&(f, b)| files[f].table.block_rows(b))
         .sum();
     let file_schemas: Vec<_> = files.iter().map(|f| f.table.schema()).collect();
     // Columns are found in each file by name; a column a file lacks (a partition column,
-    // or one of other files only) has no zone map there, so its bounds are unknown.
+    // or one of other files only) holds one value there, its partition value or null.
     let columns = schema
         .fields()
         .iter()
         .map(|field| {
             let zones = blocks.iter().map(|&(f, b)| {
-                let c = file_schemas[f].index_of(field.name()).ok()?;
                 let table = &files[f].table;
+                let Ok(c) = file_schemas[f].index_of(field.name()) else {
+                    let rows = table.block_rows(b);
+                    let constant = dataset.constant_stats(files[f].index, field.name(), rows);
+                    return constant.map(|z| (Cow::Owned(z), true));
+                };
                 let exact = table.exact_block_stats(b, c).is_some();
-                Some((table.block_stats(b, c)?, exact))
+                Some((Cow::Borrowed(table.block_stats(b, c)?), exact))
             });
             column_statistics(zones, field.data_type())
         })
@@ -102,8 +107,8 @@ fn merge_blocks(files: &[TableFile], schema: &Schema, blocks: &[(usize, usize)])
 
 /// One column's statistics over the zone maps of its blocks, each with whether its bounds
 /// are exact; a block without one makes the merged value unknown.
-fn column_statistics<'a>(
-    mut zones: impl Iterator<Item = Option<(&'a ChunkStats, bool)>>,
+fn column_statistics<Z: Borrow<ChunkStats>>(
+    mut zones: impl Iterator<Item = Option<(Z, bool)>>,
     dt: &DataType,
 ) -> ColumnStatistics {
     let mut nulls = Some(0u64);
@@ -118,6 +123,7 @@ fn column_statistics<'a>(
         let Some((z, z_exact)) = zone else {
             return ColumnStatistics::new_unknown();
         };
+        let z = z.borrow();
         exact &= z_exact;
         nulls = nulls.map(|n| n + z.null_count);
         let lo = z.min.as_ref().and_then(|s| zone_bound(s, dt));

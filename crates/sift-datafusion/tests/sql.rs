@@ -895,9 +895,13 @@ fn hive_partitions_are_columns_and_prune_files() {
         "select id from t where region = 'us' and year = 2023 and s like 'a%'",
         "select year, count(*) from t where year in (2023, 2025) group by year",
         "select region, count(*), sum(p), min(k), max(k), avg(k) from t group by region",
+        // Grouped by a partition column (its values bound it, as a small range of codes).
+        "select year, count(*), sum(id), max(k) from t group by year",
+        // Answered from the statistics: a partition column's values are its bounds.
+        "select min(year), max(year), count(*) from t",
         // Extremes and the selected rows counted, filtered on a partition column, one
-        // column widened in one file.
-        "select count(*), min(k), max(id) from t where region = 'eu' and k < 30",
+        // column widened in one file, a partition column among them.
+        "select count(*), min(k), max(year), max(id) from t where region = 'eu' and k < 30",
     ];
     runtime().block_on(async {
         let reference = SessionContext::new();
@@ -918,10 +922,22 @@ fn hive_partitions_are_columns_and_prune_files() {
                     "{q} with {threads} threads"
                 );
             }
-            let extremes = queries[queries.len() - 1];
-            let text = displayable(physical_plan(&ctx, extremes).await.as_ref())
-                .indent(true)
-                .to_string();
+            let plan = |q: &'static str| {
+                let ctx = &ctx;
+                async move {
+                    displayable(physical_plan(ctx, q).await.as_ref())
+                        .indent(true)
+                        .to_string()
+                }
+            };
+            let [grouped, stats, extremes] = queries[queries.len() - 3..] else {
+                unreachable!("three queries")
+            };
+            let text = plan(grouped).await;
+            assert!(text.contains("SiftAggregate"), "{text}");
+            let text = plan(stats).await;
+            assert!(!text.contains("SiftScan"), "{text}");
+            let text = plan(extremes).await;
             assert!(text.contains("count_selected"), "{text}");
         }
         // Partition filters are decided per file: only the 2024 file is scanned, and

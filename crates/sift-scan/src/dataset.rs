@@ -24,6 +24,8 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchOptions, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
+use sift_format::{ChunkStats, Scalar};
+
 use crate::bind::field_or_path;
 use crate::error::{Error, Result};
 use crate::expr::{CmpOp, Expr, Literal};
@@ -169,6 +171,29 @@ impl Dataset {
             }
         }
         Ok(kept)
+    }
+
+    /// The zone map of `rows` rows of file `file` in a column of the dataset it does not
+    /// store: a partition column (its value, or null) or a column of other files only
+    /// (null). The bounds are exact: every row holds the value. `None` for a file the
+    /// dataset lacks.
+    pub fn constant_stats(&self, file: usize, column: &str, rows: u64) -> Option<ChunkStats> {
+        let vals = self.values.get(file)?;
+        let constant = match self.partitions.iter().position(|f| f.name() == column) {
+            Some(k) => vals.get(k)?,
+            None => &Constant::Null,
+        };
+        let value = match constant {
+            Constant::Null => None,
+            Constant::Int(v) => Some(Scalar::Int(i128::from(*v))),
+            Constant::Str(s) => Some(Scalar::Bytes(s.as_bytes().to_vec())),
+        };
+        Some(ChunkStats {
+            null_count: if value.is_none() { rows } else { 0 },
+            min: value.clone(),
+            max: value,
+            has_nan: false,
+        })
     }
 
     fn constants<'a>(&'a self, vals: &'a [Constant]) -> HashMap<&'a str, &'a Constant> {
