@@ -1437,7 +1437,8 @@ fn accumulate(a: &Aggregate, acc: &mut Acc, batch: &Batch, sums: &mut HashMap<us
 /// groups' extremes: with one group, the batch's extreme first (`sift_bits::extreme`,
 /// SIMD masked by the validity bits), then one comparison.
 fn extremes(acc: &mut Acc, ids: &[u32], v: &[i64], nulls: Option<&NullBuffer>, max: bool) {
-    let one = acc.set.len() == 1;
+    let groups = acc.set.len();
+    let one = groups == 1;
     let mut fold = |g: usize, x: i64| {
         let x = i128::from(x);
         if !acc.set[g] || (max && x > acc.ints[g]) || (!max && x < acc.ints[g]) {
@@ -1460,7 +1461,22 @@ fn extremes(acc: &mut Acc, ids: &[u32], v: &[i64], nulls: Option<&NullBuffer>, m
                 fold(0, x);
             }
         }
-        (false, None) => ids.iter().zip(v).for_each(|(&g, &x)| fold(g as usize, x)),
+        (false, None) => {
+            // Each group's extreme of the batch first, in 64 bits and without a branch on
+            // each row, then folded once per group the batch has rows of.
+            let mut part = vec![if max { i64::MIN } else { i64::MAX }; groups];
+            let mut seen = vec![false; groups];
+            for (&g, &x) in ids.iter().zip(v) {
+                let g = g as usize;
+                part[g] = if max { part[g].max(x) } else { part[g].min(x) };
+                seen[g] = true;
+            }
+            for (g, (&x, &s)) in part.iter().zip(&seen).enumerate() {
+                if s {
+                    fold(g, x);
+                }
+            }
+        }
         (false, Some(n)) => n.valid_indices().for_each(|r| fold(ids[r] as usize, v[r])),
     }
 }

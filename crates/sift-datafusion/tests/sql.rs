@@ -240,6 +240,12 @@ const AGGREGATES: &[(&str, bool)] = &[
         "select s, min(k), max(k) from t where k is null or k > 5 group by s",
         true,
     ),
+    // Extremes of a column without nulls in many groups (each group's extreme of a batch
+    // taken first).
+    (
+        "select s, min(id), max(id), count(*) from t group by s",
+        true,
+    ),
     ("select sum(id * id * id) from t", true),
     // Literals of one unscaled value at two scales.
     (
