@@ -1461,15 +1461,23 @@ fn extremes(acc: &mut Acc, ids: &[u32], v: &[i64], nulls: Option<&NullBuffer>, m
                 fold(0, x);
             }
         }
-        (false, None) => {
+        (false, nulls) => {
             // Each group's extreme of the batch first, in 64 bits and without a branch on
-            // each row, then folded once per group the batch has rows of.
-            let mut part = vec![if max { i64::MIN } else { i64::MAX }; groups];
+            // each row (a null row counts as the identity and marks nothing), then folded
+            // once per group the batch has valid rows of.
+            let identity = if max { i64::MIN } else { i64::MAX };
+            let mut part = vec![identity; groups];
             let mut seen = vec![false; groups];
-            for (&g, &x) in ids.iter().zip(v) {
-                let g = g as usize;
+            let mut add = |g: u32, x: i64, valid: bool| {
+                let (g, x) = (g as usize, if valid { x } else { identity });
                 part[g] = if max { part[g].max(x) } else { part[g].min(x) };
-                seen[g] = true;
+                seen[g] |= valid;
+            };
+            match nulls {
+                None => ids.iter().zip(v).for_each(|(&g, &x)| add(g, x, true)),
+                Some(n) => {
+                    (ids.iter().zip(v).zip(n.iter())).for_each(|((&g, &x), valid)| add(g, x, valid))
+                }
             }
             for (g, (&x, &s)) in part.iter().zip(&seen).enumerate() {
                 if s {
@@ -1477,7 +1485,6 @@ fn extremes(acc: &mut Acc, ids: &[u32], v: &[i64], nulls: Option<&NullBuffer>, m
                 }
             }
         }
-        (false, Some(n)) => n.valid_indices().for_each(|r| fold(ids[r] as usize, v[r])),
     }
 }
 
