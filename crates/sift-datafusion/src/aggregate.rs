@@ -1434,8 +1434,9 @@ fn accumulate(a: &Aggregate, acc: &mut Acc, batch: &Batch, sums: &mut HashMap<us
 }
 
 /// Folds the integer values `v` of the valid rows (all if `nulls` is `None`) into their
-/// groups' extremes: with one group, the batch's extreme first (`sift_bits::extreme`,
-/// SIMD masked by the validity bits), then one comparison.
+/// groups' extremes: the batch's extreme of each group first (with one group by
+/// `sift_bits::extreme`, SIMD masked by the validity bits; with more, a branchless pass
+/// over the rows), then one comparison per group.
 fn extremes(acc: &mut Acc, ids: &[u32], v: &[i64], nulls: Option<&NullBuffer>, max: bool) {
     let groups = acc.set.len();
     let one = groups == 1;
