@@ -90,12 +90,7 @@ impl SiftScanExec {
             None => table_schema.clone(),
         };
         let partitions = split_blocks(&files.files, &scanned, target_partitions);
-        let properties = PlanProperties::new(
-            EquivalenceProperties::new(schema),
-            Partitioning::UnknownPartitioning(partitions.len()),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        );
+        let properties = scan_properties(schema, partitions.len());
         Ok(SiftScanExec {
             files,
             scanned: scanned.into(),
@@ -111,7 +106,7 @@ impl SiftScanExec {
             extremes: false,
             count_selected: false,
             partitions,
-            properties: Arc::new(properties),
+            properties,
             metrics: ExecutionPlanMetricsSet::new(),
         })
     }
@@ -176,12 +171,7 @@ impl SiftScanExec {
             Arc::new(f.as_ref().clone().with_data_type(dt))
         });
         let schema = SchemaRef::new(Schema::new(fields.collect::<Vec<_>>()));
-        node.properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(schema),
-            self.properties.partitioning.clone(),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        ));
+        node.properties = scan_properties(schema, self.partitions.len());
         node.dictionary = dictionary;
         node.unscaled = unscaled;
         node.metrics = ExecutionPlanMetricsSet::new();
@@ -208,12 +198,8 @@ impl SiftScanExec {
             let fields: Vec<_> = (schema.fields().iter().cloned())
                 .chain([Arc::new(counted)])
                 .collect();
-            node.properties = Arc::new(PlanProperties::new(
-                EquivalenceProperties::new(SchemaRef::new(Schema::new(fields))),
-                self.properties.partitioning.clone(),
-                EmissionType::Incremental,
-                Boundedness::Bounded,
-            ));
+            let schema = SchemaRef::new(Schema::new(fields));
+            node.properties = scan_properties(schema, self.partitions.len());
         }
         node.metrics = ExecutionPlanMetricsSet::new();
         Some(node)
@@ -303,6 +289,16 @@ impl SiftScanExec {
         let schema = self.columns_schema();
         schema.fields().iter().map(|f| f.name().clone()).collect()
     }
+}
+
+/// The plan properties of a scan returning `schema` from `partitions` partitions.
+fn scan_properties(schema: SchemaRef, partitions: usize) -> Arc<PlanProperties> {
+    Arc::new(PlanProperties::new(
+        EquivalenceProperties::new(schema),
+        Partitioning::UnknownPartitioning(partitions),
+        EmissionType::Incremental,
+        Boundedness::Bounded,
+    ))
 }
 
 /// One block of a partition: its file, its index there, and its rows in that file.
