@@ -824,8 +824,9 @@ struct Column {
     nulls: Option<NullBuffer>,
 }
 
-/// One aggregate's running state, per group: how many valid values it took, and their
-/// sum (integers exactly, or doubles in row order) or extreme.
+/// One aggregate's running state, per group: how many valid values it took (not kept
+/// for `MIN` and `MAX`, whose `set` says whether a group took any), and their sum
+/// (integers exactly, or doubles in row order) or extreme.
 #[derive(Default)]
 struct Acc {
     counts: Vec<u64>,
@@ -954,24 +955,43 @@ impl State {
                     (true, Some(t)) if t.len() == size => t,
                     _ => vec![u32::MAX; size],
                 };
-                // A row's slot: its codes in mixed radix (one or two columns unrolled).
-                let slot = |r: usize| -> usize {
-                    match local.as_slice() {
-                        [a] => a.0[r] as usize,
-                        [a, b] => a.0[r] as usize * strides[0] + b.0[r] as usize,
-                        _ => (local.iter().zip(&strides))
-                            .map(|(c, s)| c.0[r] as usize * s)
-                            .sum(),
+                // Each row's slot: its codes in mixed radix (a lone column's codes are
+                // their slots; a slot is below `MAX_TABLE`).
+                let computed: Vec<u32>;
+                let slots: &[u32] = match local.as_slice() {
+                    [a] => &a.0,
+                    [a, b] => {
+                        let stride = strides[0] as u32;
+                        computed = (a.0.iter().zip(&b.0))
+                            .map(|(&x, &y)| x * stride + y)
+                            .collect();
+                        &computed
+                    }
+                    _ => {
+                        computed = (0..rows)
+                            .map(|r| {
+                                let slot: usize = (local.iter().zip(&strides))
+                                    .map(|(c, s)| c.0[r] as usize * s)
+                                    .sum();
+                                slot as u32
+                            })
+                            .collect();
+                        &computed
                     }
                 };
-                for r in 0..rows {
-                    let slot = slot(r);
-                    let mut id = table[slot];
-                    if id == u32::MAX {
-                        id = self.group(key_of(&|j| local[j].0[r]));
-                        table[slot] = id;
+                // Every row looked up without a branch; the rows of groups the table does
+                // not hold yet (none, once a kept table has seen them all) added after.
+                ids.extend(slots.iter().map(|&s| table[s as usize]));
+                if ids.contains(&u32::MAX) {
+                    for (r, id) in ids.iter_mut().enumerate() {
+                        if *id == u32::MAX {
+                            let slot = slots[r] as usize;
+                            if table[slot] == u32::MAX {
+                                table[slot] = self.group(key_of(&|j| local[j].0[r]));
+                            }
+                            *id = table[slot];
+                        }
                     }
-                    ids.push(id);
                 }
                 if all_ranges {
                     self.range_table = Some(table);
@@ -1075,8 +1095,10 @@ impl State {
                     let c: Vec<i64> = acc.counts.iter().map(|&n| n as i64).collect();
                     out.push(Arc::new(Int64Array::from(c)));
                 }
-                Aggregate::SumInt { out: dt, .. } | Aggregate::MinMax { out: dt, .. } => {
-                    out.push(int_state(ints(), dt)?);
+                Aggregate::SumInt { out: dt, .. } => out.push(int_state(ints(), dt)?),
+                Aggregate::MinMax { out: dt, .. } => {
+                    let extremes = acc.ints.iter().zip(&acc.set);
+                    out.push(int_state(extremes.map(|(&v, &s)| s.then_some(v)), dt)?);
                 }
                 Aggregate::SumFloat(_) => out.push(Arc::new(Float64Array::from_iter(floats()))),
                 Aggregate::AvgInt { out: dt, .. } => {
@@ -1158,9 +1180,9 @@ fn range_codes(array: &ArrayRef, min: i64, max: i64) -> Result<(Vec<u32>, usize,
         .collect();
     let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
     if let Some(nulls) = &nulls {
-        for (code, valid) in codes.iter_mut().zip(nulls.iter()) {
-            if !valid {
-                *code = 0;
+        for (chunk, word) in codes.chunks_mut(64).zip(valid_words(nulls)) {
+            for (i, code) in chunk.iter_mut().enumerate() {
+                *code &= 0u32.wrapping_sub(((word >> i) & 1) as u32);
             }
         }
     }
@@ -1385,52 +1407,88 @@ fn accumulate(a: &Aggregate, acc: &mut Acc, batch: &Batch, sums: &mut HashMap<us
         .and_then(|c| c.nulls.as_ref())
         .filter(|n| n.null_count() > 0);
     let values = column.map(|c| &c.values);
-    let Some(nulls) = nulls else {
-        // All valid: counts by group, sums in tight loops.
-        for (c, &n) in acc.counts.iter_mut().zip(rows) {
-            *c += n;
+    // Each group's valid values: its rows when all are valid. `MIN` and `MAX` count none
+    // with nulls (whether a group took a value is in `set`).
+    match (nulls, acc.counts.as_mut_slice()) {
+        (None, counts) => {
+            for (c, &n) in counts.iter_mut().zip(rows) {
+                *c += n;
+            }
         }
-        match (a, values) {
-            (
-                Aggregate::SumInt { node, .. } | Aggregate::AvgInt { node, .. },
-                Some(Values::Ints(v)),
-            ) => {
-                let batch_sums = sums.entry(*node).or_insert_with(|| {
-                    let mut s = vec![0i128; acc.ints.len()];
-                    add_ints(ids, v, lanes[*node].max_abs().unwrap_or(i128::MAX), &mut s);
-                    s
-                });
-                for (total, s) in acc.ints.iter_mut().zip(batch_sums.iter()) {
-                    *total += s;
+        (Some(n), [count]) => *count += (n.len() - n.null_count()) as u64,
+        (Some(_), _) if matches!(a, Aggregate::MinMax { .. }) => {}
+        (Some(n), counts) => {
+            // Each group's rows less its null rows: one step per null, not per row.
+            for (c, &k) in counts.iter_mut().zip(rows) {
+                *c += k;
+            }
+            for (ids, word) in ids.chunks(64).zip(valid_words(n)) {
+                let mut null = !word & (u64::MAX >> (64 - ids.len()));
+                while null != 0 {
+                    counts[ids[null.trailing_zeros() as usize] as usize] -= 1;
+                    null &= null - 1;
                 }
             }
-            (Aggregate::SumFloat(_) | Aggregate::AvgFloat(_), Some(Values::Floats(v))) => {
-                for (&g, &x) in ids.iter().zip(v) {
-                    acc.floats[g as usize] += x;
-                }
-            }
-            (Aggregate::Count(_), _) => {}
-            (Aggregate::MinMax { max, .. }, Some(Values::Ints(v))) => {
-                extremes(acc, ids, v, None, *max)
-            }
-            _ => each_valid(a, acc, ids, values, |_| true),
-        }
-        return;
-    };
-    if let [count] = acc.counts.as_mut_slice() {
-        *count += (nulls.len() - nulls.null_count()) as u64;
-    } else {
-        for r in nulls.valid_indices() {
-            acc.counts[ids[r] as usize] += 1;
         }
     }
     match (a, values) {
         (Aggregate::Count(_), _) => {}
-        (Aggregate::MinMax { max, .. }, Some(Values::Ints(v))) => {
-            extremes(acc, ids, v, Some(nulls), *max)
+        (
+            Aggregate::SumInt { node, .. } | Aggregate::AvgInt { node, .. },
+            Some(Values::Ints(v)),
+        ) => {
+            let batch_sums = sums.entry(*node).or_insert_with(|| {
+                let mut s = vec![0i128; acc.ints.len()];
+                let max_abs = lanes[*node].max_abs().unwrap_or(i128::MAX);
+                match nulls {
+                    None => add_ints(ids, v, max_abs, &mut s),
+                    Some(n) => {
+                        // A null's slot may hold anything: it is summed as 0.
+                        let mut masked = v.to_vec();
+                        for (chunk, word) in masked.chunks_mut(64).zip(valid_words(n)) {
+                            for (i, x) in chunk.iter_mut().enumerate() {
+                                *x &= 0i64.wrapping_sub(((word >> i) & 1) as i64);
+                            }
+                        }
+                        add_ints(ids, &masked, max_abs, &mut s);
+                    }
+                }
+                s
+            });
+            for (total, s) in acc.ints.iter_mut().zip(batch_sums.iter()) {
+                *total += s;
+            }
         }
-        _ => each_valid(a, acc, ids, values, |r| nulls.is_valid(r)),
+        (Aggregate::SumFloat(_) | Aggregate::AvgFloat(_), Some(Values::Floats(v))) => match nulls {
+            None => {
+                for (&g, &x) in ids.iter().zip(v) {
+                    acc.floats[g as usize] += x;
+                }
+            }
+            // A null row adds -0.0, which leaves every sum as it was (-0.0 too), whatever
+            // its slot holds.
+            Some(n) => {
+                for ((ids, v), word) in ids.chunks(64).zip(v.chunks(64)).zip(valid_words(n)) {
+                    for (i, (&g, &x)) in ids.iter().zip(v).enumerate() {
+                        let valid = (word >> i) & 1 == 1;
+                        acc.floats[g as usize] += if valid { x } else { -0.0 };
+                    }
+                }
+            }
+        },
+        (Aggregate::MinMax { max, .. }, Some(Values::Ints(v))) => {
+            extremes(acc, ids, v, nulls, *max)
+        }
+        _ => each_valid(a, acc, ids, values, |r| nulls.is_none_or(|n| n.is_valid(r))),
     }
+}
+
+/// The validity bits of `nulls` as words of 64 rows from its first row (the last one
+/// padded with zeros), for loops that take each row's bit without a branch.
+fn valid_words(nulls: &NullBuffer) -> impl Iterator<Item = u64> + '_ {
+    let chunks = nulls.inner().bit_chunks();
+    let rest = (chunks.remainder_len() > 0).then(|| chunks.remainder_bits());
+    chunks.into_iter().chain(rest)
 }
 
 /// Folds the integer values `v` of the valid rows (all if `nulls` is `None`) into their
@@ -1463,30 +1521,62 @@ fn extremes(acc: &mut Acc, ids: &[u32], v: &[i64], nulls: Option<&NullBuffer>, m
             }
         }
         (false, nulls) => {
-            // Each group's extreme of the batch first, in 64 bits and without a branch on
-            // each row (a null row counts as the identity and marks nothing), then folded
-            // once per group the batch has valid rows of.
-            let identity = if max { i64::MIN } else { i64::MAX };
-            let mut part = vec![identity; groups];
-            let mut seen = vec![false; groups];
-            let mut add = |g: u32, x: i64, valid: bool| {
-                let (g, x) = (g as usize, if valid { x } else { identity });
-                part[g] = if max { part[g].max(x) } else { part[g].min(x) };
-                seen[g] |= valid;
+            let part = match max {
+                true => group_extremes::<true>(ids, v, nulls, groups),
+                false => group_extremes::<false>(ids, v, nulls, groups),
             };
-            match nulls {
-                None => ids.iter().zip(v).for_each(|(&g, &x)| add(g, x, true)),
-                Some(n) => {
-                    (ids.iter().zip(v).zip(n.iter())).for_each(|((&g, &x), valid)| add(g, x, valid))
-                }
-            }
-            for (g, (&x, &s)) in part.iter().zip(&seen).enumerate() {
-                if s {
+            for (g, x) in part.into_iter().enumerate() {
+                if let Some(x) = x {
                     fold(g, x);
                 }
             }
         }
     }
+}
+
+/// Each of `groups` groups' extreme (largest if `MAX`) of the valid rows' values `v`, in
+/// 64 bits and without a branch on each row: a null row counts as the identity. `None`
+/// for a group without a valid row.
+fn group_extremes<const MAX: bool>(
+    ids: &[u32],
+    v: &[i64],
+    nulls: Option<&NullBuffer>,
+    groups: usize,
+) -> Vec<Option<i64>> {
+    let identity = if MAX { i64::MIN } else { i64::MAX };
+    let better = |a: i64, b: i64| if MAX { a.max(b) } else { a.min(b) };
+    let mut part = vec![identity; groups];
+    match nulls {
+        None => {
+            for (&g, &x) in ids.iter().zip(v) {
+                let p = &mut part[g as usize];
+                *p = better(*p, x);
+            }
+        }
+        Some(n) => {
+            for ((ids, v), word) in ids.chunks(64).zip(v.chunks(64)).zip(valid_words(n)) {
+                for (i, (&g, &x)) in ids.iter().zip(v).enumerate() {
+                    // All ones for a valid row, which keeps its value.
+                    let keep = 0i64.wrapping_sub(((word >> i) & 1) as i64);
+                    let p = &mut part[g as usize];
+                    *p = better(*p, (x & keep) | (identity & !keep));
+                }
+            }
+        }
+    }
+    // A group still at the identity took no valid row, unless its valid values all equal
+    // the identity: rows holding it are looked for only when there are any.
+    let mut seen: Vec<bool> = part.iter().map(|&p| p != identity).collect();
+    if v.contains(&identity) {
+        for (r, (&g, &x)) in ids.iter().zip(v).enumerate() {
+            if x == identity && nulls.is_none_or(|n| n.is_valid(r)) {
+                seen[g as usize] = true;
+            }
+        }
+    }
+    (part.into_iter().zip(seen))
+        .map(|(p, s)| s.then_some(p))
+        .collect()
 }
 
 /// Adds the valid rows' values to `acc`'s sums or extremes, one row at a time (counts
@@ -1650,6 +1740,42 @@ mod tests {
             add_ints(&ids, &values, max_abs, &mut got);
             let got: Vec<i128> = got.iter().map(|s| s - 7).collect();
             prop_assert_eq!(got, expected);
+        }
+
+        /// Each group's extreme of its valid rows equals a plain fold over them: values at
+        /// the identities (`i64::MIN` for `MAX`, `i64::MAX` for `MIN`), groups without a
+        /// valid row, batches past 64 rows and without nulls.
+        #[test]
+        fn group_extremes_equal_a_plain_fold(
+            groups in 1usize..12,
+            rows in proptest::collection::vec(
+                (
+                    0u32..1000,
+                    prop_oneof![Just(i64::MIN), Just(i64::MAX), -3i64..3, any::<i64>()],
+                    proptest::bool::weighted(0.8),
+                ),
+                0..300,
+            ),
+            nullable in any::<bool>(),
+        ) {
+            let ids: Vec<u32> = rows.iter().map(|(g, _, _)| g % groups as u32).collect();
+            let v: Vec<i64> = rows.iter().map(|(_, x, _)| *x).collect();
+            let valid: Vec<bool> = rows.iter().map(|(_, _, ok)| *ok || !nullable).collect();
+            let nulls = nullable.then(|| NullBuffer::from(valid.clone()));
+            for max in [false, true] {
+                let mut expected: Vec<Option<i64>> = vec![None; groups];
+                for ((&g, &x), &ok) in ids.iter().zip(&v).zip(&valid) {
+                    let e = &mut expected[g as usize];
+                    if ok {
+                        *e = Some(e.map_or(x, |e| if max { e.max(x) } else { e.min(x) }));
+                    }
+                }
+                let got = match max {
+                    true => group_extremes::<true>(&ids, &v, nulls.as_ref(), groups),
+                    false => group_extremes::<false>(&ids, &v, nulls.as_ref(), groups),
+                };
+                prop_assert_eq!(got, expected);
+            }
         }
     }
 }
