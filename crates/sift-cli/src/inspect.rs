@@ -14,7 +14,7 @@ use arrow::buffer::Buffer;
 use arrow::datatypes::{DataType, Field, Schema};
 use serde::Serialize;
 use sift_encoding::ColumnEncoding;
-use sift_format::{ChunkStats, ColumnShape, FORMAT_VERSION, Scalar, SiftFile};
+use sift_format::{ChunkStats, ColumnShape, Scalar, SiftFile};
 
 use crate::display::printable_type;
 use sift_io::Format;
@@ -124,6 +124,8 @@ struct BlockColumnReport {
     min: Option<String>,
     max: Option<String>,
     has_nan: bool,
+    /// The chunk's non-null values never decrease (integer-like columns).
+    sorted: bool,
 }
 
 pub fn run(args: &InspectArgs, ui: &Ui) -> Result<()> {
@@ -284,6 +286,7 @@ fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileRepo
                                 .as_ref()
                                 .map(|s| show_scalar(s, field.data_type())),
                             has_nan: chunk.stats.has_nan,
+                            sorted: chunk.stats.sorted,
                         })
                         .collect(),
                 };
@@ -298,7 +301,7 @@ fn build_report(file: &SiftFile, args: &InspectArgs, ui: &Ui) -> Result<FileRepo
     Ok(FileReport {
         path: args.file.display().to_string(),
         file_bytes: file.file_len(),
-        format_version: FORMAT_VERSION,
+        format_version: file.format_version(),
         created_by: footer.created_by.clone(),
         num_rows: file.num_rows(),
         num_blocks: file.num_blocks(),

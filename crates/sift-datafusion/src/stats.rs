@@ -11,8 +11,9 @@ use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef, TimeUnit};
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
 use sift_format::{ChunkStats, Scalar};
+use sift_scan::Dataset;
 
-use crate::table::TableFiles;
+use crate::table::{TableFile, TableFiles};
 
 /// Statistics already merged, by schema and blocks. DataFusion asks a scan for the same
 /// statistics several times while it plans one query, and again for the next query on
@@ -79,22 +80,12 @@ fn merge_blocks(files: &TableFiles, schema: &Schema, blocks: &[(usize, usize)]) 
         .map(|&(f, b)| files[f].table.block_rows(b))
         .sum();
     let file_schemas: Vec<_> = files.iter().map(|f| f.table.schema()).collect();
-    // Columns are found in each file by name; a column a file lacks (a partition column,
-    // or one of other files only) holds one value there, its partition value or null.
     let columns = schema
         .fields()
         .iter()
         .map(|field| {
-            let zones = blocks.iter().map(|&(f, b)| {
-                let table = &files[f].table;
-                let Ok(c) = file_schemas[f].index_of(field.name()) else {
-                    let rows = table.block_rows(b);
-                    let constant = dataset.constant_stats(files[f].index, field.name(), rows);
-                    return constant.map(|z| (Cow::Owned(z), true));
-                };
-                let exact = table.exact_block_stats(b, c).is_some();
-                Some((Cow::Borrowed(table.block_stats(b, c)?), exact))
-            });
+            let zones = (blocks.iter())
+                .map(|&(f, b)| block_zone(dataset, files, &file_schemas, (f, b), field.name()));
             column_statistics(zones, field.data_type())
         })
         .collect();
@@ -103,6 +94,59 @@ fn merge_blocks(files: &TableFiles, schema: &Schema, blocks: &[(usize, usize)]) 
         total_byte_size: Precision::Absent,
         column_statistics: columns,
     }
+}
+
+/// The zone map of column `name` in `block` (file, block), and whether its bounds are
+/// exact. Columns are found in each file by name (`file_schemas`, each file's); a column a
+/// file lacks (a partition column, or one of other files only) holds one value there, its
+/// partition value or null.
+fn block_zone<'a>(
+    dataset: &Dataset,
+    files: &'a [TableFile],
+    file_schemas: &[SchemaRef],
+    (f, b): (usize, usize),
+    name: &str,
+) -> Option<(Cow<'a, ChunkStats>, bool)> {
+    let table = &files[f].table;
+    let Ok(c) = file_schemas[f].index_of(name) else {
+        let constant = dataset.constant_stats(files[f].index, name, table.block_rows(b));
+        return constant.map(|z| (Cow::Owned(z), true));
+    };
+    let exact = table.exact_block_stats(b, c).is_some();
+    Some((Cow::Borrowed(table.block_stats(b, c)?), exact))
+}
+
+/// The columns of `schema` (positions) sorted over `blocks` (file, block) in their order:
+/// each block's chunk holds no null, never decreases, and starts at or above the largest
+/// value of the block before (bounds enclose the values, exact or not). A scan returning
+/// those blocks' rows in order, or a subsequence of them, returns these columns sorted.
+pub(crate) fn sorted_columns(
+    files: &TableFiles,
+    schema: &Schema,
+    blocks: &[(usize, usize)],
+) -> Vec<usize> {
+    let (dataset, files) = (&files.dataset, &files.files);
+    let file_schemas: Vec<_> = files.iter().map(|f| f.table.schema()).collect();
+    let sorted = |name: &str| {
+        let mut last: Option<i128> = None;
+        blocks.iter().all(|&(f, b)| {
+            if files[f].table.block_rows(b) == 0 {
+                return true;
+            }
+            let Some((z, _)) = block_zone(dataset, files, &file_schemas, (f, b), name) else {
+                return false;
+            };
+            let (Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) = (&z.min, &z.max) else {
+                return false;
+            };
+            let follows = last.is_none_or(|last| last <= *lo);
+            last = Some(*hi);
+            z.sorted && z.null_count == 0 && follows
+        })
+    };
+    (0..schema.fields().len())
+        .filter(|&i| sorted(schema.field(i).name()))
+        .collect()
 }
 
 /// One column's statistics over the zone maps of its blocks, each with whether its bounds
@@ -208,6 +252,7 @@ mod tests {
             min: Some(Scalar::Int(lo)),
             max: Some(Scalar::Int(hi)),
             has_nan: false,
+            sorted: false,
         }
     }
 
@@ -217,6 +262,7 @@ mod tests {
             min: Some(Scalar::Float(lo)),
             max: Some(Scalar::Float(hi)),
             has_nan: false,
+            sorted: false,
         }
     }
 

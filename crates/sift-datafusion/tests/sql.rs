@@ -618,7 +618,8 @@ fn dynamic_filters_prune_blocks() {
         let reference = reference();
         for sql in [
             "select count(*), sum(a.k) from t a join (select id from t where id between 9100 and 9120) b on a.id = b.id",
-            "select id, s from t order by id limit 3",
+            // On `d`: the scan is known sorted on `id`, which needs no TopK.
+            "select d, id from t order by d, id limit 3",
         ] {
             assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await, "{sql}");
             let plan = physical_plan(&ctx, sql).await;
@@ -1033,5 +1034,104 @@ fn struct_fields_are_pushed_into_the_scan_and_nested_columns_returned() {
         assert!(!text.contains("FilterExec"), "{text}");
         let scan = text.lines().find(|l| l.contains("SiftScan")).expect("scan");
         assert!(scan.contains("\"actor.id\" < 40"), "{scan}");
+    });
+}
+
+/// A column sorted in every block, each block starting at or above the largest value of
+/// the one before (files too, in the table's order), is declared sorted by a one-thread
+/// scan: DataFusion drops the sort of an `ORDER BY` on it. A column out of order anywhere
+/// (inside a block, between blocks or between files), or holding a null, keeps its sort,
+/// as does every column on several threads; the rows always come in DataFusion's order.
+#[test]
+fn sorted_columns_drop_sorts_and_keep_the_order() {
+    let n = 1_000i64;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int64, false),
+        Field::new("up", DataType::Int32, false),
+        Field::new("swap", DataType::Int64, false),
+        Field::new("late", DataType::Int64, false),
+        Field::new("d", DataType::Date32, true),
+    ]));
+    let rows = |from: i64, to: i64| {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(from..to)),
+            // Sorted in each 100-row block, the fourth starting below the third's end.
+            Arc::new(Int32Array::from_iter_values((from..to).map(|i| {
+                (i / 100 * 10 - i64::from(i / 100 == 3) * 15 + i % 100 / 10) as i32
+            }))),
+            // Two neighbours swapped inside one block, whose bounds still follow.
+            Arc::new(Int64Array::from_iter_values((from..to).map(|i| match i {
+                457 => 458,
+                458 => 457,
+                i => i,
+            }))),
+            // Sorted, but the last block starts below the largest value of the one before.
+            Arc::new(Int64Array::from_iter_values(
+                (from..to).map(|i| if i >= 900 { i - 150 } else { i }),
+            )),
+            Arc::new(Date32Array::from_iter(
+                (from..to).map(|i| (i != 500).then_some(i as i32)),
+            )),
+        ];
+        RecordBatch::try_new(Arc::clone(&schema), columns).expect("batch")
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = dir.path().join("one.sift");
+    write_sift(&one, &rows(0, n), 100);
+    // Two directories of two files each: read in name order, ascending in one, descending
+    // in the other.
+    for (name, first, second) in [("ascending", 0, 500), ("descending", 500, 0)] {
+        let sub = dir.path().join(name);
+        std::fs::create_dir(&sub).expect("dir");
+        write_sift(&sub.join("1.sift"), &rows(first, first + 500), 100);
+        write_sift(&sub.join("2.sift"), &rows(second, second + 500), 100);
+    }
+    let reference = SessionContext::new();
+    let mem = MemTable::try_new(Arc::clone(&schema), vec![vec![rows(0, n)]]).expect("mem");
+    reference
+        .register_table("t", Arc::new(mem))
+        .expect("register");
+    // (table, column, threads, whether the scan is known sorted on it).
+    let cases = [
+        ("one.sift", "a", 1, true),
+        ("one.sift", "up", 1, false),
+        ("one.sift", "swap", 1, false),
+        ("one.sift", "late", 1, false),
+        ("one.sift", "d", 1, false),
+        ("one.sift", "a", 3, false),
+        ("ascending", "a", 1, true),
+        ("descending", "a", 1, false),
+    ];
+    let rt = runtime();
+    rt.block_on(async {
+        for (table, column, threads, sorted) in cases {
+            let ctx = session(threads);
+            let path = dir.path().join(table);
+            let t = SiftTable::open(&path.to_string_lossy()).expect("open");
+            ctx.register_table("t", Arc::new(t)).expect("register");
+            let sql = format!("select {column} as c, a as k from t where a % 7 <> 3 order by c, k");
+            let plan = physical_plan(&ctx, &sql).await;
+            let text = displayable(plan.as_ref()).indent(true).to_string();
+            let sorts = text.contains("SortExec") || text.contains("SortPreservingMergeExec");
+            assert_eq!(
+                !sorts, sorted,
+                "{table} {column} {threads} threads:\n{text}"
+            );
+            let ordered = |ctx: SessionContext| {
+                let sql = sql.clone();
+                async move {
+                    let batches = ctx
+                        .sql(&sql)
+                        .await
+                        .expect("sql")
+                        .collect()
+                        .await
+                        .expect("run");
+                    pretty_format_batches(&batches).expect("format").to_string()
+                }
+            };
+            let (got, want) = (ordered(ctx).await, ordered(reference.clone()).await);
+            assert_eq!(got, want, "{table} {column} {threads} threads");
+        }
     });
 }

@@ -252,6 +252,7 @@ pub fn encode_array_with(array: &dyn Array, options: EncodeOptions) -> Result<En
                 all.into()
             };
             (stats.min, stats.max) = int_bounds(&compact);
+            stats.sorted = compact.windows(2).all(|w| w[0] <= w[1]);
             encode_int_column(&compact, &mut sink);
         }),
         PhysicalKind::Float(w) => {

@@ -29,6 +29,10 @@ pub struct ChunkStats {
     pub max: Option<Scalar>,
     /// True if the chunk contains NaN (floats only); NaN is excluded from `min`/`max`.
     pub has_nan: bool,
+    /// True if the non-null values never decrease in row order (integer, date, time,
+    /// timestamp and decimal chunks; false where unknown), so that a column whose blocks
+    /// follow each other's bounds is known to be sorted.
+    pub sorted: bool,
 }
 
 pub(crate) fn int_bounds<T: crate::encodings::frame::NativeInt>(

@@ -339,21 +339,31 @@ fn read_scalar(r: &mut Reader<'_>, what: &str) -> Result<Option<Scalar>> {
 
 impl ChunkStats {
     /// Writes the statistics: null count (varint), min and max (a tag, then the value),
-    /// and the NaN flag (a byte).
+    /// and a flag byte (bit 0: NaN, bit 1: sorted).
     pub fn write_wire(&self, w: &mut Writer) {
         w.varint(self.null_count);
         write_scalar(self.min.as_ref(), w);
         write_scalar(self.max.as_ref(), w);
-        w.u8(u8::from(self.has_nan));
+        w.u8(u8::from(self.has_nan) | u8::from(self.sorted) << 1);
     }
 
     /// Reads statistics written by [`ChunkStats::write_wire`].
     pub fn read_wire(r: &mut Reader<'_>) -> Result<ChunkStats> {
+        let (null_count, min, max) = (
+            r.varint("null count")?,
+            read_scalar(r, "min")?,
+            read_scalar(r, "max")?,
+        );
+        let flags = r.u8("statistics flags")?;
+        if flags > 3 {
+            return Err(r.error(format!("statistics flags are {flags}, above 3")));
+        }
         Ok(ChunkStats {
-            null_count: r.varint("null count")?,
-            min: read_scalar(r, "min")?,
-            max: read_scalar(r, "max")?,
-            has_nan: r.bool("nan flag")?,
+            null_count,
+            min,
+            max,
+            has_nan: flags & 1 == 1,
+            sorted: flags & 2 == 2,
         })
     }
 }
@@ -460,18 +470,21 @@ mod tests {
                 min: Some(Scalar::Int(i128::MIN)),
                 max: Some(Scalar::Int(i128::MAX)),
                 has_nan: false,
+                sorted: true,
             },
             ChunkStats {
                 null_count: 3,
                 min: Some(Scalar::Float(-0.0)),
                 max: Some(Scalar::Float(f64::INFINITY)),
                 has_nan: true,
+                sorted: false,
             },
             ChunkStats {
                 null_count: 0,
                 min: Some(Scalar::Bool(false)),
                 max: Some(Scalar::Bytes(b"zz".to_vec())),
                 has_nan: false,
+                sorted: false,
             },
         ] {
             let mut w = Writer::new();
@@ -535,7 +548,8 @@ mod tests {
         // Unknown tags.
         let err = ChunkStats::read_wire(&mut Reader::new(&[0, 9])).unwrap_err();
         assert!(err.to_string().contains("unknown scalar tag 9"), "{err}");
-        let err = ChunkStats::read_wire(&mut Reader::new(&[0, 0, 0, 2])).unwrap_err();
-        assert!(err.to_string().contains("not 0 or 1"), "{err}");
+        // A statistics flag past NaN (bit 0) and sorted (bit 1).
+        let err = ChunkStats::read_wire(&mut Reader::new(&[0, 0, 0, 4])).unwrap_err();
+        assert!(err.to_string().contains("flags are 4"), "{err}");
     }
 }

@@ -24,14 +24,15 @@ pub enum Error {
     },
     /// The file was written by a format version this reader does not know.
     #[error(
-        "{path}: unsupported Sift format version {found} (this reader supports version {supported})"
+        "{path}: unsupported Sift format version {found} (this reader supports versions {} to {supported})",
+        crate::footer::OLDEST_FORMAT_VERSION
     )]
     UnsupportedVersion {
         /// The file.
         path: PathBuf,
         /// The version in the file.
         found: u32,
-        /// The version this build reads.
+        /// The newest version this build reads (and the one it writes).
         supported: u32,
     },
     /// A column's type cannot be stored (yet).

@@ -1,4 +1,4 @@
-//! The footer, format version 3: schema, blocks, per-chunk encodings, statistics and
+//! The footer, format version 4: schema, blocks, per-chunk encodings, statistics and
 //! segment locations, laid out so that a reader reaches any column's field and any chunk's
 //! metadata through fixed-width offset tables, without decoding the others.
 //!
@@ -28,8 +28,12 @@ use crate::writer::{MAX_BLOCK_ROWS, SEGMENT_ALIGN};
 /// The magic bytes at the start and the end of every Sift file.
 pub const MAGIC: [u8; 8] = *b"SIFTDATA";
 
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 3;
+/// The format version this build writes, and the newest it reads.
+pub const FORMAT_VERSION: u32 = 4;
+
+/// The oldest format version this build reads. Version 3 is version 4 without the sorted
+/// flag in chunk statistics (its flag byte is the NaN flag alone).
+pub const OLDEST_FORMAT_VERSION: u32 = 3;
 
 /// Bytes after the footer: length (8), CRC-32 (4), version (4), magic (8).
 pub const TRAILER_LEN: usize = 24;
@@ -192,7 +196,7 @@ fn chunk_record(block: usize, column: usize, chunk: &ChunkMeta) -> Vec<u8> {
 }
 
 impl Footer {
-    /// Encodes the footer (without the trailer) in the version-3 layout. Fails if a block
+    /// Encodes the footer (without the trailer) in the version-4 layout. Fails if a block
     /// does not have one chunk per field, or a section outgrows the format's limits.
     pub fn encode(&self) -> Result<Vec<u8>> {
         let columns = self.fields.len();
@@ -297,7 +301,11 @@ impl Footer {
 
     /// Parses the trailer (the last [`TRAILER_LEN`] bytes) into `(footer_len, crc32)`,
     /// refusing bad magic and unknown versions.
-    pub(crate) fn parse_trailer(path: &Path, trailer: &[u8], file_len: u64) -> Result<(u64, u32)> {
+    pub(crate) fn parse_trailer(
+        path: &Path,
+        trailer: &[u8],
+        file_len: u64,
+    ) -> Result<(u64, u32, u32)> {
         let field = |r: Range<usize>| {
             trailer
                 .get(r)
@@ -310,7 +318,7 @@ impl Footer {
             ));
         }
         let version = u32::from_le_bytes(le4(field(12..16)?));
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 path: path.to_path_buf(),
                 found: version,
@@ -326,7 +334,7 @@ impl Footer {
                 format!("footer length {len} exceeds the file ({file_len} bytes)"),
             ));
         }
-        Ok((len, crc))
+        Ok((len, crc, version))
     }
 }
 

@@ -30,8 +30,8 @@ mod writer;
 pub use aligned::AlignedWriter;
 pub use error::{Error, Result};
 pub use footer::{
-    BlockMeta, ChunkMeta, FOOTER_HEADER_LEN, FORMAT_VERSION, Footer, MAGIC, Segment, TRAILER_LEN,
-    footer_checksum, seal_footer,
+    BlockMeta, ChunkMeta, FOOTER_HEADER_LEN, FORMAT_VERSION, Footer, MAGIC, OLDEST_FORMAT_VERSION,
+    Segment, TRAILER_LEN, footer_checksum, seal_footer,
 };
 pub use nested::{MAX_NESTING, NESTED_KEY, Role, element_selection, element_selection_reference};
 pub use ranges::{ChunkRange, RangeCounts, RangeOptions, RangeSource, Remote, coalesce};

@@ -172,6 +172,8 @@ pub struct SiftFile {
     path: PathBuf,
     storage: Storage,
     len: u64,
+    /// The format version the file was written in.
+    version: u32,
     /// Boxed: an open file stays small to move around.
     footer: Box<FooterView>,
     options: ReadOptions,
@@ -310,7 +312,7 @@ impl SiftFile {
         options: ReadOptions,
     ) -> Result<Self> {
         let tail_len = tail.len() as u64;
-        let (footer_len, crc) =
+        let (footer_len, crc, version) =
             Footer::parse_trailer(&path, &tail[tail.len() - TRAILER_LEN..], len)?;
         let footer_offset = len - TRAILER_LEN as u64 - footer_len;
         if tail_len == len && tail[..MAGIC.len()] != MAGIC {
@@ -352,6 +354,7 @@ impl SiftFile {
             path,
             storage,
             len,
+            version,
             footer,
             options,
             columns,
@@ -436,6 +439,11 @@ impl SiftFile {
     /// File size in bytes.
     pub fn file_len(&self) -> u64 {
         self.len
+    }
+
+    /// The format version the file was written in (see [`crate::OLDEST_FORMAT_VERSION`]).
+    pub fn format_version(&self) -> u32 {
+        self.version
     }
 
     /// Footer records decoded so far: open decodes none; each first use of a column's

@@ -1344,6 +1344,22 @@ fn unit(index: usize) -> Unit {
     ][index]
 }
 
+/// A file of format version 3 (chunk statistics without the sorted flag) is still read.
+#[test]
+fn version_3_files_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sample("mixed.sift");
+    let mut footer = footer_of(s);
+    for chunk in footer.blocks.iter_mut().flat_map(|b| &mut b.columns) {
+        chunk.stats.sorted = false;
+    }
+    let data = &s.bytes[..footer_offset(&s.bytes)];
+    let path = dir.path().join("v3.sift");
+    std::fs::write(&path, assemble(data, &footer.encode().unwrap(), 3, &MAGIC)).unwrap();
+    assert_eq!(SiftFile::open(&path).unwrap().format_version(), 3);
+    assert_eq!(open_read(&path, checked()).unwrap(), s.batch);
+}
+
 #[test]
 fn hostile_footers_are_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -701,6 +701,66 @@ fn footer_statistics_match_the_data() {
     }
 }
 
+/// The sorted flag of each chunk: set where the non-null values of an integer-like column
+/// never decrease (ties and nulls between them allowed), clear where one value is below the
+/// one before, and never set for floats or strings, sorted or not.
+#[test]
+fn sorted_flags_match_the_data() {
+    let n = 400i64;
+    // Value `i`, bent down once in block 2 where `dip`.
+    let bent = |i: i64, dip: bool| if dip && i == 250 { 3 } else { i };
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "ties_and_nulls",
+            Arc::new(Int64Array::from_iter(
+                (0..n).map(|i| (i % 7 != 0).then_some(i / 3)),
+            )),
+        ),
+        (
+            "dip",
+            Arc::new(Int32Array::from_iter_values(
+                (0..n).map(|i| bent(i, true) as i32),
+            )),
+        ),
+        (
+            "unsigned",
+            Arc::new(UInt64Array::from_iter_values(
+                (0..n).map(|i| i as u64 * 1_000),
+            )),
+        ),
+        (
+            "days",
+            Arc::new(Date32Array::from_iter_values((0..n).map(|i| i as i32))),
+        ),
+        (
+            "falling",
+            Arc::new(
+                Decimal128Array::from_iter_values((0..n).map(|i| i128::from(n - i)))
+                    .with_precision_and_scale(10, 2)
+                    .unwrap(),
+            ),
+        ),
+        (
+            "floats",
+            Arc::new(Float64Array::from_iter_values((0..n).map(|i| i as f64))),
+        ),
+        (
+            "strings",
+            Arc::new(StringArray::from_iter_values(
+                (0..n).map(|i| format!("{i:05}")),
+            )),
+        ),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let (f, _) = round_trip(&batch, 100);
+    for (b, block) in f.decode_footer().unwrap().blocks.iter().enumerate() {
+        let rows = (b as i64 * 100)..(b as i64 + 1) * 100;
+        let expected = [true, !rows.contains(&250), true, true, false, false, false];
+        let flags: Vec<bool> = block.columns.iter().map(|c| c.stats.sorted).collect();
+        assert_eq!(flags, expected, "block {b}");
+    }
+}
+
 #[test]
 fn checksums_and_mapping_can_be_turned_off() {
     let batch = mixed_batch(500);

@@ -193,6 +193,8 @@ impl Dataset {
             min: value.clone(),
             max: value,
             has_nan: false,
+            // One value: it never decreases.
+            sorted: true,
         })
     }
 

@@ -216,6 +216,7 @@ impl ParquetZones {
             min: arrow_bound(mins.as_ref(), i, false),
             max: arrow_bound(maxes.as_ref(), i, true),
             has_nan,
+            sorted: false,
         })
     }
 

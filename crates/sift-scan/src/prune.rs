@@ -315,6 +315,7 @@ mod tests {
             min: Some(Scalar::Int(10)),
             max: Some(Scalar::Int(20)),
             has_nan: false,
+            sorted: false,
         };
         format!("{:?}", settle(b, &|_| Zone::of(100, Some(&stats))))
     }
