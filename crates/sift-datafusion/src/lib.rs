@@ -42,7 +42,7 @@ use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use aggregate::{ScanAggregates, SiftAggregateExec};
-pub use exec::{SiftScanExec, scan_counters, summed_scan_counters};
+pub use exec::{DynamicResiduals, SiftScanExec, scan_counters, summed_scan_counters};
 pub use factory::{SiftTableFactory, SiftUrlTables};
 pub use join_filter::JoinFilters;
 pub use sift_store::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, has_extension};
@@ -104,6 +104,7 @@ pub fn session(threads: usize) -> SessionContext {
         .with_config(config)
         .with_physical_optimizer_rule(Arc::new(JoinFilters))
         .with_physical_optimizer_rule(Arc::new(ScanAggregates))
+        .with_physical_optimizer_rule(Arc::new(DynamicResiduals))
         .with_table_factory("SIFT".into(), Arc::new(SiftTableFactory))
         .with_table_factory("SIFT_PARQUET".into(), Arc::new(SiftTableFactory))
         .build();

@@ -1135,3 +1135,95 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
         }
     });
 }
+
+/// A hash join's dynamic filter that Sift cannot evaluate (a lookup in the join's hash
+/// table) is evaluated on the batches of a scan below an aggregate below the join, and
+/// drops the rows the join would: while it drops most, on every batch; once it kept
+/// most rows of a trial, no more. A scan feeding the join directly is left alone. The
+/// answers are DataFusion's over the same rows in memory.
+#[test]
+fn dynamic_lookups_below_an_aggregate_drop_rows() {
+    let n = 140_000i64;
+    let big = RecordBatch::try_from_iter([
+        (
+            "id",
+            Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
+        ),
+        (
+            "k",
+            Arc::new(Int32Array::from_iter_values(
+                (0..n).map(|i| (i % 97) as i32),
+            )),
+        ),
+    ])
+    .expect("big");
+    // Every hundredth id (too many keys for an IN list), or two ids in three.
+    let dim = |step: i64| {
+        let keep = |i: &i64| {
+            if step == 100 {
+                i % 100 == 0
+            } else {
+                i % 3 != 0
+            }
+        };
+        let fid = Int64Array::from_iter_values((0..n).filter(keep));
+        RecordBatch::try_from_iter([("fid", Arc::new(fid) as ArrayRef)]).expect("dim")
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let big_path = dir.path().join("big.sift");
+    write_sift(&big_path, &big, 20_000);
+    let grouped = "select count(*), sum(a.total) from (select id, sum(k) total from big \
+                   group by id) a join dim on a.id = dim.fid";
+    let direct = "select count(*), sum(big.k) from big join dim on big.id = dim.fid";
+    // (dim's step, query, marked, rows tested, rows dropped).
+    let cases = [
+        (100, grouped, true, n as usize, (n - n / 100) as usize),
+        // Keeps two rows in three: tried on four batches of 20,000 (65,536 rows and
+        // more), then left to the join.
+        (3, grouped, true, 80_000, 26_667),
+        (100, direct, false, 0, 0),
+    ];
+    let rt = runtime();
+    rt.block_on(async {
+        for (step, sql, marked, tested, dropped) in cases {
+            let dim_path = dir.path().join(format!("dim{step}.sift"));
+            write_sift(&dim_path, &dim(step), 20_000);
+            let ctx = session(1);
+            let reference = SessionContext::new();
+            for (name, path, batch) in [("big", &big_path, &big), ("dim", &dim_path, &dim(step))] {
+                let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+                ctx.register_table(name, Arc::new(table)).expect("register");
+                let mem =
+                    MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
+                reference
+                    .register_table(name, Arc::new(mem))
+                    .expect("register");
+            }
+            // DataFusion's own aggregate (a filter passes through it), and no join filter
+            // from dim's scan (dim is no filtered table, but to be sure).
+            ctx.sql("set sift.scan_aggregates = false")
+                .await
+                .expect("set");
+            ctx.sql("set sift.join_filters = false").await.expect("set");
+            assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await, "{sql}");
+            let plan = physical_plan(&ctx, sql).await;
+            datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
+                .await
+                .expect("run");
+            let text = displayable(plan.as_ref()).indent(true).to_string();
+            let scan = text.lines().find(|l| l.contains("big.sift")).expect("scan");
+            assert_eq!(scan.contains("dynamic_residual"), marked, "{sql}\n{text}");
+            let counters = scan_counters(&plan);
+            let big_scan = counters
+                .iter()
+                .find(|m| m.get("rows_scanned") == Some(&(n as usize)))
+                .expect("big's scan");
+            let got = |name: &str| big_scan.get(name).copied().unwrap_or(0);
+            assert_eq!(
+                (got("rows_tested_dynamic"), got("rows_dropped_dynamic")),
+                (tested, dropped),
+                "{sql} with dim step {step}\n{text}\n{counters:?}"
+            );
+        }
+    });
+}
