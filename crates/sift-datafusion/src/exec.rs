@@ -718,8 +718,9 @@ impl PartitionScan {
         // A dynamic filter's key lists (a hash join's few build keys, as `IN`) are tested on
         // rows; its bounds (a join's key range, a TopK's threshold) only skip blocks, since
         // a range that most rows pass costs a row-level test and a selection on every
-        // block. Conjuncts that do not translate (a hash table lookup) are left out: a
-        // dynamic filter only spares rows the operators above drop anyway.
+        // block. Conjuncts that do not translate (a hash table lookup) are left out (a
+        // dynamic filter only spares rows the operators above drop anyway), or evaluated on
+        // the batches where the plan asks for it (`residual`).
         let mut prune = Vec::new();
         self.residual.clear();
         for d in &self.dynamic {
@@ -898,6 +899,8 @@ enum Below {
     JoinAggregate,
 }
 
+/// Marks the scans of `node`'s tree that lie below a join and an aggregate (`below`: what
+/// lies above `node`).
 fn mark_residuals(node: &Arc<dyn ExecutionPlan>, below: Below) {
     if let Some(scan) = node.downcast_ref::<SiftScanExec>() {
         if below == Below::JoinAggregate {

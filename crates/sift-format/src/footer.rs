@@ -299,8 +299,8 @@ impl Footer {
         })
     }
 
-    /// Parses the trailer (the last [`TRAILER_LEN`] bytes) into `(footer_len, crc32)`,
-    /// refusing bad magic and unknown versions.
+    /// Parses the trailer (the last [`TRAILER_LEN`] bytes) into `(footer_len, crc32,
+    /// version)`, refusing bad magic and unknown versions.
     pub(crate) fn parse_trailer(
         path: &Path,
         trailer: &[u8],
