@@ -13,6 +13,7 @@ import _thread
 import datetime
 import decimal
 import os
+import signal
 import sys
 import threading
 import time
@@ -562,6 +563,10 @@ def _interrupted(fn, delay: float) -> str:
     first (a late interrupt is absorbed here, so it cannot escape into the test)."""
     timer = threading.Timer(delay, _thread.interrupt_main)
     outcome = "finished"
+    # A process started with SIGINT ignored (a background job of a shell without job
+    # control) keeps it ignored, and then interrupt_main does nothing: Python's own handler
+    # is put in place for the call, as in an interactive session.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         timer.start()
         try:
@@ -574,6 +579,8 @@ def _interrupted(fn, delay: float) -> str:
             pass
     except KeyboardInterrupt:
         pass
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return outcome
 
 
