@@ -152,6 +152,17 @@ async fn physical_plan(ctx: &SessionContext, sql: &str) -> Arc<dyn ExecutionPlan
         .expect("physical plan")
 }
 
+/// The physical plan of `sql`, run to the end (so that its scans' counters are filled
+/// in), and its text.
+async fn executed_plan(ctx: &SessionContext, sql: &str) -> (Arc<dyn ExecutionPlan>, String) {
+    let plan = physical_plan(ctx, sql).await;
+    datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
+        .await
+        .expect("run");
+    let text = displayable(plan.as_ref()).indent(true).to_string();
+    (plan, text)
+}
+
 const QUERIES: &[&str] = &[
     "select count(*) from t",
     "select * from t where id < 30 or id between 9990 and 9999",
@@ -412,13 +423,7 @@ fn pushed_filters_prune_blocks() {
             Arc::new(SiftTable::open(&f.sift.to_string_lossy()).expect("open")),
         )
         .expect("register");
-        let plan = physical_plan(&ctx, "select count(*) from t where id >= 9000").await;
-        datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
-            .await
-            .expect("run");
-        let text = datafusion::physical_plan::displayable(plan.as_ref())
-            .indent(true)
-            .to_string();
+        let (plan, text) = executed_plan(&ctx, "select count(*) from t where id >= 9000").await;
         let metrics = summed_scan_counters(&plan);
         // 10,000 rows in blocks of 1,500: the 6 blocks before row 9,000 are pruned.
         assert_eq!(metrics.get("blocks"), Some(&7), "{text} {metrics:?}");
@@ -622,11 +627,7 @@ fn dynamic_filters_prune_blocks() {
             "select d, id from t order by d, id limit 3",
         ] {
             assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await, "{sql}");
-            let plan = physical_plan(&ctx, sql).await;
-            datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
-                .await
-                .expect("run");
-            let text = displayable(plan.as_ref()).indent(true).to_string();
+            let (plan, text) = executed_plan(&ctx, sql).await;
             let scans = scan_counters(&plan);
             let probed = scans
                 .iter()
@@ -793,18 +794,8 @@ fn join_filters_keep_results_and_drop_rows() {
                     let want = rows(&reference, sql).await;
                     assert_eq!(rows(&on, sql).await, want, "on, {threads} threads: {sql}");
                     assert_eq!(rows(&off, sql).await, want, "off, {threads} threads: {sql}");
-                    let run = |ctx: &SessionContext| {
-                        let ctx = ctx.clone();
-                        async move {
-                            let plan = physical_plan(&ctx, sql).await;
-                            datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
-                                .await
-                                .expect("run");
-                            plan
-                        }
-                    };
-                    let (plan_on, plan_off) = (run(&on).await, run(&off).await);
-                    let text = displayable(plan_on.as_ref()).indent(true).to_string();
+                    let (plan_on, text) = executed_plan(&on, sql).await;
+                    let (plan_off, _) = executed_plan(&off, sql).await;
                     let (m_on, m_off) = (
                         summed_scan_counters(&plan_on),
                         summed_scan_counters(&plan_off),
@@ -1206,11 +1197,7 @@ fn dynamic_lookups_below_an_aggregate_drop_rows() {
                 .expect("set");
             ctx.sql("set sift.join_filters = false").await.expect("set");
             assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await, "{sql}");
-            let plan = physical_plan(&ctx, sql).await;
-            datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx())
-                .await
-                .expect("run");
-            let text = displayable(plan.as_ref()).indent(true).to_string();
+            let (plan, text) = executed_plan(&ctx, sql).await;
             let scan = text.lines().find(|l| l.contains("big.sift")).expect("scan");
             assert_eq!(scan.contains("dynamic_residual"), marked, "{sql}\n{text}");
             let counters = scan_counters(&plan);
