@@ -17,7 +17,9 @@ use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{DataFusionError, Result, Statistics};
 use datafusion::execution::TaskContext;
-use datafusion::physical_expr::expressions::{Column, DynamicFilterPhysicalExpr, InListExpr};
+use datafusion::physical_expr::expressions::{
+    Column, DynamicFilterPhysicalExpr, InListExpr, Literal,
+};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalSortExpr, split_conjunction};
 use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
@@ -791,6 +793,11 @@ impl PartitionScan {
     /// or a limit stops the engine before it, not on columns read with another type than
     /// the plan's (dictionaries, unscaled decimals), and not once it kept most rows.
     fn residual_applies(&self, c: &Arc<dyn PhysicalExpr>) -> bool {
+        // A filter not filled in yet is `true`: nothing to test, and a trial on it would
+        // end the residual before the filter arrives.
+        if c.downcast_ref::<Literal>().is_some() {
+            return false;
+        }
         let mut columns = Vec::new();
         let _ = c.apply(|e| {
             if let Some(col) = e.downcast_ref::<Column>() {
