@@ -1180,11 +1180,7 @@ fn range_codes(array: &ArrayRef, min: i64, max: i64) -> Result<(Vec<u32>, usize,
         .collect();
     let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
     if let Some(nulls) = &nulls {
-        for (chunk, word) in codes.chunks_mut(64).zip(valid_words(nulls)) {
-            for (i, code) in chunk.iter_mut().enumerate() {
-                *code &= 0u32.wrapping_sub(((word >> i) & 1) as u32);
-            }
-        }
+        zero_nulls(&mut codes, nulls);
     }
     let valid = |i: &usize| nulls.as_ref().is_none_or(|n| n.is_valid(*i));
     if outside
@@ -1445,11 +1441,7 @@ fn accumulate(a: &Aggregate, acc: &mut Acc, batch: &Batch, sums: &mut HashMap<us
                     Some(n) => {
                         // A null's slot may hold anything: it is summed as 0.
                         let mut masked = v.to_vec();
-                        for (chunk, word) in masked.chunks_mut(64).zip(valid_words(n)) {
-                            for (i, x) in chunk.iter_mut().enumerate() {
-                                *x &= 0i64.wrapping_sub(((word >> i) & 1) as i64);
-                            }
-                        }
+                        zero_nulls(&mut masked, n);
                         add_ints(ids, &masked, max_abs, &mut s);
                     }
                 }
@@ -1489,6 +1481,20 @@ fn valid_words(nulls: &NullBuffer) -> impl Iterator<Item = u64> + '_ {
     let chunks = nulls.inner().bit_chunks();
     let rest = (chunks.remainder_len() > 0).then(|| chunks.remainder_bits());
     chunks.into_iter().chain(rest)
+}
+
+/// Sets the slots of `values` that `nulls` marks null to zero, without a branch per row.
+fn zero_nulls<T>(values: &mut [T], nulls: &NullBuffer)
+where
+    T: Copy + Default + std::ops::Not<Output = T> + std::ops::BitAndAssign,
+{
+    let (none, all) = (T::default(), !T::default());
+    for (chunk, word) in values.chunks_mut(64).zip(valid_words(nulls)) {
+        for (i, x) in chunk.iter_mut().enumerate() {
+            // Every bit kept for a valid row, none for a null one.
+            *x &= if (word >> i) & 1 == 1 { all } else { none };
+        }
+    }
 }
 
 /// Folds the integer values `v` of the valid rows (all if `nulls` is `None`) into their
