@@ -1214,3 +1214,73 @@ fn dynamic_lookups_below_an_aggregate_drop_rows() {
         }
     });
 }
+
+/// The hash joins of a plan and how many of them indexed their build rows in an array.
+fn array_maps(plan: &Arc<dyn ExecutionPlan>) -> (usize, usize) {
+    let (mut joins, mut arrays) = (0, 0);
+    let mut stack = vec![Arc::clone(plan)];
+    while let Some(p) = stack.pop() {
+        if p.name() == "HashJoinExec" {
+            joins += 1;
+            let created = p
+                .metrics()
+                .and_then(|m| m.sum_by_name("array_map_created_count"))
+                .map_or(0, |v| v.as_usize());
+            arrays += created;
+        }
+        stack.extend(p.children().into_iter().cloned());
+    }
+    (joins, arrays)
+}
+
+#[test]
+fn sparse_integer_join_keys_index_an_array() {
+    // 60,000 ids, joined to a side holding every 50th id (2 % of their range): above the
+    // session's density for an array, below DataFusion's default.
+    let n = 60_000i64;
+    let big = RecordBatch::try_from_iter([
+        (
+            "id",
+            Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
+        ),
+        (
+            "k",
+            Arc::new(Int32Array::from_iter_values((0..n).map(|i| (i % 7) as i32))),
+        ),
+    ])
+    .expect("big");
+    let dim = RecordBatch::try_from_iter([(
+        "fid",
+        Arc::new(Int64Array::from_iter_values((0..n).step_by(50))) as ArrayRef,
+    )])
+    .expect("dim");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reference = SessionContext::new();
+    let rt = runtime();
+    let sql = "select count(*), sum(big.k) from big join dim on big.id = dim.fid \
+               where big.id not in (select fid from dim where fid % 100 = 0)";
+    rt.block_on(async {
+        let ctx = session(1);
+        for (name, batch) in [("big", &big), ("dim", &dim)] {
+            let path = dir.path().join(format!("{name}.sift"));
+            write_sift(&path, batch, 20_000);
+            let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+            ctx.register_table(name, Arc::new(table)).expect("register");
+            let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
+            reference
+                .register_table(name, Arc::new(mem))
+                .expect("register");
+        }
+        let want = rows(&reference, sql).await;
+        assert_eq!(rows(&ctx, sql).await, want, "{sql}");
+        let (plan, text) = executed_plan(&ctx, sql).await;
+        assert_eq!(array_maps(&plan), (2, 2), "{text}");
+        // DataFusion's own density: both joins hash their keys, with the same answer.
+        ctx.sql("set datafusion.execution.perfect_hash_join_min_key_density = 0.15")
+            .await
+            .expect("set");
+        assert_eq!(rows(&ctx, sql).await, want, "{sql}");
+        let (plan, text) = executed_plan(&ctx, sql).await;
+        assert_eq!(array_maps(&plan), (2, 0), "{text}");
+    });
+}
