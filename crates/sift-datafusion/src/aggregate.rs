@@ -10,6 +10,11 @@
 //!   combinations are looked up once, and each row indexes a small table by its codes.
 //!   Integer group columns whose zone maps span at most [`MAX_RANGE`] values are codes
 //!   themselves (value − minimum).
+//! - **Groups from runs.** A lone integer group column too wide for codes but sorted in
+//!   every partition of the scan ([`SiftScanExec::sorted`]) groups each run of equal
+//!   values in a batch, and each batch's groups are emitted as it is read: no table at
+//!   all. A value whose rows span two batches is in two partial rows, which DataFusion's
+//!   final phase merges, as it merges the partitions' rows of one group.
 //! - **Arithmetic on 64-bit integers.** The zone maps bound every scanned column; the rule
 //!   carries those bounds through each `+`, `-`, `*` and cast of an argument and through
 //!   each sum over all the scan's rows. Only when every value and every sum provably fits
@@ -141,6 +146,14 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
     }
     let bounds = scan.bounds();
     let mut b = SpecBuilder {
+        // Where the scan declares its sorted columns, DataFusion aggregates on them as a
+        // stream itself (one partition), faster than runs with its hash final phase above
+        // them (TPC-H Q18 on one thread: 123 against 140 ms).
+        sorted: if scan.declares_sorted() {
+            &[]
+        } else {
+            scan.sorted()
+        },
         projections: &projections,
         agg_schema: agg.input_schema(),
         scan_schema: scan.schema(),
@@ -156,6 +169,9 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
     else {
         return Ok(None);
     };
+    if groups.len() > 1 && (groups.iter()).any(|g| matches!(g, GroupColumn::Runs(_))) {
+        return Ok(None);
+    }
     let Some(aggregates) = (agg.aggr_expr().iter())
         .map(|a| b.aggregate(a))
         .collect::<Option<Vec<_>>>()
@@ -177,7 +193,7 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
     let dictionary: Vec<String> = (groups.iter())
         .filter_map(|g| match g {
             GroupColumn::Dictionary(c) => Some(b.scan_schema.field(*c).name().clone()),
-            GroupColumn::Range { .. } => None,
+            GroupColumn::Range { .. } | GroupColumn::Runs(_) => None,
         })
         .collect();
     // Decimal arguments are read as their unscaled 64-bit values.
@@ -247,6 +263,9 @@ enum GroupColumn {
     /// An integer column whose values lie in `min..=max` (`max - min <= MAX_RANGE`): the
     /// code is `value - min + 1`, and 0 for null.
     Range { column: usize, min: i64, max: i64 },
+    /// The only group column: an integer column sorted in each partition (scan column
+    /// index), whose runs of equal values in a batch are its groups.
+    Runs(usize),
 }
 
 /// An argument's value: what it is computed from.
@@ -335,8 +354,17 @@ struct Spec {
     counted: Option<usize>,
 }
 
+impl Spec {
+    /// Whether the groups are runs of a sorted column, emitted batch by batch.
+    fn by_runs(&self) -> bool {
+        matches!(self.groups.as_slice(), [GroupColumn::Runs(_)])
+    }
+}
+
 /// Translates an aggregate's group keys and arguments into [`Spec`] parts, proving bounds.
 struct SpecBuilder<'a> {
+    /// The scan's columns sorted in each of its partitions.
+    sorted: &'a [usize],
     /// The projections between the aggregate and the scan, outermost first.
     projections: &'a [&'a ProjectionExec],
     agg_schema: SchemaRef,
@@ -379,11 +407,16 @@ impl SpecBuilder<'_> {
             dt if int_like(dt) => {
                 let (lo, hi) = self.column_bounds(c)?;
                 let (min, max) = (i64::try_from(lo).ok()?, i64::try_from(hi).ok()?);
-                (max.checked_sub(min)? <= MAX_RANGE).then_some(GroupColumn::Range {
-                    column: c,
-                    min,
-                    max,
-                })
+                let narrow = max.checked_sub(min).is_some_and(|r| r <= MAX_RANGE);
+                match (narrow, self.sorted.contains(&c)) {
+                    (true, _) => Some(GroupColumn::Range {
+                        column: c,
+                        min,
+                        max,
+                    }),
+                    (false, true) => Some(GroupColumn::Runs(c)),
+                    (false, false) => None,
+                }
             }
             _ => None,
         }
@@ -716,7 +749,8 @@ fn int_range(dt: &DataType) -> Option<(i128, i128)> {
 }
 
 /// The first phase of an aggregation, computed from a Sift scan's batches: one batch of
-/// partial states per partition (see the module documentation).
+/// partial states per partition, or per input batch when grouped by runs (see the module
+/// documentation).
 #[derive(Debug)]
 pub struct SiftAggregateExec {
     input: Arc<dyn ExecutionPlan>,
@@ -728,10 +762,14 @@ pub struct SiftAggregateExec {
 impl SiftAggregateExec {
     fn new(input: Arc<dyn ExecutionPlan>, spec: Arc<Spec>, schema: SchemaRef) -> Self {
         let partitions = input.properties().partitioning.partition_count();
+        let emission = match spec.by_runs() {
+            true => EmissionType::Incremental,
+            false => EmissionType::Final,
+        };
         let properties = PlanProperties::new(
             EquivalenceProperties::new(Arc::clone(&schema)),
             Partitioning::UnknownPartitioning(partitions),
-            EmissionType::Final,
+            emission,
             Boundedness::Bounded,
         );
         SiftAggregateExec {
@@ -796,6 +834,16 @@ impl ExecutionPlan for SiftAggregateExec {
         let mut input = self.input.execute(partition, context)?;
         let spec = Arc::clone(&self.spec);
         let schema = Arc::clone(&self.schema);
+        if spec.by_runs() {
+            let out_schema = Arc::clone(&schema);
+            let out = input.map(move |batch| {
+                let batch = batch?;
+                let mut state = State::new(&spec, batch.schema())?;
+                state.add(&spec, &batch)?;
+                state.finish(&spec, Arc::clone(&out_schema))
+            });
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, out)));
+        }
         let out = futures::stream::once(async move {
             let mut state = State::new(&spec, input.schema())?;
             while let Some(batch) = input.next().await {
@@ -851,6 +899,8 @@ struct State {
     index: HashMap<Vec<u32>, u32>,
     /// With only range group columns: each code combination's group, kept across batches.
     range_table: Option<Vec<u32>>,
+    /// With [`GroupColumn::Runs`]: each group's value (`None`: null), instead of `keys`.
+    run_keys: Vec<Option<i64>>,
     accs: Vec<Acc>,
 }
 
@@ -869,7 +919,7 @@ impl State {
                             )));
                         }
                     },
-                    GroupColumn::Range { .. } => None,
+                    GroupColumn::Range { .. } | GroupColumn::Runs(_) => None,
                 };
                 Ok(GroupValues {
                     converter,
@@ -884,6 +934,7 @@ impl State {
             keys: Vec::new(),
             index: HashMap::new(),
             range_table: None,
+            run_keys: Vec::new(),
             accs,
         };
         // Without GROUP BY there is one group, rows or not.
@@ -901,13 +952,49 @@ impl State {
         let g = self.keys.len() as u32;
         self.keys.push(key.clone());
         self.index.insert(key, g);
-        for acc in &mut self.accs {
-            acc.counts.push(0);
-            acc.ints.push(0);
-            acc.floats.push(0.0);
-            acc.set.push(false);
-        }
+        self.grow();
         g
+    }
+
+    /// How many groups there are.
+    fn groups(&self) -> usize {
+        self.keys.len() + self.run_keys.len()
+    }
+
+    /// Every aggregate's state made as long as the groups, the new ones empty.
+    fn grow(&mut self) {
+        let groups = self.groups();
+        for acc in &mut self.accs {
+            acc.counts.resize(groups, 0);
+            acc.ints.resize(groups, 0);
+            acc.floats.resize(groups, 0.0);
+            acc.set.resize(groups, false);
+        }
+    }
+
+    /// Each row's group for [`GroupColumn::Runs`]: a new group wherever the value (or
+    /// whether it is null) differs from the row before's.
+    fn run_ids(&mut self, array: &ArrayRef) -> Result<Vec<u32>> {
+        let values = int_values(array)?;
+        let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
+        let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
+        let key = |i: usize| valid(i).then_some(values[i]);
+        let mut ids = Vec::with_capacity(values.len());
+        let mut id = self.run_keys.len() as u32;
+        if !values.is_empty() {
+            self.run_keys.push(key(0));
+            ids.push(id);
+        }
+        for i in 1..values.len() {
+            let new = values[i] != values[i - 1] || valid(i) != valid(i - 1);
+            if new {
+                self.run_keys.push(key(i));
+            }
+            id += u32::from(new);
+            ids.push(id);
+        }
+        self.grow();
+        Ok(ids)
     }
 
     /// Each row's group in `batch`.
@@ -915,6 +1002,9 @@ impl State {
         let rows = batch.num_rows();
         if spec.groups.is_empty() {
             return Ok(vec![0; rows]);
+        }
+        if let [GroupColumn::Runs(c)] = spec.groups.as_slice() {
+            return self.run_ids(batch.column(*c));
         }
         // Per group column: each row's local code, how many codes there are, and the
         // column-wide code of each local one.
@@ -924,6 +1014,11 @@ impl State {
                 GroupColumn::Dictionary(c) => dictionary_codes(batch.column(*c), values)?,
                 GroupColumn::Range { column, min, max } => {
                     range_codes(batch.column(*column), *min, *max)?
+                }
+                GroupColumn::Runs(_) => {
+                    return Err(DataFusionError::Internal(
+                        "a run group column beside others".to_string(),
+                    ));
                 }
             });
         }
@@ -1023,7 +1118,7 @@ impl State {
             let column = evaluate(node, &nodes, batch)?;
             nodes.push(column);
         }
-        let groups = self.keys.len();
+        let groups = self.groups();
         // Rows per group, for every aggregate whose values are all valid, and the batch's
         // sums per argument (`SUM(x)` and `AVG(x)` share theirs).
         let mut rows = vec![0u64; groups];
@@ -1061,7 +1156,7 @@ impl State {
 
     /// The partial states, one row per group, in `schema`.
     fn finish(mut self, spec: &Spec, schema: SchemaRef) -> Result<RecordBatch> {
-        let groups = self.keys.len();
+        let groups = self.groups();
         let mut out: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
         for (j, g) in spec.groups.iter().enumerate() {
             let field = schema.field(out.len());
@@ -1082,6 +1177,7 @@ impl State {
                 GroupColumn::Range { min, .. } => Arc::new(Int64Array::from_iter(
                     codes.map(|c| (c > 0).then(|| min + i64::from(c) - 1)),
                 )),
+                GroupColumn::Runs(_) => Arc::new(Int64Array::from(self.run_keys.clone())),
             };
             out.push(cast_to(array, field.data_type())?);
         }
@@ -1723,6 +1819,47 @@ mod tests {
                 .is_some_and(|e| e.contains("group value 8 outside")),
             "{err:?}"
         );
+        Ok(())
+    }
+
+    /// Runs: a group wherever the value or its validity changes (a null's slot holds
+    /// anything), numbered on from the groups before, each with its value.
+    #[test]
+    fn run_ids_split_at_every_change() -> Result<()> {
+        let spec = Spec {
+            nodes: Vec::new(),
+            lanes: Vec::new(),
+            groups: vec![GroupColumn::Runs(0)],
+            aggregates: vec![Aggregate::Count(None)],
+            names: Vec::new(),
+            group_names: Vec::new(),
+            counted: None,
+        };
+        let schema = Arc::new(datafusion::arrow::datatypes::Schema::new(vec![
+            datafusion::arrow::datatypes::Field::new("o", DataType::Int64, true),
+        ]));
+        let mut state = State::new(&spec, schema)?;
+        let a: ArrayRef = Arc::new(Int64Array::new(
+            vec![4, 4, 4, 9, 1, 1, 9, 9].into(),
+            Some(NullBuffer::from(vec![
+                true, true, false, false, false, true, true, true,
+            ])),
+        ));
+        assert_eq!(state.run_ids(&a)?, vec![0, 0, 1, 2, 3, 4, 5, 5]);
+        let b: ArrayRef = Arc::new(Int64Array::from(vec![9, 12]));
+        assert_eq!(state.run_ids(&b)?, vec![6, 7]);
+        let keys = [
+            Some(4),
+            None,
+            None,
+            None,
+            Some(1),
+            Some(9),
+            Some(9),
+            Some(12),
+        ];
+        assert_eq!(state.run_keys, keys);
+        assert_eq!(state.accs[0].counts.len(), keys.len());
         Ok(())
     }
 

@@ -89,6 +89,12 @@ pub struct SiftScanExec {
     /// The returned columns (positions) sorted over the blocks in their order, so in every
     /// partition ([`sorted_columns`]).
     sorted: Vec<usize>,
+    /// Whether `sorted` is declared to DataFusion: only on one partition. Sorted columns
+    /// let DataFusion aggregate on them as a stream (TPC-H Q18's group by l_orderkey, one
+    /// thread: 184 -> 123 ms); over several partitions DataFusion keeps the order through
+    /// its hash repartitioning by merging the partitions' streams, which cost more than it
+    /// saved (Q18 on two threads 147 -> 269 ms). `SiftAggregateExec` uses them either way.
+    declare_sorted: bool,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -108,21 +114,12 @@ impl SiftScanExec {
             None => table_schema.clone(),
         };
         let partitions = split_blocks(&files.files, &scanned, target_partitions);
-        // Sorted columns let DataFusion aggregate on them as a stream (TPC-H Q18's group by
-        // l_orderkey, one thread: 184 -> 123 ms). They are declared for one partition
-        // only: over several, DataFusion keeps the order through its hash repartitioning
-        // by merging the partitions' streams, which cost more than it saved (Q18 on two
-        // threads 147 -> 269 ms).
-        let sorted = match target_partitions {
-            1 => {
-                let blocks: Vec<_> = (partitions.iter().flatten())
-                    .map(|b| (b.file, b.block))
-                    .collect();
-                sorted_columns(&files, &schema, &blocks)
-            }
-            _ => Vec::new(),
-        };
-        let properties = scan_properties(schema, partitions.len(), &sorted);
+        let blocks: Vec<_> = (partitions.iter().flatten())
+            .map(|b| (b.file, b.block))
+            .collect();
+        let sorted = sorted_columns(&files, &schema, &blocks);
+        let declare_sorted = target_partitions == 1;
+        let properties = scan_properties(schema, partitions.len(), &sorted, declare_sorted);
         Ok(SiftScanExec {
             files,
             scanned: scanned.into(),
@@ -140,6 +137,7 @@ impl SiftScanExec {
             partitions,
             residual: Arc::new(AtomicBool::new(false)),
             sorted,
+            declare_sorted,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         })
@@ -205,7 +203,12 @@ impl SiftScanExec {
             Arc::new(f.as_ref().clone().with_data_type(dt))
         });
         let schema = SchemaRef::new(Schema::new(fields.collect::<Vec<_>>()));
-        node.properties = scan_properties(schema, self.partitions.len(), &self.sorted);
+        node.properties = scan_properties(
+            schema,
+            self.partitions.len(),
+            &self.sorted,
+            self.declare_sorted,
+        );
         node.dictionary = dictionary;
         node.unscaled = unscaled;
         node.metrics = ExecutionPlanMetricsSet::new();
@@ -239,7 +242,7 @@ impl SiftScanExec {
         };
         // Two rows of extremes per block are not in any column's order.
         node.sorted = Vec::new();
-        node.properties = scan_properties(schema, self.partitions.len(), &[]);
+        node.properties = scan_properties(schema, self.partitions.len(), &[], false);
         node.metrics = ExecutionPlanMetricsSet::new();
         Some(node)
     }
@@ -257,6 +260,17 @@ impl SiftScanExec {
                 schema.project(&columns).map_or(schema, SchemaRef::new)
             }
         }
+    }
+
+    /// The returned columns (positions) sorted in every partition ([`sorted_columns`]),
+    /// declared to DataFusion or not.
+    pub(crate) fn sorted(&self) -> &[usize] {
+        &self.sorted
+    }
+
+    /// Whether DataFusion is told of [`SiftScanExec::sorted`].
+    pub(crate) fn declares_sorted(&self) -> bool {
+        self.declare_sorted
     }
 
     /// Statistics of the scanned columns over every block, before any filter: bounds that
@@ -330,11 +344,17 @@ impl SiftScanExec {
     }
 }
 
-/// The plan properties of a scan returning `schema` from `partitions` partitions, the
-/// columns `sorted` (positions) in ascending order in each: nulls first and last alike,
-/// since those columns hold none.
-fn scan_properties(schema: SchemaRef, partitions: usize, sorted: &[usize]) -> Arc<PlanProperties> {
-    let orderings = sorted.iter().flat_map(|&i| {
+/// The plan properties of a scan returning `schema` from `partitions` partitions, with
+/// `declare` the columns `sorted` (positions) in ascending order in each: nulls first and
+/// last alike, since those columns hold none.
+fn scan_properties(
+    schema: SchemaRef,
+    partitions: usize,
+    sorted: &[usize],
+    declare: bool,
+) -> Arc<PlanProperties> {
+    let declared = if declare { sorted } else { &[] };
+    let orderings = declared.iter().flat_map(|&i| {
         let column: Arc<dyn PhysicalExpr> = Arc::new(Column::new(schema.field(i).name(), i));
         [false, true].map(|nulls_first| {
             let options = SortOptions {

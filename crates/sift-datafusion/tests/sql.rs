@@ -1284,3 +1284,78 @@ fn sparse_integer_join_keys_index_an_array() {
         assert_eq!(array_maps(&plan), (2, 0), "{text}");
     });
 }
+
+#[test]
+fn sorted_wide_group_keys_are_grouped_by_runs() {
+    // `o` never decreases, in runs of three (some across blocks of 1,000 rows), over a
+    // range too wide to index; `u` spans as much, unsorted.
+    let n = 30_000i64;
+    let batch = RecordBatch::try_from_iter([
+        (
+            "o",
+            Arc::new(Int64Array::from_iter_values((0..n).map(|i| i / 3 * 1_000))) as ArrayRef,
+        ),
+        (
+            "u",
+            Arc::new(Int64Array::from_iter_values(
+                (0..n).map(|i| (i * 7_919) % n * 1_000),
+            )),
+        ),
+        (
+            "q",
+            Arc::new(
+                Decimal128Array::from_iter_values((0..n).map(|i| i128::from(i * 37 % 10_000)))
+                    .with_precision_and_scale(15, 2)
+                    .expect("decimal"),
+            ),
+        ),
+        (
+            "v",
+            Arc::new(Int32Array::from_iter(
+                (0..n).map(|i| (i % 5 != 0).then_some((i % 101) as i32)),
+            )),
+        ),
+    ])
+    .expect("batch");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.sift");
+    write_sift(&path, &batch, 1_000);
+    let reference = SessionContext::new();
+    let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
+    reference
+        .register_table("t", Arc::new(mem))
+        .expect("register");
+    // (query, grouped by runs on several threads)
+    let queries = [
+        (
+            "select o, count(*), sum(q), avg(q), min(v), max(v), count(v) from t group by o",
+            true,
+        ),
+        ("select o, sum(q) from t where v > 50 group by o", true),
+        ("select o from t group by o having count(*) > 2", true),
+        ("select u, count(*), sum(q) from t group by u", false),
+        ("select o, u, count(*) from t group by o, u", false),
+    ];
+    runtime().block_on(async {
+        for threads in [1, 3] {
+            let ctx = session(threads);
+            let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+            ctx.register_table("t", Arc::new(table)).expect("register");
+            for (sql, runs) in queries {
+                let want = rows(&reference, sql).await;
+                assert_eq!(rows(&ctx, sql).await, want, "{sql} on {threads} threads");
+                let (_, text) = executed_plan(&ctx, sql).await;
+                // On one thread the scan declares `o` sorted and DataFusion streams the
+                // aggregate itself.
+                assert_eq!(
+                    text.contains("SiftAggregate"),
+                    runs && threads > 1,
+                    "{sql} on {threads} threads\n{text}"
+                );
+                if threads == 1 && runs {
+                    assert!(text.contains("ordering_mode=Sorted"), "{sql}\n{text}");
+                }
+            }
+        }
+    });
+}
