@@ -310,17 +310,30 @@ impl SiftScanExec {
         self.scanned_files().map(|f| f.table.num_rows()).sum()
     }
 
-    /// Scans of the files for `column` alone, with the scan's filter (for collecting a
-    /// join's keys), each with the file's path.
-    pub(crate) fn column_scans(&self, column: &str) -> Result<Vec<(FileScan, String)>> {
+    /// Scans of the files for `column` alone, with the scan's filter and `more` (for
+    /// collecting a join's keys: the join filters of the scan, those on columns a file
+    /// lacks left out there), each with the file's path.
+    pub(crate) fn column_scans(
+        &self,
+        column: &str,
+        more: &[Filter],
+    ) -> Result<Vec<(FileScan, String)>> {
         let field = self.table_schema.field_with_name(column)?;
         let schema = SchemaRef::new(Schema::new(vec![field.clone()]));
         let mut scans = Vec::new();
         for file in self.scanned_files() {
             let path = file.table.path().display().to_string();
+            let file_schema = file.table.schema();
+            let applies =
+                |e: &&Filter| (e.columns().iter()).all(|c| file_schema.field_with_name(c).is_ok());
+            let filters = (self.filter.iter())
+                .chain(more.iter().filter(applies))
+                .cloned()
+                .collect();
+            let filter = Filter::all(filters);
             let scan = self
                 .files
-                .scan(file, schema.clone(), self.filter.as_ref(), |b| b)?;
+                .scan(file, schema.clone(), filter.as_ref(), |b| b)?;
             scans.extend(scan.map(|s| (s, path)));
         }
         Ok(scans)

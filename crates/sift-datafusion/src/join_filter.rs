@@ -20,7 +20,10 @@
 //! others wait for it), and its keys become the filter. Because the source is found by
 //! following the key and not the join's build side, a filter can also cross to the other
 //! side's build input: in TPC-H Q17 the parts of one brand and container filter both
-//! scans of `lineitem`, including the one under the correlated subquery's aggregate.
+//! scans of `lineitem`, including the one under the correlated subquery's aggregate. A
+//! source scan that is itself the target of filters from smaller tables collects its keys
+//! through them, so that filters chain down a path of joins (TPC-H Q3: customer's segment
+//! restricts orders, whose keys then restrict lineitem).
 //!
 //! A filter goes only where the join drops the target's rows that have no match: the
 //! probe side of inner, left, left semi/anti/mark and right semi joins, the build side of
@@ -79,6 +82,20 @@ impl PhysicalOptimizerRule for JoinFilters {
         })?;
         if wanted.is_empty() {
             return Ok(plan);
+        }
+        // A source scan that is itself the target of filters collects its keys through
+        // them: in TPC-H Q3, orders of the year range are half the table, too many to
+        // filter lineitem by, but those of the market segment's customers are a tenth.
+        // Only filters from strictly smaller tables are taken, so that no two sources
+        // wait on each other's keys.
+        for ((at, _), source) in &sources {
+            let rows = source.scan.total_rows();
+            let through: Vec<JoinFilter> = (wanted.get(at).into_iter().flatten())
+                .filter(|f| f.keys.scan.total_rows() < rows)
+                .cloned()
+                .collect();
+            // Set once: each source is in `sources` once.
+            let _ = source.through.set(through);
         }
         // Nodes are known by address: the original plan stays alive while it is rewritten,
         // so no node made meanwhile can take the address of one of its nodes.
@@ -220,6 +237,7 @@ fn filter_between(
                 column: s_field.name().clone(),
                 data_type: s_field.data_type().clone(),
                 keys: OnceLock::new(),
+                through: OnceLock::new(),
             })
         })
         .clone();
@@ -350,12 +368,14 @@ impl fmt::Display for JoinFilter {
 }
 
 /// The keys of one source scan's column, collected once by a second, key-only run of the
-/// scan (with its own filter).
+/// scan (with its own filter, and the join filters the source scan receives itself).
 pub(crate) struct KeySource {
     scan: SiftScanExec,
     column: String,
     data_type: DataType,
     keys: OnceLock<std::result::Result<Option<Filter>, String>>,
+    /// The join filters of the source scan, from smaller tables' keys.
+    through: OnceLock<Vec<JoinFilter>>,
 }
 
 impl fmt::Display for KeySource {
@@ -363,6 +383,9 @@ impl fmt::Display for KeySource {
         write!(f, "{}({})", self.scan.file_names(), self.column)?;
         if let Some(filter) = self.scan.filter() {
             write!(f, " where {filter}")?;
+        }
+        for j in self.through.get().into_iter().flatten() {
+            write!(f, " and {j}")?;
         }
         Ok(())
     }
@@ -377,9 +400,15 @@ impl KeySource {
         let mut keys = KeyCollector::new(&self.data_type)
             .map_err(|e| e.to_string())?
             .max_rows(max_rows);
+        let mut through = Vec::new();
+        for j in self.through.get().into_iter().flatten() {
+            if let Some(f) = j.filter().map_err(|e| e.to_string())? {
+                through.push(f);
+            }
+        }
         let scans = self
             .scan
-            .column_scans(&self.column)
+            .column_scans(&self.column, &through)
             .map_err(|e| format!("cannot scan for join keys: {e}"))?;
         for (scan, path) in scans {
             for batch in scan {
