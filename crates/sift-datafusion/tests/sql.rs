@@ -79,6 +79,43 @@ fn write_sift(path: &Path, batch: &RecordBatch, block_rows: usize) {
     w.finish().expect("finish sift");
 }
 
+/// `batch` as table `name` of `ctx` (a Sift file in `dir`, blocks of `block_rows`) and of
+/// `reference` (in memory).
+fn register_both(
+    ctx: &SessionContext,
+    reference: &SessionContext,
+    dir: &Path,
+    name: &str,
+    batch: &RecordBatch,
+    block_rows: usize,
+) {
+    let path = dir.join(format!("{name}.sift"));
+    write_sift(&path, batch, block_rows);
+    let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+    ctx.register_table(name, Arc::new(table)).expect("register");
+    let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
+    reference
+        .register_table(name, Arc::new(mem))
+        .expect("register");
+}
+
+/// `id` 0..n and `k` = id % `modulo`.
+fn id_k_batch(n: i64, modulo: i64) -> RecordBatch {
+    RecordBatch::try_from_iter([
+        (
+            "id",
+            Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
+        ),
+        (
+            "k",
+            Arc::new(Int32Array::from_iter_values(
+                (0..n).map(|i| (i % modulo) as i32),
+            )),
+        ),
+    ])
+    .expect("id and k")
+}
+
 fn write_parquet(path: &Path, batch: &RecordBatch) {
     let props = parquet::file::properties::WriterProperties::builder()
         .set_max_row_group_row_count(Some(2_500))
@@ -1135,19 +1172,7 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
 #[test]
 fn dynamic_lookups_below_an_aggregate_drop_rows() {
     let n = 140_000i64;
-    let big = RecordBatch::try_from_iter([
-        (
-            "id",
-            Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
-        ),
-        (
-            "k",
-            Arc::new(Int32Array::from_iter_values(
-                (0..n).map(|i| (i % 97) as i32),
-            )),
-        ),
-    ])
-    .expect("big");
+    let big = id_k_batch(n, 97);
     // Every hundredth id (too many keys for an IN list), or two ids in three.
     let dim = |step: i64| {
         let keep = |i: &i64| {
@@ -1238,17 +1263,7 @@ fn sparse_integer_join_keys_index_an_array() {
     // 60,000 ids, joined to a side holding every 50th id (2 % of their range): above the
     // session's density for an array, below DataFusion's default.
     let n = 60_000i64;
-    let big = RecordBatch::try_from_iter([
-        (
-            "id",
-            Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
-        ),
-        (
-            "k",
-            Arc::new(Int32Array::from_iter_values((0..n).map(|i| (i % 7) as i32))),
-        ),
-    ])
-    .expect("big");
+    let big = id_k_batch(n, 7);
     let dim = RecordBatch::try_from_iter([(
         "fid",
         Arc::new(Int64Array::from_iter_values((0..n).step_by(50))) as ArrayRef,
@@ -1262,14 +1277,7 @@ fn sparse_integer_join_keys_index_an_array() {
     rt.block_on(async {
         let ctx = session(1);
         for (name, batch) in [("big", &big), ("dim", &dim)] {
-            let path = dir.path().join(format!("{name}.sift"));
-            write_sift(&path, batch, 20_000);
-            let table = SiftTable::open(&path.to_string_lossy()).expect("open");
-            ctx.register_table(name, Arc::new(table)).expect("register");
-            let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
-            reference
-                .register_table(name, Arc::new(mem))
-                .expect("register");
+            register_both(&ctx, &reference, dir.path(), name, batch, 20_000);
         }
         let want = rows(&reference, sql).await;
         assert_eq!(rows(&ctx, sql).await, want, "{sql}");
@@ -1415,14 +1423,7 @@ fn join_filters_chain_through_a_filtered_source() {
             .await
             .expect("set");
         for (name, batch) in [("c", &c), ("o", &o), ("l", &l)] {
-            let path = dir.path().join(format!("{name}.sift"));
-            write_sift(&path, batch, 10_000);
-            let table = SiftTable::open(&path.to_string_lossy()).expect("open");
-            ctx.register_table(name, Arc::new(table)).expect("register");
-            let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
-            reference
-                .register_table(name, Arc::new(mem))
-                .expect("register");
+            register_both(&ctx, &reference, dir.path(), name, batch, 10_000);
         }
         assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await);
         let (plan, text) = executed_plan(&ctx, sql).await;
