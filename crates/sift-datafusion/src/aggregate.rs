@@ -1,5 +1,6 @@
 //! Aggregates computed next to the scan: the first phase of `SUM`, `AVG`, `COUNT`, `MIN`
-//! and `MAX` over a Sift scan, grouped by its string columns or small-range integers.
+//! and `MAX` over a Sift scan, grouped by its string columns, small-range integers or one
+//! sorted integer column.
 //!
 //! DataFusion's hash aggregation hashes every row's group key, and evaluates decimal
 //! arithmetic on 128-bit integers checking each operation for overflow. Over a Sift scan
