@@ -42,7 +42,7 @@ use datafusion::physical_plan::{
 use sift_scan::{Expr as Filter, FileScan, ScanStats};
 
 use crate::aggregate::SiftAggregateExec;
-use crate::join_filter::JoinFilter;
+use crate::join_filter::{JoinFilter, NARROW};
 use crate::stats::{blocks_statistics, sorted_columns};
 use crate::table::{TableFile, TableFiles};
 use crate::translate::physical_to_sift;
@@ -174,10 +174,12 @@ impl SiftScanExec {
         Ok(self)
     }
 
-    /// The scan with `filters` added to its join filters.
+    /// The scan with `filters` added to its join filters, kept from the smallest source
+    /// table up.
     pub(crate) fn with_join_filters(&self, filters: Vec<JoinFilter>) -> SiftScanExec {
         let mut node = self.clone();
         node.join_filters.extend(filters);
+        node.join_filters.sort_by_key(JoinFilter::source_rows);
         node.metrics = ExecutionPlanMetricsSet::new();
         node
     }
@@ -779,11 +781,31 @@ impl PartitionScan {
             }
         }
         let prune = Filter::all(prune);
+        // Smallest source first (`with_join_filters` keeps them so), until they pass few
+        // enough rows that the rest would not pay for their keys ([`NARROW`]).
+        // Of those collected, the most selective are kept until they are that narrow: a
+        // filter that passes a fifth of the rows costs a probe of every row (of its key
+        // column decoded whole) where the narrow one leaves it almost nothing to drop.
+        let (mut share, mut taken) = (1.0, Vec::new());
         for j in &self.join_filters {
-            if let Some(f) = j.filter()?.filter(applies) {
-                self.counters.join_filters.add(1);
-                filters.push(f);
+            if share <= NARROW {
+                break;
             }
+            let (f, passed) = j.filter()?;
+            if let Some(f) = f.filter(applies) {
+                taken.push((passed, f));
+                share *= passed;
+            }
+        }
+        taken.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut share = 1.0;
+        for (passed, f) in taken {
+            if share <= NARROW {
+                break;
+            }
+            self.counters.join_filters.add(1);
+            filters.push(f);
+            share *= passed;
         }
         let filter = Filter::all(filters);
         let (remaining, extremes, count) = (self.remaining, self.extremes, self.count_selected);

@@ -23,7 +23,10 @@
 //! scans of `lineitem`, including the one under the correlated subquery's aggregate. A
 //! source scan that is itself the target of filters from smaller tables collects its keys
 //! through them, so that filters chain down a path of joins (TPC-H Q3: customer's segment
-//! restricts orders, whose keys then restrict lineitem).
+//! restricts orders, whose keys then restrict lineitem), and a scan restricted only by
+//! such filters, with no filter of its own, is a source too. A target takes its filters
+//! from the smallest source up and leaves the rest out once those taken are narrow
+//! ([`NARROW`]).
 //!
 //! A filter goes only where the join drops the target's rows that have no match: the
 //! probe side of inner, left, left semi/anti/mark and right semi joins, the build side of
@@ -69,17 +72,34 @@ impl PhysicalOptimizerRule for JoinFilters {
         // the filters into the target scans in one pass.
         let mut wanted: HashMap<usize, Vec<JoinFilter>> = HashMap::new();
         let mut sources: HashMap<(usize, String), Arc<KeySource>> = HashMap::new();
-        plan.apply(|node| {
-            if let Some(join) = node.downcast_ref::<HashJoinExec>() {
-                for (target, filter) in join_filters(join, &mut sources) {
-                    let list = wanted.entry(target).or_default();
-                    if !list.iter().any(|f| f.same_as(&filter)) {
-                        list.push(filter);
+        // A scan restricted only by a join filter from a smaller table is a source too
+        // (TPC-H Q5: the region's nations restrict suppliers, whose nations restrict
+        // customers, whose keys restrict orders), so the plan is walked again while that
+        // finds new filters; each walk reaches one table further down a chain of ever
+        // smaller tables.
+        for _ in 0..MAX_CHAIN {
+            let restricted: HashMap<usize, u64> = (wanted.iter())
+                .filter_map(|(&at, filters)| {
+                    let rows = filters.iter().map(JoinFilter::source_rows).min()?;
+                    Some((at, rows))
+                })
+                .collect();
+            let before: usize = wanted.values().map(Vec::len).sum();
+            plan.apply(|node| {
+                if let Some(join) = node.downcast_ref::<HashJoinExec>() {
+                    for (target, filter) in join_filters(join, &mut sources, &restricted) {
+                        let list = wanted.entry(target).or_default();
+                        if !list.iter().any(|f| f.same_as(&filter)) {
+                            list.push(filter);
+                        }
                     }
                 }
+                Ok(TreeNodeRecursion::Continue)
+            })?;
+            if wanted.values().map(Vec::len).sum::<usize>() == before {
+                break;
             }
-            Ok(TreeNodeRecursion::Continue)
-        })?;
+        }
         if wanted.is_empty() {
             return Ok(plan);
         }
@@ -91,7 +111,7 @@ impl PhysicalOptimizerRule for JoinFilters {
         for ((at, _), source) in &sources {
             let rows = source.scan.total_rows();
             let through: Vec<JoinFilter> = (wanted.get(at).into_iter().flatten())
-                .filter(|f| f.keys.scan.total_rows() < rows)
+                .filter(|f| f.source_rows() < rows)
                 .cloned()
                 .collect();
             // Set once: each source is in `sources` once.
@@ -128,10 +148,12 @@ fn address(plan: &Arc<dyn ExecutionPlan>) -> usize {
     Arc::as_ptr(plan).cast::<()>() as usize
 }
 
-/// The filters `join` sends, as (target scan's address, filter).
+/// The filters `join` sends, as (target scan's address, filter); `restricted`: the scans
+/// (addresses) that receive join filters, with the fewest rows of those filters' tables.
 fn join_filters(
     join: &HashJoinExec,
     sources: &mut HashMap<(usize, String), Arc<KeySource>>,
+    restricted: &HashMap<usize, u64>,
 ) -> Vec<(usize, JoinFilter)> {
     // `NULL = NULL` joins match null keys, which a key filter drops; a null-aware anti
     // join (`NOT IN`) answers differently once the other side holds a null.
@@ -174,7 +196,7 @@ fn join_filters(
             ) else {
                 continue;
             };
-            if let Some(f) = filter_between(&source, &target, sources) {
+            if let Some(f) = filter_between(&source, &target, sources, restricted) {
                 out.push((address(&target.plan), f));
             }
         }
@@ -208,17 +230,32 @@ const SMALLER_BY: u64 = 4;
 /// customers, 20 %, faster).
 const MAX_PASS: f64 = 0.25;
 
+/// The most walks of the plan looking for sources restricted by join filters (each walk
+/// reaches one table further down a chain; each table of a chain is [`SMALLER_BY`] times
+/// smaller than the next).
+const MAX_CHAIN: usize = 8;
+
+/// A scan takes its join filters from the smallest source up, and leaves the rest out
+/// (their keys never collected) once those taken pass at most this share of their
+/// sources' rows together: the rows the rest would drop are then too few to pay for
+/// collecting their keys (TPC-H Q8: lineitem's parts of one type pass 0.7 %, so the
+/// orders of American customers are not collected).
+pub(crate) const NARROW: f64 = 0.01;
+
 /// The filter from `source`'s keys into `target`, when it is worth having: the source
-/// scan restricts its table with a filter of its own, its table is [`SMALLER_BY`] times
-/// smaller than the target's, and the key columns have one type.
+/// scan restricts its table with a filter of its own or receives a join filter from a
+/// smaller table (`restricted`), its table is [`SMALLER_BY`] times smaller than the
+/// target's, and the key columns have one type.
 fn filter_between(
     source: &Found,
     target: &Found,
     sources: &mut HashMap<(usize, String), Arc<KeySource>>,
+    restricted: &HashMap<usize, u64>,
 ) -> Option<JoinFilter> {
     let (s, t) = (source.scan()?, target.scan()?);
     let smaller = s.total_rows().saturating_mul(SMALLER_BY) <= t.total_rows();
-    if s.filter().is_none() || !smaller || t.limit().is_some() {
+    let joined = (restricted.get(&address(&source.plan))).is_some_and(|&r| r < s.total_rows());
+    if (s.filter().is_none() && !joined) || !smaller || t.limit().is_some() {
         return None;
     }
     let s_field = s.schema().field(source.column).clone();
@@ -338,14 +375,20 @@ impl JoinFilter {
         self.column == other.column && Arc::ptr_eq(&self.keys, &other.keys)
     }
 
-    /// The filter on this scan's column, the keys collected on first use.
-    pub(crate) fn filter(&self) -> Result<Option<Filter>> {
+    /// The filter on this scan's column, the keys collected on first use, and the share
+    /// of the source's rows that passed (1 when there is no filter).
+    pub(crate) fn filter(&self) -> Result<(Option<Filter>, f64)> {
         let keys = self.keys.keys.get_or_init(|| self.keys.collect());
         match keys {
-            Ok(Some(f)) => Ok(Some(renamed(f, &self.column))),
-            Ok(None) => Ok(None),
+            Ok((Some(f), share)) => Ok((Some(renamed(f, &self.column)), *share)),
+            Ok((None, _)) => Ok((None, 1.0)),
             Err(e) => Err(DataFusionError::External(e.clone().into())),
         }
+    }
+
+    /// Rows in the source's files.
+    pub(crate) fn source_rows(&self) -> u64 {
+        self.keys.scan.total_rows()
     }
 }
 
@@ -359,9 +402,11 @@ impl fmt::Display for JoinFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} in keys of {}", self.column, self.keys)?;
         match self.keys.keys.get() {
-            Some(Ok(Some(Filter::InBloom { keys, .. }))) => write!(f, " [{keys:?}]"),
-            Some(Ok(Some(Filter::In { values, .. }))) => write!(f, " [{} keys]", values.len()),
-            Some(Ok(None)) => f.write_str(" [not used: too many keys]"),
+            Some(Ok((Some(Filter::InBloom { keys, .. }), _))) => write!(f, " [{keys:?}]"),
+            Some(Ok((Some(Filter::In { values, .. }), _))) => {
+                write!(f, " [{} keys]", values.len())
+            }
+            Some(Ok((None, _))) => f.write_str(" [not used: too many keys]"),
             _ => Ok(()),
         }
     }
@@ -373,7 +418,8 @@ pub(crate) struct KeySource {
     scan: SiftScanExec,
     column: String,
     data_type: DataType,
-    keys: OnceLock<std::result::Result<Option<Filter>, String>>,
+    /// The filter and the share of the source's rows that passed.
+    keys: OnceLock<std::result::Result<(Option<Filter>, f64), String>>,
     /// The join filters of the source scan, from smaller tables' keys.
     through: OnceLock<Vec<JoinFilter>>,
 }
@@ -392,7 +438,7 @@ impl fmt::Display for KeySource {
 }
 
 impl KeySource {
-    fn collect(&self) -> std::result::Result<Option<Filter>, String> {
+    fn collect(&self) -> std::result::Result<(Option<Filter>, f64), String> {
         // A key of a table is usually its unique key (TPC-H's orders, part): the share of
         // the source's rows that pass is then the share of the target's rows that will.
         let rows = self.scan.total_rows() as f64;
@@ -402,7 +448,7 @@ impl KeySource {
             .max_rows(max_rows);
         let mut through = Vec::new();
         for j in self.through.get().into_iter().flatten() {
-            if let Some(f) = j.filter().map_err(|e| e.to_string())? {
+            if let (Some(f), _) = j.filter().map_err(|e| e.to_string())? {
                 through.push(f);
             }
         }
@@ -416,11 +462,12 @@ impl KeySource {
                 keys.add(batch.column(0).as_ref())
                     .map_err(|e| e.to_string())?;
                 if keys.is_full() {
-                    return Ok(None);
+                    return Ok((None, 1.0));
                 }
             }
         }
-        Ok(keys.into_filter(&self.column))
+        let share = keys.rows() as f64 / rows.max(1.0);
+        Ok((keys.into_filter(&self.column), share))
     }
 }
 

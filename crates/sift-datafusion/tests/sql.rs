@@ -1448,3 +1448,89 @@ fn join_filters_chain_through_a_filtered_source() {
         );
     });
 }
+
+/// A table restricted only by another's join filter is a source too, so filters follow a
+/// chain of joins (r's filter restricts n, whose keys restrict s, whose keys restrict f);
+/// and a scan with a narrow filter leaves out a wide one it would also get.
+#[test]
+fn join_filters_follow_chains_and_leave_wide_ones_out() {
+    let ints = |name: &'static str, v: Vec<i64>| (name, Arc::new(Int64Array::from(v)) as ArrayRef);
+    let table = |cols: Vec<(&'static str, ArrayRef)>| RecordBatch::try_from_iter(cols).expect("t");
+    let r = table(vec![
+        ints("rk", (0..5).collect()),
+        ints("rname", (0..5).collect()),
+    ]);
+    let n = table(vec![
+        ints("nk", (0..25).collect()),
+        ints("nrk", (0..25).map(|i| i % 5).collect()),
+    ]);
+    let s = table(vec![
+        ints("sk", (0..2_000).collect()),
+        ints("snk", (0..2_000).map(|i| i % 25).collect()),
+    ]);
+    let p = table(vec![
+        ints("pk", (0..10_000).collect()),
+        ints("ptype", (0..10_000).map(|i| i % 200).collect()),
+    ]);
+    let m = 40_000i64;
+    let f = table(vec![
+        ints("fsk", (0..m).map(|i| i * 7 % 2_000).collect()),
+        ints("fpk", (0..m).map(|i| i * 13 % 10_000).collect()),
+    ]);
+    let chain = "select count(*) from r, n, s, f \
+                 where r.rk = n.nrk and n.nk = s.snk and s.sk = f.fsk and r.rname = 0";
+    let both = "select count(*) from r, n, s, f, p where r.rk = n.nrk and n.nk = s.snk \
+                and s.sk = f.fsk and f.fpk = p.pk and r.rname = 0 and p.ptype = 0";
+    let narrow = "select count(*) from f, p where f.fpk = p.pk and p.ptype = 0";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reference = SessionContext::new();
+    let ctx = session(1);
+    runtime().block_on(async {
+        ctx.sql("set datafusion.optimizer.enable_join_dynamic_filter_pushdown = false")
+            .await
+            .expect("set");
+        for (name, batch) in [("r", &r), ("n", &n), ("s", &s), ("p", &p), ("f", &f)] {
+            register_both(&ctx, &reference, dir.path(), name, batch, 10_000);
+        }
+        // f's scan: its plan line, and its (join filters taken, rows passed).
+        let f_scan = |sql: &'static str| {
+            let (ctx, reference) = (&ctx, &reference);
+            async move {
+                assert_eq!(rows(ctx, sql).await, rows(reference, sql).await, "{sql}");
+                let (plan, text) = executed_plan(ctx, sql).await;
+                let line = text
+                    .lines()
+                    .find(|x| x.contains("f.sift"))
+                    .expect("f")
+                    .to_string();
+                let counters = scan_counters(&plan);
+                let c = (counters.iter())
+                    .find(|c| c.get("rows_scanned") == Some(&(m as usize)))
+                    .expect("f's counters");
+                (line, c["join_filters"], c["rows_matched"])
+            }
+        };
+        // A fifth of s's suppliers are in the region's nations: 8,000 of f's rows.
+        let (line, taken, matched) = f_scan(chain).await;
+        assert!(
+            line.contains("fsk in keys of") && line.contains("snk in keys of"),
+            "{line}"
+        );
+        assert!(
+            taken > 0 && (8_000..8_800).contains(&matched),
+            "{line}: {taken} {matched}"
+        );
+        // With p's 0.5 % of parts as well, s's fifth is not taken.
+        let (line, taken_both, matched) = f_scan(both).await;
+        assert!(
+            line.contains("fsk in keys of") && line.contains("fpk in keys of"),
+            "{line}"
+        );
+        let (_, taken_narrow, matched_narrow) = f_scan(narrow).await;
+        assert_eq!(
+            (taken_both, matched),
+            (taken_narrow, matched_narrow),
+            "{line}"
+        );
+    });
+}

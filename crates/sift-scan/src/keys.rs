@@ -145,6 +145,11 @@ impl KeyCollector {
         self.overflow
     }
 
+    /// The rows added so far (repeats included; nulls are not kept).
+    pub fn rows(&self) -> usize {
+        self.keys.len()
+    }
+
     fn add_int(&mut self, v: i128) {
         self.keys.push(i128_key(v));
         self.bounds = Some(match self.bounds {
