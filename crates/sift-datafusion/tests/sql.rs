@@ -99,6 +99,23 @@ fn register_both(
         .expect("register");
 }
 
+/// A one-thread session with the hash joins' own dynamic filters off (so that the scans'
+/// counters show the join filters alone), and a DataFusion reference, both holding
+/// `tables` (the session's as Sift files in `dir`).
+async fn join_filter_sessions(
+    dir: &Path,
+    tables: &[(&str, &RecordBatch)],
+) -> (SessionContext, SessionContext) {
+    let (ctx, reference) = (session(1), SessionContext::new());
+    ctx.sql("set datafusion.optimizer.enable_join_dynamic_filter_pushdown = false")
+        .await
+        .expect("set");
+    for &(name, batch) in tables {
+        register_both(&ctx, &reference, dir, name, batch, 10_000);
+    }
+    (ctx, reference)
+}
+
 /// `id` 0..n and `k` = id % `modulo`.
 fn id_k_batch(n: i64, modulo: i64) -> RecordBatch {
     RecordBatch::try_from_iter([
@@ -1414,17 +1431,9 @@ fn join_filters_chain_through_a_filtered_source() {
     let sql = "select count(*), sum(l.v) from c, o, l \
                where c.ck = o.ock and o.ok = l.lok and c.seg = 0 and o.od = 0";
     let dir = tempfile::tempdir().expect("tempdir");
-    let reference = SessionContext::new();
-    let ctx = session(1);
     runtime().block_on(async {
-        // The hash joins' own dynamic filters off, so that the counters show the join
-        // filters alone.
-        ctx.sql("set datafusion.optimizer.enable_join_dynamic_filter_pushdown = false")
-            .await
-            .expect("set");
-        for (name, batch) in [("c", &c), ("o", &o), ("l", &l)] {
-            register_both(&ctx, &reference, dir.path(), name, batch, 10_000);
-        }
+        let tables = [("c", &c), ("o", &o), ("l", &l)];
+        let (ctx, reference) = join_filter_sessions(dir.path(), &tables).await;
         assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await);
         let (plan, text) = executed_plan(&ctx, sql).await;
         let l_scan = text
@@ -1483,15 +1492,9 @@ fn join_filters_follow_chains_and_leave_wide_ones_out() {
                 and s.sk = f.fsk and f.fpk = p.pk and r.rname = 0 and p.ptype = 0";
     let narrow = "select count(*) from f, p where f.fpk = p.pk and p.ptype = 0";
     let dir = tempfile::tempdir().expect("tempdir");
-    let reference = SessionContext::new();
-    let ctx = session(1);
     runtime().block_on(async {
-        ctx.sql("set datafusion.optimizer.enable_join_dynamic_filter_pushdown = false")
-            .await
-            .expect("set");
-        for (name, batch) in [("r", &r), ("n", &n), ("s", &s), ("p", &p), ("f", &f)] {
-            register_both(&ctx, &reference, dir.path(), name, batch, 10_000);
-        }
+        let tables = [("r", &r), ("n", &n), ("s", &s), ("p", &p), ("f", &f)];
+        let (ctx, reference) = join_filter_sessions(dir.path(), &tables).await;
         // f's scan: its plan line, and its (join filters taken, rows passed).
         let f_scan = |sql: &'static str| {
             let (ctx, reference) = (&ctx, &reference);
