@@ -326,10 +326,8 @@ impl SiftScanExec {
         for file in self.scanned_files() {
             let path = file.table.path().display().to_string();
             let file_schema = file.table.schema();
-            let applies =
-                |e: &&Filter| (e.columns().iter()).all(|c| file_schema.field_with_name(c).is_ok());
             let filters = (self.filter.iter())
-                .chain(more.iter().filter(applies))
+                .chain(more.iter().filter(|e| in_file(e, &file_schema)))
                 .cloned()
                 .collect();
             let filter = Filter::all(filters);
@@ -357,6 +355,13 @@ impl SiftScanExec {
         let schema = self.columns_schema();
         schema.fields().iter().map(|f| f.name().clone()).collect()
     }
+}
+
+/// Whether every column `e` reads is in `file_schema`. Dynamic and join filters only spare
+/// rows the operators above would drop, so those on columns a file lacks (partition
+/// columns among them) are left out for that file.
+fn in_file(e: &Filter, file_schema: &Schema) -> bool {
+    (e.columns().iter()).all(|c| file_schema.field_with_name(c).is_ok())
 }
 
 /// The plan properties of a scan returning `schema` from `partitions` partitions, with
@@ -744,13 +749,7 @@ impl PartitionScan {
         let file = &self.files.files[f];
         let path = file.table.path().to_path_buf();
         let file_schema = file.table.schema();
-        // Dynamic and join filters only spare rows the operators above would drop: those
-        // on columns a file lacks (partition columns among them) are left out there.
-        let applies = |e: &Filter| {
-            e.columns()
-                .iter()
-                .all(|c| file_schema.field_with_name(c).is_ok())
-        };
+        let applies = |e: &Filter| in_file(e, &file_schema);
         let mut filters: Vec<Filter> = self.filter.iter().cloned().collect();
         // A dynamic filter's key lists (a hash join's few build keys, as `IN`) are tested on
         // rows; its bounds (a join's key range, a TopK's threshold) only skip blocks, since
