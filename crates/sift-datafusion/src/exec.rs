@@ -7,10 +7,13 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use datafusion::arrow::array::{AsArray, BooleanArray, RecordBatch};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, downcast_primitive_array, make_comparator,
+};
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::compute::kernels::boolean::and;
+use datafusion::arrow::compute::kernels::cmp::lt;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
@@ -268,6 +271,12 @@ impl SiftScanExec {
     /// declared to DataFusion or not.
     pub(crate) fn sorted(&self) -> &[usize] {
         &self.sorted
+    }
+
+    /// Whether every scanned file found its sorted columns so from their values
+    /// ([`Table::sorted_from_values`](sift_scan::Table::sorted_from_values)).
+    fn sorted_from_values(&self) -> bool {
+        self.scanned_files().all(|f| f.table.sorted_from_values())
     }
 
     /// Whether DataFusion is told of [`SiftScanExec::sorted`].
@@ -563,6 +572,10 @@ impl ExecutionPlan for SiftScanExec {
             residual: Vec::new(),
             residual_rows: (0, 0),
             residual_off: !self.residual.load(Ordering::Relaxed),
+            ordered: match self.declare_sorted && !self.sorted_from_values() {
+                true => self.sorted.iter().map(|&c| (c, None)).collect(),
+                false => Vec::new(),
+            },
             counters,
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
@@ -740,6 +753,10 @@ struct PartitionScan {
     /// Set once the residual conjuncts keep most rows: then they cost more than they
     /// spare, and the operator above evaluates the same test anyway.
     residual_off: bool,
+    /// The columns declared sorted to DataFusion (positions in the batches), each with the
+    /// last value returned, where a file only declares them so: checked as the rows pass
+    /// ([`check_order`]).
+    ordered: Vec<(usize, Option<ArrayRef>)>,
     counters: Counters,
 }
 
@@ -988,6 +1005,51 @@ fn mark_residuals(node: &Arc<dyn ExecutionPlan>, below: Below) {
 /// whether they drop enough ([`PartitionScan::filter_residual`]).
 const RESIDUAL_TRIAL_ROWS: u64 = 1 << 16;
 
+/// Checks that the columns of `batch` declared sorted (`ordered`: positions, each with the
+/// last value returned before) hold no null and never decrease, within the batch and from
+/// the one before. DataFusion drops sorts and aggregates as a stream on the declaration,
+/// and a Parquet file's `sorting_columns` are only its writer's word: a file whose rows
+/// break it is an error, not rows out of order. One pass over each such column of the rows
+/// returned.
+fn check_order(
+    ordered: &mut [(usize, Option<ArrayRef>)],
+    batch: &RecordBatch,
+    path: &std::path::Path,
+) -> Result<()> {
+    for (c, last) in ordered {
+        let (column, n) = (batch.column(*c), batch.num_rows());
+        if n == 0 {
+            continue;
+        }
+        let broken = |what: &str| {
+            let name = batch.schema_ref().field(*c).name().clone();
+            DataFusionError::Execution(format!(
+                "cannot scan {}: column {name} is declared sorted by the file, but {what}",
+                path.display()
+            ))
+        };
+        if column.null_count() > 0 {
+            return Err(broken("it holds a null"));
+        }
+        let within = downcast_primitive_array!(
+            column => !column.values().is_sorted(),
+            _ => n > 1 && lt(&column.slice(1, n - 1), &column.slice(0, n - 1))?.true_count() > 0
+        );
+        let across = match last {
+            Some(prev) => {
+                make_comparator(prev.as_ref(), column.as_ref(), SortOptions::default())?(0, 0)
+                    .is_gt()
+            }
+            None => false,
+        };
+        if within || across {
+            return Err(broken("its values decrease"));
+        }
+        *last = Some(column.slice(n - 1, 1));
+    }
+    Ok(())
+}
+
 pub(crate) fn scan_error(path: &std::path::Path, e: sift_scan::Error) -> DataFusionError {
     DataFusionError::External(format!("cannot scan {}: {e}", path.display()).into())
 }
@@ -1010,6 +1072,11 @@ impl Iterator for PartitionScan {
                         if let Some(r) = &mut self.remaining {
                             *r = r.saturating_sub(batch.num_rows() as u64);
                         }
+                        if let Err(e) = check_order(&mut self.ordered, &batch, path) {
+                            self.runs.clear();
+                            self.current = None;
+                            return Some(Err(e));
+                        }
                         return Some(Ok(self.filter_residual(batch)));
                     }
                     Some(Err(e)) => {
@@ -1030,5 +1097,41 @@ impl Iterator for PartitionScan {
                 return Some(Err(e));
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::expect_used)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{BooleanArray, Int64Array};
+
+    /// A declared column that decreases inside a batch, from one batch to the next, or
+    /// holds a null is an error naming the file and the column; equal neighbours are not.
+    #[test]
+    fn declared_order_is_checked_within_and_across_batches() {
+        let path = std::path::Path::new("dir/f.parquet");
+        let batch = |a: ArrayRef| RecordBatch::try_from_iter([("k", a)]).expect("batch");
+        let ints = |v: Vec<Option<i64>>| batch(Arc::new(Int64Array::from(v)));
+        let run = |batches: &[RecordBatch]| {
+            let mut ordered = vec![(0, None)];
+            (batches.iter()).try_for_each(|b| check_order(&mut ordered, b, path))
+        };
+        let some = |v: &[i64]| ints(v.iter().copied().map(Some).collect());
+        assert!(run(&[some(&[1, 2, 2, 5]), some(&[5, 7]), some(&[]), some(&[9])]).is_ok());
+        for bad in [
+            vec![some(&[1, 3, 2])],
+            vec![some(&[1, 2, 5]), some(&[4, 6])],
+            vec![some(&[1, 2]), some(&[]), some(&[1])],
+            vec![ints(vec![None, Some(5)])],
+        ] {
+            let e = run(&bad).expect_err("out of order").to_string();
+            assert!(e.contains("dir/f.parquet") && e.contains("column k"), "{e}");
+        }
+        // Types that are not primitive are compared by Arrow's kernel.
+        let flags = |v: &[bool]| batch(Arc::new(BooleanArray::from(v.to_vec())));
+        assert!(run(&[flags(&[false, true]), flags(&[true])]).is_ok());
+        assert!(run(&[flags(&[false, true, false])]).is_err());
+        assert!(run(&[flags(&[false, true]), flags(&[false])]).is_err());
     }
 }

@@ -1181,6 +1181,124 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
     });
 }
 
+/// A Parquet file whose writer declares its rows sorted by a column (first in its row
+/// groups' `sorting_columns`, ascending) is scanned as sorted on it where the row groups
+/// follow each other's bounds: a one-thread `ORDER BY` on it needs no sort. A descending
+/// declaration, a column second in the list, row groups that overlap and a file without
+/// the declaration keep their sort; a file whose rows break its declaration is an error,
+/// never rows out of order.
+#[test]
+fn parquet_sorting_columns_declare_the_scan_sorted() {
+    use parquet::file::metadata::SortingColumn;
+    let n = 1_000i64;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int64, false),
+        Field::new("b", DataType::Int64, false),
+        // Sorted, but the last row groups start below the largest value before them.
+        Field::new("late", DataType::Int64, false),
+        // Sorted but for two neighbours swapped inside one row group: inside a page, and
+        // on either side of a page boundary.
+        Field::new("swap", DataType::Int64, false),
+        Field::new("swap_pages", DataType::Int64, false),
+    ]));
+    let swapped = |x: i64, y: i64| {
+        Int64Array::from_iter_values((0..n).map(move |i| match i {
+            i if i == x => y,
+            i if i == y => x,
+            i => i,
+        }))
+    };
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(0..n)),
+        Arc::new(Int64Array::from_iter_values((0..n).map(|i| i % 10))),
+        Arc::new(Int64Array::from_iter_values(
+            (0..n).map(|i| if i >= 900 { i - 150 } else { i }),
+        )),
+        Arc::new(swapped(457, 458)),
+        Arc::new(swapped(449, 450)),
+    ];
+    let batch = RecordBatch::try_new(Arc::clone(&schema), columns).expect("batch");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, sorting: &[(i32, bool)]| {
+        let sorting = sorting
+            .iter()
+            .map(|&(column_idx, descending)| SortingColumn {
+                column_idx,
+                descending,
+                nulls_first: false,
+            });
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(100))
+            .set_data_page_row_count_limit(50)
+            .set_write_batch_size(50)
+            .set_sorting_columns(Some(sorting.collect()).filter(|s: &Vec<_>| !s.is_empty()))
+            .build();
+        let path = dir.path().join(name);
+        let file = std::fs::File::create(&path).expect("create parquet");
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, Arc::clone(&schema), Some(props))
+            .expect("parquet writer");
+        w.write(&batch).expect("write parquet");
+        w.close().expect("close parquet");
+        path
+    };
+    let reference = SessionContext::new();
+    let mem = MemTable::try_new(Arc::clone(&schema), vec![vec![batch.clone()]]).expect("mem");
+    reference
+        .register_table("t", Arc::new(mem))
+        .expect("register");
+    // (file, its sorting columns (leaf, descending), the column ordered by, whether the
+    // scan is sorted on it).
+    type Case<'a> = (&'a str, &'a [(i32, bool)], &'a str, bool);
+    let cases: [Case; 8] = [
+        ("a.parquet", &[(0, false)], "a", true),
+        ("a.parquet", &[(0, false)], "b", false),
+        ("down.parquet", &[(0, true)], "a", false),
+        ("second.parquet", &[(1, false), (0, false)], "a", false),
+        ("late.parquet", &[(2, false)], "late", false),
+        ("none.parquet", &[], "a", false),
+        ("swap.parquet", &[(3, false)], "swap", true),
+        ("swap_pages.parquet", &[(4, false)], "swap_pages", true),
+    ];
+    let rt = runtime();
+    rt.block_on(async {
+        for (name, sorting, column, sorted) in cases {
+            let path = write(name, sorting);
+            let ctx = session(1);
+            let t = SiftTable::open(&path.to_string_lossy()).expect("open");
+            ctx.register_table("t", Arc::new(t)).expect("register");
+            let sql = format!("select {column} from t where a % 7 <> 3 order by {column}");
+            let plan = physical_plan(&ctx, &sql).await;
+            let text = displayable(plan.as_ref()).indent(true).to_string();
+            assert_eq!(
+                !text.contains("SortExec"),
+                sorted,
+                "{name} {column}:\n{text}"
+            );
+            let ordered = |ctx: SessionContext| {
+                let sql = sql.clone();
+                async move {
+                    let batches = ctx.sql(&sql).await?.collect().await?;
+                    Ok::<_, datafusion::error::DataFusionError>(
+                        pretty_format_batches(&batches)?.to_string(),
+                    )
+                }
+            };
+            let want = ordered(reference.clone()).await.expect("reference");
+            match ordered(ctx).await {
+                Err(e) if column.starts_with("swap") => {
+                    let e = e.to_string();
+                    assert!(
+                        e.contains(name) && e.contains(&format!("column {column}")),
+                        "{e}"
+                    );
+                    assert!(e.contains("declared sorted by the file"), "{e}");
+                }
+                got => assert_eq!(got.expect("sorted scan"), want, "{name} {column}"),
+            }
+        }
+    });
+}
+
 /// A hash join's dynamic filter that Sift cannot evaluate (a lookup in the join's hash
 /// table) is evaluated on the batches of a scan below an aggregate below the join, and
 /// drops the rows the join would: while it drops most, on every batch; once it kept

@@ -27,6 +27,15 @@ use crate::parquet_input::{Held, ParquetInput, check_thrift};
 use crate::parquet_thrift::BoolLists;
 use crate::prune::{Membership, PartZone, Probe};
 
+/// Whether the writer declares leaf column `leaf` sorted ascending over row group `group`:
+/// the first of its `sorting_columns` (the rows are ordered by that list, so a later
+/// column is only ordered where the ones before it tie). Trusted as DataFusion trusts
+/// it; the SQL scan checks the rows of a column it declares sorted as they pass.
+fn sorted_first(group: &parquet::file::metadata::RowGroupMetaData, leaf: usize) -> bool {
+    let first = group.sorting_columns().and_then(|s| s.first());
+    first.is_some_and(|c| !c.descending && usize::try_from(c.column_idx) == Ok(leaf))
+}
+
 /// A row group's statistics of one column.
 #[derive(Clone)]
 struct RowGroupZone {
@@ -177,17 +186,21 @@ impl ParquetZones {
         for (i, (slot, group)) in out.iter_mut().zip(row_groups).enumerate() {
             *slot = self
                 .stats_at(col, &mins, &maxes, &nulls, i)
-                .map(|stats| RowGroupZone {
-                    // A chunk of nulls only has no bounds, and needs none.
-                    exact: (exact(&min_exact, i) && exact(&max_exact, i) && current(group))
-                        || i64::try_from(stats.null_count) == Ok(group.num_rows()),
-                    stats,
+                .map(|mut stats| {
+                    stats.sorted = leaf.is_some_and(|l| sorted_first(group, l));
+                    RowGroupZone {
+                        // A chunk of nulls only has no bounds, and needs none.
+                        exact: (exact(&min_exact, i) && exact(&max_exact, i) && current(group))
+                            || i64::try_from(stats.null_count) == Ok(group.num_rows()),
+                        stats,
+                    }
                 });
         }
         out
     }
 
-    /// The zone map of element `i` of statistics arrays (a row group's or a page's).
+    /// The zone map of element `i` of statistics arrays (a row group's or a page's); not
+    /// known sorted.
     fn stats_at(
         &self,
         col: usize,

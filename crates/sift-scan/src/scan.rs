@@ -101,6 +101,14 @@ impl Table {
             .sum()
     }
 
+    /// Whether the file's columns marked sorted were found so by its writer from the
+    /// values (a Sift file: the flag is part of its checksummed statistics), not only
+    /// declared by the writer's caller (Parquet's `sorting_columns`, which writers store as
+    /// given): a scan that relies on a declaration checks the rows.
+    pub fn sorted_from_values(&self) -> bool {
+        self.source.sorted_from_values()
+    }
+
     /// The path the table was opened from.
     pub fn path(&self) -> &Path {
         &self.path

@@ -90,6 +90,11 @@ impl Source {
         }
     }
 
+    /// See [`Table::sorted_from_values`](crate::Table::sorted_from_values).
+    pub(crate) fn sorted_from_values(&self) -> bool {
+        matches!(self, Source::Sift(_))
+    }
+
     /// Whether the chunks of `columns` in block `b` are held or being fetched.
     pub(crate) fn prefetched(&self, b: usize, columns: &[usize]) -> bool {
         match self {
