@@ -1183,10 +1183,11 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
 
 /// A Parquet file whose writer declares its rows sorted by a column (first in its row
 /// groups' `sorting_columns`, ascending) is scanned as sorted on it where the row groups
-/// follow each other's bounds: a one-thread `ORDER BY` on it needs no sort. A descending
-/// declaration, a column second in the list, row groups that overlap and a file without
-/// the declaration keep their sort; a file whose rows break its declaration is an error,
-/// never rows out of order.
+/// follow each other's bounds, and so is a column after only columns that hold one value
+/// in each row group: a one-thread `ORDER BY` on it needs no sort. A descending
+/// declaration, a column after one that varies, row groups that overlap and a file
+/// without the declaration keep their sort; a file whose rows break its declaration is an
+/// error, never rows out of order.
 #[test]
 fn parquet_sorting_columns_declare_the_scan_sorted() {
     use parquet::file::metadata::SortingColumn;
@@ -1200,6 +1201,9 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
         // on either side of a page boundary.
         Field::new("swap", DataType::Int64, false),
         Field::new("swap_pages", DataType::Int64, false),
+        // One value in each 100-row row group, and one in each 150 rows.
+        Field::new("p", DataType::Int64, false),
+        Field::new("q", DataType::Int64, false),
     ]));
     let swapped = |x: i64, y: i64| {
         Int64Array::from_iter_values((0..n).map(move |i| match i {
@@ -1216,6 +1220,8 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
         )),
         Arc::new(swapped(457, 458)),
         Arc::new(swapped(449, 450)),
+        Arc::new(Int64Array::from_iter_values((0..n).map(|i| i / 100))),
+        Arc::new(Int64Array::from_iter_values((0..n).map(|i| i / 150))),
     ];
     let batch = RecordBatch::try_new(Arc::clone(&schema), columns).expect("batch");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1249,11 +1255,23 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
     // (file, its sorting columns (leaf, descending), the column ordered by, whether the
     // scan is sorted on it).
     type Case<'a> = (&'a str, &'a [(i32, bool)], &'a str, bool);
-    let cases: [Case; 8] = [
+    let cases: [Case; 10] = [
         ("a.parquet", &[(0, false)], "a", true),
         ("a.parquet", &[(0, false)], "b", false),
         ("down.parquet", &[(0, true)], "a", false),
         ("second.parquet", &[(1, false), (0, false)], "a", false),
+        (
+            "after_one_value.parquet",
+            &[(5, false), (0, false)],
+            "a",
+            true,
+        ),
+        (
+            "after_two_values.parquet",
+            &[(6, false), (0, false)],
+            "a",
+            false,
+        ),
         ("late.parquet", &[(2, false)], "late", false),
         ("none.parquet", &[], "a", false),
         ("swap.parquet", &[(3, false)], "swap", true),

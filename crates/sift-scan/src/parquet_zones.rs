@@ -28,12 +28,40 @@ use crate::parquet_thrift::BoolLists;
 use crate::prune::{Membership, PartZone, Probe};
 
 /// Whether the writer declares leaf column `leaf` sorted ascending over row group `group`:
-/// the first of its `sorting_columns` (the rows are ordered by that list, so a later
-/// column is only ordered where the ones before it tie). Trusted as DataFusion trusts
-/// it; the SQL scan checks the rows of a column it declares sorted as they pass.
-fn sorted_first(group: &parquet::file::metadata::RowGroupMetaData, leaf: usize) -> bool {
-    let first = group.sorting_columns().and_then(|s| s.first());
-    first.is_some_and(|c| !c.descending && usize::try_from(c.column_idx) == Ok(leaf))
+/// one of its `sorting_columns`, ascending, after only columns that hold one value there
+/// (the rows are ordered by the whole list, so a later column is only ordered where the
+/// ones before it tie). Trusted as DataFusion trusts it; the SQL scan checks the rows of a
+/// column it declares sorted as they pass.
+fn sorted_in(group: &parquet::file::metadata::RowGroupMetaData, leaf: usize) -> bool {
+    for c in group.sorting_columns().into_iter().flatten() {
+        let Ok(at) = usize::try_from(c.column_idx) else {
+            return false;
+        };
+        if at == leaf {
+            return !c.descending;
+        }
+        if !constant(group, at) {
+            return false;
+        }
+    }
+    false
+}
+
+/// Whether leaf column `leaf` holds one value and no null in row group `group`, by its
+/// exact statistics (equal bounds; not for floats, whose bounds leave NaN out).
+fn constant(group: &parquet::file::metadata::RowGroupMetaData, leaf: usize) -> bool {
+    use parquet::basic::Type;
+    let Some(stats) = group.columns().get(leaf).and_then(|c| c.statistics()) else {
+        return false;
+    };
+    let float = matches!(stats.physical_type(), Type::FLOAT | Type::DOUBLE);
+    let (lo, hi) = (stats.min_bytes_opt(), stats.max_bytes_opt());
+    !float
+        && stats.null_count_opt() == Some(0)
+        && stats.min_is_exact()
+        && stats.max_is_exact()
+        && lo.is_some()
+        && lo == hi
 }
 
 /// A row group's statistics of one column.
@@ -187,7 +215,7 @@ impl ParquetZones {
             *slot = self
                 .stats_at(col, &mins, &maxes, &nulls, i)
                 .map(|mut stats| {
-                    stats.sorted = leaf.is_some_and(|l| sorted_first(group, l));
+                    stats.sorted = leaf.is_some_and(|l| sorted_in(group, l));
                     RowGroupZone {
                         // A chunk of nulls only has no bounds, and needs none.
                         exact: (exact(&min_exact, i) && exact(&max_exact, i) && current(group))
