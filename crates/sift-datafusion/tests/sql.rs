@@ -137,6 +137,14 @@ fn write_parquet(path: &Path, batch: &RecordBatch) {
     let props = parquet::file::properties::WriterProperties::builder()
         .set_max_row_group_row_count(Some(2_500))
         .build();
+    write_parquet_with(path, batch, props);
+}
+
+fn write_parquet_with(
+    path: &Path,
+    batch: &RecordBatch,
+    props: parquet::file::properties::WriterProperties,
+) {
     let file = std::fs::File::create(path).expect("create parquet");
     let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))
         .expect("parquet writer");
@@ -195,6 +203,12 @@ async fn rows(ctx: &SessionContext, sql: &str) -> String {
     let mut lines: Vec<&str> = text.lines().collect();
     lines.sort_unstable();
     lines.join("\n")
+}
+
+/// The query's rows in the order it returns them, as text.
+async fn ordered_rows(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<String> {
+    let batches = ctx.sql(sql).await?.collect().await?;
+    Ok(pretty_format_batches(&batches)?.to_string())
 }
 
 async fn physical_plan(ctx: &SessionContext, sql: &str) -> Arc<dyn ExecutionPlan> {
@@ -1162,20 +1176,8 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
                 !sorts, sorted,
                 "{table} {column} {threads} threads:\n{text}"
             );
-            let ordered = |ctx: SessionContext| {
-                let sql = sql.clone();
-                async move {
-                    let batches = ctx
-                        .sql(&sql)
-                        .await
-                        .expect("sql")
-                        .collect()
-                        .await
-                        .expect("run");
-                    pretty_format_batches(&batches).expect("format").to_string()
-                }
-            };
-            let (got, want) = (ordered(ctx).await, ordered(reference.clone()).await);
+            let got = ordered_rows(&ctx, &sql).await.expect("run");
+            let want = ordered_rows(&reference, &sql).await.expect("reference");
             assert_eq!(got, want, "{table} {column} {threads} threads");
         }
     });
@@ -1240,11 +1242,7 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
             .set_sorting_columns(Some(sorting.collect()).filter(|s: &Vec<_>| !s.is_empty()))
             .build();
         let path = dir.path().join(name);
-        let file = std::fs::File::create(&path).expect("create parquet");
-        let mut w = parquet::arrow::ArrowWriter::try_new(file, Arc::clone(&schema), Some(props))
-            .expect("parquet writer");
-        w.write(&batch).expect("write parquet");
-        w.close().expect("close parquet");
+        write_parquet_with(&path, &batch, props);
         path
     };
     let reference = SessionContext::new();
@@ -1292,17 +1290,8 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
                 sorted,
                 "{name} {column}:\n{text}"
             );
-            let ordered = |ctx: SessionContext| {
-                let sql = sql.clone();
-                async move {
-                    let batches = ctx.sql(&sql).await?.collect().await?;
-                    Ok::<_, datafusion::error::DataFusionError>(
-                        pretty_format_batches(&batches)?.to_string(),
-                    )
-                }
-            };
-            let want = ordered(reference.clone()).await.expect("reference");
-            match ordered(ctx).await {
+            let want = ordered_rows(&reference, &sql).await.expect("reference");
+            match ordered_rows(&ctx, &sql).await {
                 Err(e) if column.starts_with("swap") => {
                     let e = e.to_string();
                     assert!(
