@@ -92,11 +92,14 @@ pub struct SiftScanExec {
     /// The returned columns (positions) sorted over the blocks in their order, so in every
     /// partition ([`sorted_columns`]).
     sorted: Vec<usize>,
-    /// Whether `sorted` is declared to DataFusion: only on one partition. Sorted columns
-    /// let DataFusion aggregate on them as a stream (TPC-H Q18's group by l_orderkey, one
-    /// thread: 184 -> 123 ms); over several partitions DataFusion keeps the order through
-    /// its hash repartitioning by merging the partitions' streams, which cost more than it
-    /// saved (Q18 on two threads 147 -> 269 ms). `SiftAggregateExec` uses them either way.
+    /// Whether `sorted` is declared to DataFusion: on one partition, and to a sort above
+    /// the scan that asks for that order ([`SortedScans`](crate::SortedScans)). Sorted
+    /// columns let DataFusion aggregate on them as a stream (TPC-H Q18's group by
+    /// l_orderkey, one thread: 184 -> 123 ms); over several partitions DataFusion keeps the
+    /// order through its hash repartitioning by merging the partitions' streams, which cost
+    /// more than it saved (Q18 on two threads 147 -> 269 ms), so there the order is only
+    /// declared to a sort that it makes needless. `SiftAggregateExec` uses the sorted
+    /// columns either way.
     declare_sorted: bool,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -282,6 +285,27 @@ impl SiftScanExec {
     /// Whether DataFusion is told of [`SiftScanExec::sorted`].
     pub(crate) fn declares_sorted(&self) -> bool {
         self.declare_sorted
+    }
+
+    /// The scan with its sorted columns declared to DataFusion, for a sort above it that
+    /// [`SortedScans`](crate::SortedScans) drops, without the dynamic filters that sort
+    /// produced (`produced`: their expression ids), which nothing fills once it is gone,
+    /// and returning at most `fetch` rows from each partition.
+    pub(crate) fn with_declared_order(
+        &self,
+        produced: &[u64],
+        fetch: Option<usize>,
+    ) -> SiftScanExec {
+        let mut node = self.clone();
+        node.declare_sorted = true;
+        node.limit = match (self.limit, fetch) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (node.dynamic).retain(|d| d.expression_id().is_none_or(|id| !produced.contains(&id)));
+        node.properties = scan_properties(self.schema(), self.partitions.len(), &self.sorted, true);
+        node.metrics = ExecutionPlanMetricsSet::new();
+        node
     }
 
     /// Statistics of the scanned columns over every block, before any filter: bounds that

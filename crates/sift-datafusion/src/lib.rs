@@ -19,7 +19,8 @@
 //! no `FilterExec` stays above the scan), plus the projection and `LIMIT`; `exec.rs`'s
 //! [`SiftScanExec`] runs one Sift scan per partition of blocks, where filters are
 //! evaluated on the encoded data and only the selected rows of the projected columns are
-//! decoded; `stats.rs` hands the optimizer row counts and zone-map bounds. Parquet files
+//! decoded; `stats.rs` hands the optimizer row counts and zone-map bounds, and the
+//! columns sorted over the blocks, whose sorts `order.rs` drops. Parquet files
 //! go through the same scan (Sift's own Parquet reader), not DataFusion's.
 
 #![forbid(unsafe_code)]
@@ -28,6 +29,7 @@ mod aggregate;
 mod exec;
 mod factory;
 mod join_filter;
+mod order;
 mod stats;
 mod table;
 mod translate;
@@ -45,6 +47,7 @@ pub use aggregate::{ScanAggregates, SiftAggregateExec};
 pub use exec::{DynamicResiduals, SiftScanExec, scan_counters, summed_scan_counters};
 pub use factory::{SiftTableFactory, SiftUrlTables};
 pub use join_filter::JoinFilters;
+pub use order::{ConcatPartitionsExec, SortedScans};
 pub use sift_store::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, has_extension};
 pub use stats::zone_bound;
 pub use table::SiftTable;
@@ -116,6 +119,7 @@ pub fn session(threads: usize) -> SessionContext {
         .with_config(config)
         .with_physical_optimizer_rule(Arc::new(JoinFilters))
         .with_physical_optimizer_rule(Arc::new(ScanAggregates))
+        .with_physical_optimizer_rule(Arc::new(SortedScans))
         .with_physical_optimizer_rule(Arc::new(DynamicResiduals))
         .with_table_factory("SIFT".into(), Arc::new(SiftTableFactory))
         .with_table_factory("SIFT_PARQUET".into(), Arc::new(SiftTableFactory))

@@ -1097,10 +1097,11 @@ fn struct_fields_are_pushed_into_the_scan_and_nested_columns_returned() {
 }
 
 /// A column sorted in every block, each block starting at or above the largest value of
-/// the one before (files too, in the table's order), is declared sorted by a one-thread
-/// scan: DataFusion drops the sort of an `ORDER BY` on it. A column out of order anywhere
-/// (inside a block, between blocks or between files), or holding a null, keeps its sort,
-/// as does every column on several threads; the rows always come in DataFusion's order.
+/// the one before (files too, in the table's order), is known sorted by the scan:
+/// DataFusion drops the sort of an `ORDER BY` on it, and on several threads the
+/// partitions are concatenated in order instead of merged. A column out of order anywhere (inside a block, between
+/// blocks or between files), or holding a null, keeps its sort; the rows always come in
+/// DataFusion's order.
 #[test]
 fn sorted_columns_drop_sorts_and_keep_the_order() {
     let n = 1_000i64;
@@ -1157,9 +1158,12 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
         ("one.sift", "swap", 1, false),
         ("one.sift", "late", 1, false),
         ("one.sift", "d", 1, false),
-        ("one.sift", "a", 3, false),
+        ("one.sift", "a", 3, true),
+        ("one.sift", "up", 3, false),
         ("ascending", "a", 1, true),
+        ("ascending", "a", 2, true),
         ("descending", "a", 1, false),
+        ("descending", "a", 2, false),
     ];
     let rt = runtime();
     rt.block_on(async {
@@ -1171,10 +1175,23 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
             let sql = format!("select {column} as c, a as k from t where a % 7 <> 3 order by c, k");
             let plan = physical_plan(&ctx, &sql).await;
             let text = displayable(plan.as_ref()).indent(true).to_string();
-            let sorts = text.contains("SortExec") || text.contains("SortPreservingMergeExec");
             assert_eq!(
-                !sorts, sorted,
+                !text.contains("SortExec:"),
+                sorted,
                 "{table} {column} {threads} threads:\n{text}"
+            );
+            // Partitions sorted apart are merged; those of a sorted column concatenated.
+            let merged = text.contains("SortPreservingMergeExec");
+            let concatenated = text.contains("ConcatPartitionsExec");
+            assert_eq!(
+                merged,
+                threads > 1 && !sorted,
+                "{table} {column} {threads}:\n{text}"
+            );
+            assert_eq!(
+                concatenated,
+                threads > 1 && sorted,
+                "{table} {column} {threads}:\n{text}"
             );
             let got = ordered_rows(&ctx, &sql).await.expect("run");
             let want = ordered_rows(&reference, &sql).await.expect("reference");
@@ -1183,10 +1200,75 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
     });
 }
 
+/// On several threads a sort on a column the scan returns sorted is dropped, through the
+/// filters and projections between: the partitions are concatenated in order, a `LIMIT`
+/// (with an offset across the partitions' boundary too) becomes a limit on each partition,
+/// pushed into the scan where no filter lies between, and the scan keeps no dynamic
+/// filter of the dropped sort. Sorts on other columns, or
+/// descending, stay. The rows are DataFusion's over the same rows in memory.
+#[test]
+fn sorts_on_sorted_scans_become_concatenations_and_limits() {
+    let n = 1_000i64;
+    let batch = RecordBatch::try_from_iter([
+        (
+            "a",
+            Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
+        ),
+        (
+            "b",
+            Arc::new(Int64Array::from_iter_values((0..n).map(|i| i * 37 % 101))),
+        ),
+    ])
+    .expect("batch");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.sift");
+    write_sift(&path, &batch, 100);
+    let reference = SessionContext::new();
+    let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
+    reference
+        .register_table("t", Arc::new(mem))
+        .expect("register");
+    // (query, whether its sort is dropped).
+    let cases = [
+        ("select a, b from t order by a limit 7", true),
+        ("select a, b from t order by a limit 6 offset 497", true),
+        ("select a from t where b % 3 = 1 order by a", true),
+        (
+            "select a * 2 as x, b from t where b % 5 <> 0 order by a limit 20",
+            true,
+        ),
+        ("select a, b from t order by b, a limit 5", false),
+        ("select a from t order by a desc limit 5", false),
+    ];
+    let rt = runtime();
+    rt.block_on(async {
+        let ctx = session(2);
+        let t = SiftTable::open(&path.to_string_lossy()).expect("open");
+        ctx.register_table("t", Arc::new(t)).expect("register");
+        for (sql, dropped) in cases {
+            let plan = physical_plan(&ctx, sql).await;
+            let text = displayable(plan.as_ref()).indent(true).to_string();
+            assert_eq!(!text.contains("SortExec:"), dropped, "{sql}:\n{text}");
+            if dropped {
+                assert!(!text.contains("SortPreservingMergeExec"), "{sql}:\n{text}");
+                assert!(text.contains("ConcatPartitionsExec"), "{sql}:\n{text}");
+                let limit = sql.contains("limit") == text.contains("LocalLimitExec");
+                assert!(limit, "{sql}:\n{text}");
+                // Pushed into the scan where no filter lies between.
+                let pushed = sql.contains("limit") && !text.contains("FilterExec");
+                assert_eq!(text.contains("limit="), pushed, "{sql}:\n{text}");
+                assert!(!text.contains("DynamicFilter"), "{sql}:\n{text}");
+            }
+            let want = ordered_rows(&reference, sql).await.expect("reference");
+            assert_eq!(ordered_rows(&ctx, sql).await.expect("run"), want, "{sql}");
+        }
+    });
+}
+
 /// A Parquet file whose writer declares its rows sorted by a column (first in its row
 /// groups' `sorting_columns`, ascending) is scanned as sorted on it where the row groups
 /// follow each other's bounds, and so is a column after only columns that hold one value
-/// in each row group: a one-thread `ORDER BY` on it needs no sort. A descending
+/// in each row group: an `ORDER BY` on it needs no sort, on one thread or two. A descending
 /// declaration, a column after one that varies, row groups that overlap and a file
 /// without the declaration keep their sort; a file whose rows break its declaration is an
 /// error, never rows out of order.
@@ -1277,9 +1359,11 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
     ];
     let rt = runtime();
     rt.block_on(async {
-        for (name, sorting, column, sorted) in cases {
+        for ((name, sorting, column, sorted), threads) in
+            cases.into_iter().flat_map(|c| [(c, 1), (c, 2)])
+        {
             let path = write(name, sorting);
-            let ctx = session(1);
+            let ctx = session(threads);
             let t = SiftTable::open(&path.to_string_lossy()).expect("open");
             ctx.register_table("t", Arc::new(t)).expect("register");
             let sql = format!("select {column} from t where a % 7 <> 3 order by {column}");
@@ -1288,7 +1372,7 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
             assert_eq!(
                 !text.contains("SortExec"),
                 sorted,
-                "{name} {column}:\n{text}"
+                "{name} {column} {threads} threads:\n{text}"
             );
             let want = ordered_rows(&reference, &sql).await.expect("reference");
             match ordered_rows(&ctx, &sql).await {
@@ -1300,7 +1384,11 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
                     );
                     assert!(e.contains("declared sorted by the file"), "{e}");
                 }
-                got => assert_eq!(got.expect("sorted scan"), want, "{name} {column}"),
+                got => assert_eq!(
+                    got.expect("sorted scan"),
+                    want,
+                    "{name} {column} {threads} threads"
+                ),
             }
         }
     });
