@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, downcast_primitive_array, make_comparator,
+    Array, ArrayRef, AsArray, BooleanArray, RecordBatch, UInt32Array, downcast_primitive_array,
+    make_comparator,
 };
-use datafusion::arrow::compute::SortOptions;
-use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::compute::kernels::boolean::and;
 use datafusion::arrow::compute::kernels::cmp::lt;
+use datafusion::arrow::compute::{SortOptions, filter_record_batch, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
@@ -101,6 +101,10 @@ pub struct SiftScanExec {
     /// declared to a sort that it makes needless. `SiftAggregateExec` uses the sorted
     /// columns either way.
     declare_sorted: bool,
+    /// Whether the scan returns its rows last first: its partitions, the blocks of each
+    /// and each block's rows in reverse order, so that its sorted columns come descending
+    /// (for a sort that asks for them so, [`SortedScans`](crate::SortedScans)).
+    reversed: bool,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -125,7 +129,8 @@ impl SiftScanExec {
             .collect();
         let sorted = sorted_columns(&files, &schema, &blocks);
         let declare_sorted = target_partitions == 1;
-        let properties = scan_properties(schema, partitions.len(), &sorted, declare_sorted);
+        let order = declare_sorted.then_some(false);
+        let properties = scan_properties(schema, partitions.len(), &sorted, order);
         Ok(SiftScanExec {
             files,
             scanned: scanned.into(),
@@ -144,6 +149,7 @@ impl SiftScanExec {
             residual: Arc::new(AtomicBool::new(false)),
             sorted,
             declare_sorted,
+            reversed: false,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         })
@@ -215,7 +221,7 @@ impl SiftScanExec {
             schema,
             self.partitions.len(),
             &self.sorted,
-            self.declare_sorted,
+            self.declare_sorted.then_some(self.reversed),
         );
         node.dictionary = dictionary;
         node.unscaled = unscaled;
@@ -250,7 +256,7 @@ impl SiftScanExec {
         };
         // Two rows of extremes per block are not in any column's order.
         node.sorted = Vec::new();
-        node.properties = scan_properties(schema, self.partitions.len(), &[], false);
+        node.properties = scan_properties(schema, self.partitions.len(), &[], None);
         node.metrics = ExecutionPlanMetricsSet::new();
         Some(node)
     }
@@ -287,7 +293,13 @@ impl SiftScanExec {
         self.declare_sorted
     }
 
-    /// The scan with its sorted columns declared to DataFusion, for a sort above it that
+    /// Whether the scan returns its rows last first ([`SiftScanExec::with_declared_order`]).
+    pub(crate) fn reversed(&self) -> bool {
+        self.reversed
+    }
+
+    /// The scan with its sorted columns declared to DataFusion, ascending or (`reversed`,
+    /// its rows returned last first) descending, for a sort above it that
     /// [`SortedScans`](crate::SortedScans) drops, without the dynamic filters that sort
     /// produced (`produced`: their expression ids), which nothing fills once it is gone,
     /// and returning at most `fetch` rows from each partition.
@@ -295,15 +307,24 @@ impl SiftScanExec {
         &self,
         produced: &[u64],
         fetch: Option<usize>,
+        reversed: bool,
     ) -> SiftScanExec {
         let mut node = self.clone();
         node.declare_sorted = true;
+        if reversed != self.reversed {
+            node.reversed = reversed;
+            node.partitions = (self.partitions.iter().rev())
+                .map(|p| p.iter().rev().cloned().collect())
+                .collect();
+        }
         node.limit = match (self.limit, fetch) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         (node.dynamic).retain(|d| d.expression_id().is_none_or(|id| !produced.contains(&id)));
-        node.properties = scan_properties(self.schema(), self.partitions.len(), &self.sorted, true);
+        let order = Some(reversed);
+        node.properties =
+            scan_properties(self.schema(), self.partitions.len(), &self.sorted, order);
         node.metrics = ExecutionPlanMetricsSet::new();
         node
     }
@@ -398,20 +419,21 @@ fn in_file(e: &Filter, file_schema: &Schema) -> bool {
 }
 
 /// The plan properties of a scan returning `schema` from `partitions` partitions, with
-/// `declare` the columns `sorted` (positions) in ascending order in each: nulls first and
-/// last alike, since those columns hold none.
+/// the columns `sorted` (positions) in each partition in the `order` declared (ascending:
+/// `Some(false)`, descending: `Some(true)`): nulls first and last alike, since those
+/// columns hold none.
 fn scan_properties(
     schema: SchemaRef,
     partitions: usize,
     sorted: &[usize],
-    declare: bool,
+    order: Option<bool>,
 ) -> Arc<PlanProperties> {
-    let declared = if declare { sorted } else { &[] };
+    let declared = if order.is_some() { sorted } else { &[] };
     let orderings = declared.iter().flat_map(|&i| {
         let column: Arc<dyn PhysicalExpr> = Arc::new(Column::new(schema.field(i).name(), i));
         [false, true].map(|nulls_first| {
             let options = SortOptions {
-                descending: false,
+                descending: order == Some(true),
                 nulls_first,
             };
             [PhysicalSortExpr::new(Arc::clone(&column), options)]
@@ -518,6 +540,9 @@ impl DisplayAs for SiftScanExec {
                 if self.residual.load(Ordering::Relaxed) {
                     write!(f, ", dynamic_residual")?;
                 }
+                if self.reversed {
+                    write!(f, ", reversed")?;
+                }
                 Ok(())
             }
         }
@@ -574,8 +599,9 @@ impl ExecutionPlan for SiftScanExec {
         })?;
         let counters = Counters::new(&self.metrics, partition);
         // With dynamic filters every block gets its own scan, with the filters as they
-        // stand when it starts (a TopK's threshold tightens as rows arrive).
-        let runs = match self.dynamic.is_empty() {
+        // stand when it starts (a TopK's threshold tightens as rows arrive); a reversed
+        // scan reverses each block.
+        let runs = match self.dynamic.is_empty() && !self.reversed {
             true => row_ranges(blocks),
             false => blocks.iter().map(|b| (b.file, b.rows.clone())).collect(),
         };
@@ -600,6 +626,8 @@ impl ExecutionPlan for SiftScanExec {
                 true => self.sorted.iter().map(|&c| (c, None)).collect(),
                 false => Vec::new(),
             },
+            reversed: self.reversed,
+            pending: Vec::new(),
             counters,
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
@@ -767,7 +795,7 @@ struct PartitionScan {
     count_selected: bool,
     table_schema: SchemaRef,
     remaining: Option<u64>,
-    current: Option<(FileScan, std::path::PathBuf)>,
+    current: Option<(FileScan, Arc<std::path::Path>)>,
     /// The conjuncts of the dynamic filters that do not translate into Sift's filters (a
     /// hash join's lookup in its hash table), evaluated by DataFusion on each batch the
     /// scan returns where [`SiftScanExec::residual`] says so.
@@ -781,6 +809,11 @@ struct PartitionScan {
     /// last value returned, where a file only declares them so: checked as the rows pass
     /// ([`check_order`]).
     ordered: Vec<(usize, Option<ArrayRef>)>,
+    /// Whether the rows go last first ([`SiftScanExec::reversed`]): then each run is one
+    /// block, read whole into `pending` before its batches go, the last first, each
+    /// reversed.
+    reversed: bool,
+    pending: Vec<(RecordBatch, Arc<std::path::Path>)>,
     counters: Counters,
 }
 
@@ -788,7 +821,7 @@ impl PartitionScan {
     /// Starts the scan of a run (none when the file's partition values rule it out).
     fn start(&mut self, f: usize, rows: Range<u64>) -> Result<()> {
         let file = &self.files.files[f];
-        let path = file.table.path().to_path_buf();
+        let path: Arc<std::path::Path> = file.table.path().into();
         let file_schema = file.table.schema();
         let applies = |e: &Filter| in_file(e, &file_schema);
         let mut filters: Vec<Filter> = self.filter.iter().cloned().collect();
@@ -848,7 +881,9 @@ impl PartitionScan {
             share *= passed;
         }
         let filter = Filter::all(filters);
-        let (remaining, extremes, count) = (self.remaining, self.extremes, self.count_selected);
+        // A reversed scan returns a block's last rows: the limit is applied once they are.
+        let remaining = self.remaining.filter(|_| !self.reversed);
+        let (extremes, count) = (self.extremes, self.count_selected);
         // Columns the file lacks come as constants, read as nothing.
         let in_file = |names: &[String]| -> Vec<String> {
             (names.iter())
@@ -1030,8 +1065,8 @@ fn mark_residuals(node: &Arc<dyn ExecutionPlan>, below: Below) {
 const RESIDUAL_TRIAL_ROWS: u64 = 1 << 16;
 
 /// Checks that the columns of `batch` declared sorted (`ordered`: positions, each with the
-/// last value returned before) hold no null and never decrease, within the batch and from
-/// the one before. DataFusion drops sorts and aggregates as a stream on the declaration,
+/// last value returned before) hold no null and never decrease (with `descending`, never
+/// increase), within the batch and from the one before. DataFusion drops sorts and aggregates as a stream on the declaration,
 /// and a Parquet file's `sorting_columns` are only its writer's word: a file whose rows
 /// break it is an error, not rows out of order. One pass over each such column of the rows
 /// returned.
@@ -1039,6 +1074,7 @@ fn check_order(
     ordered: &mut [(usize, Option<ArrayRef>)],
     batch: &RecordBatch,
     path: &std::path::Path,
+    descending: bool,
 ) -> Result<()> {
     for (c, last) in ordered {
         let (column, n) = (batch.column(*c), batch.num_rows());
@@ -1055,15 +1091,24 @@ fn check_order(
         if column.null_count() > 0 {
             return Err(broken("it holds a null"));
         }
+        // Read last first, the file's values decrease where they rise.
         let within = downcast_primitive_array!(
-            column => !column.values().is_sorted(),
-            _ => n > 1 && lt(&column.slice(1, n - 1), &column.slice(0, n - 1))?.true_count() > 0
-        );
-        let across = match last {
-            Some(prev) => {
-                make_comparator(prev.as_ref(), column.as_ref(), SortOptions::default())?(0, 0)
-                    .is_gt()
+            column => match descending {
+                false => !column.values().is_sorted(),
+                true => !column.values().iter().rev().is_sorted(),
+            },
+            _ => {
+                let (earlier, later) = (column.slice(0, n - 1), column.slice(1, n - 1));
+                let (below, above) = if descending { (earlier, later) } else { (later, earlier) };
+                n > 1 && lt(&below, &above)?.true_count() > 0
             }
+        );
+        let options = SortOptions {
+            descending,
+            ..SortOptions::default()
+        };
+        let across = match last {
+            Some(prev) => make_comparator(prev.as_ref(), column.as_ref(), options)?(0, 0).is_gt(),
             None => false,
         };
         if within || across {
@@ -1076,6 +1121,40 @@ fn check_order(
 
 pub(crate) fn scan_error(path: &std::path::Path, e: sift_scan::Error) -> DataFusionError {
     DataFusionError::External(format!("cannot scan {}: {e}", path.display()).into())
+}
+
+impl PartitionScan {
+    /// `batch` on its way out: cut at the limit, its declared columns checked, the
+    /// residual conjuncts applied.
+    fn emit(&mut self, batch: RecordBatch, path: &std::path::Path) -> Result<RecordBatch> {
+        let batch = match self.remaining {
+            Some(r) if batch.num_rows() as u64 > r => batch.slice(0, r as usize),
+            _ => batch,
+        };
+        if let Some(r) = &mut self.remaining {
+            *r = r.saturating_sub(batch.num_rows() as u64);
+        }
+        if let Err(e) = check_order(&mut self.ordered, &batch, path, self.reversed) {
+            return Err(self.stop(e));
+        }
+        Ok(self.filter_residual(batch))
+    }
+
+    /// Ends the scan with the error `e`.
+    fn stop(&mut self, e: DataFusionError) -> DataFusionError {
+        self.runs.clear();
+        self.current = None;
+        self.pending.clear();
+        e
+    }
+}
+
+/// `batch` with its rows in reverse order.
+fn reversed_rows(batch: &RecordBatch) -> Result<RecordBatch> {
+    let n = u32::try_from(batch.num_rows())
+        .map_err(|_| DataFusionError::Internal("a batch of over 4 G rows".into()))?;
+    let last_first = UInt32Array::from_iter_values((0..n).rev());
+    Ok(take_record_batch(batch, &last_first)?)
 }
 
 impl Iterator for PartitionScan {
@@ -1092,33 +1171,31 @@ impl Iterator for PartitionScan {
             }
             if let Some((scan, path)) = &mut self.current {
                 match scan.next() {
+                    Some(Ok(batch)) if self.reversed => match reversed_rows(&batch) {
+                        Ok(batch) => self.pending.push((batch, Arc::clone(path))),
+                        Err(e) => return Some(Err(self.stop(e))),
+                    },
                     Some(Ok(batch)) => {
-                        if let Some(r) = &mut self.remaining {
-                            *r = r.saturating_sub(batch.num_rows() as u64);
-                        }
-                        if let Err(e) = check_order(&mut self.ordered, &batch, path) {
-                            self.runs.clear();
-                            self.current = None;
-                            return Some(Err(e));
-                        }
-                        return Some(Ok(self.filter_residual(batch)));
+                        let path = Arc::clone(path);
+                        return Some(self.emit(batch, &path));
                     }
                     Some(Err(e)) => {
                         let e = scan_error(path, e);
-                        self.runs.clear();
-                        self.current = None;
-                        return Some(Err(e));
+                        return Some(Err(self.stop(e)));
                     }
                     None => {
                         self.counters.add(scan.stats());
                         self.current = None;
                     }
                 }
+                continue;
+            }
+            if let Some((batch, path)) = self.pending.pop() {
+                return Some(self.emit(batch, &path));
             }
             let (file, rows) = self.runs.pop_front()?;
             if let Err(e) = self.start(file, rows) {
-                self.runs.clear();
-                return Some(Err(e));
+                return Some(Err(self.stop(e)));
             }
         }
     }
@@ -1129,6 +1206,7 @@ impl Iterator for PartitionScan {
 mod tests {
     use super::*;
     use datafusion::arrow::array::{BooleanArray, Int64Array};
+    use datafusion::arrow::datatypes::Int64Type;
 
     /// A declared column that decreases inside a batch, from one batch to the next, or
     /// holds a null is an error naming the file and the column; equal neighbours are not.
@@ -1137,25 +1215,49 @@ mod tests {
         let path = std::path::Path::new("dir/f.parquet");
         let batch = |a: ArrayRef| RecordBatch::try_from_iter([("k", a)]).expect("batch");
         let ints = |v: Vec<Option<i64>>| batch(Arc::new(Int64Array::from(v)));
-        let run = |batches: &[RecordBatch]| {
+        // The batches in turn, their values taken last first with `descending`.
+        let run = |batches: &[RecordBatch], descending: bool| {
             let mut ordered = vec![(0, None)];
-            (batches.iter()).try_for_each(|b| check_order(&mut ordered, b, path))
+            (batches.iter()).try_for_each(|b| check_order(&mut ordered, b, path, descending))
         };
         let some = |v: &[i64]| ints(v.iter().copied().map(Some).collect());
-        assert!(run(&[some(&[1, 2, 2, 5]), some(&[5, 7]), some(&[]), some(&[9])]).is_ok());
-        for bad in [
+        let down = |v: &[i64]| some(&v.iter().rev().copied().collect::<Vec<_>>());
+        let good = [some(&[1, 2, 2, 5]), some(&[5, 7]), some(&[]), some(&[9])];
+        let bad = [
             vec![some(&[1, 3, 2])],
             vec![some(&[1, 2, 5]), some(&[4, 6])],
             vec![some(&[1, 2]), some(&[]), some(&[1])],
             vec![ints(vec![None, Some(5)])],
-        ] {
-            let e = run(&bad).expect_err("out of order").to_string();
-            assert!(e.contains("dir/f.parquet") && e.contains("column k"), "{e}");
+        ];
+        for descending in [false, true] {
+            // Read last first, the batches come last first too.
+            let turn = |batches: &[RecordBatch]| match descending {
+                false => batches.to_vec(),
+                true => (batches.iter().rev())
+                    .map(|b| {
+                        let k = b.column(0).as_primitive::<Int64Type>();
+                        let values: Vec<Option<i64>> = k.iter().rev().collect();
+                        ints(values)
+                    })
+                    .collect(),
+            };
+            assert!(run(&turn(&good), descending).is_ok(), "{descending}");
+            for bad in &bad {
+                let e = run(&turn(bad), descending)
+                    .expect_err("out of order")
+                    .to_string();
+                assert!(e.contains("dir/f.parquet") && e.contains("column k"), "{e}");
+            }
+            // An ascending run read last first is out of order, and the other way round.
+            assert!(run(&[down(&[1, 2, 3])], descending).is_ok() == descending);
         }
         // Types that are not primitive are compared by Arrow's kernel.
         let flags = |v: &[bool]| batch(Arc::new(BooleanArray::from(v.to_vec())));
-        assert!(run(&[flags(&[false, true]), flags(&[true])]).is_ok());
-        assert!(run(&[flags(&[false, true, false])]).is_err());
-        assert!(run(&[flags(&[false, true]), flags(&[false])]).is_err());
+        assert!(run(&[flags(&[false, true]), flags(&[true])], false).is_ok());
+        assert!(run(&[flags(&[false, true, false])], false).is_err());
+        assert!(run(&[flags(&[false, true]), flags(&[false])], false).is_err());
+        assert!(run(&[flags(&[true, false]), flags(&[false])], true).is_ok());
+        assert!(run(&[flags(&[true, false, true])], true).is_err());
+        assert!(run(&[flags(&[true, false]), flags(&[true])], true).is_err());
     }
 }

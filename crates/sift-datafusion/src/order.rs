@@ -34,7 +34,11 @@ use crate::exec::SiftScanExec;
 /// plans no sort; on several it does not (an aggregate on them would merge the
 /// partitions' streams, see [`SiftScanExec`]), so this rule declares them to the sorts
 /// that ask for them, through the filters and projections between, and drops each such
-/// sort (a `LIMIT` it carried stays as a limit on each partition). A merge of the sorted
+/// sort (a `LIMIT` it carried stays as a limit on each partition). A sort that asks for
+/// them descending, on one partition or several, gets the scan reversed: its partitions,
+/// the blocks of each and each block's rows last first, so that `ORDER BY key DESC LIMIT
+/// 10` reads the last block instead of feeding every row to a top-K (lineitem, one
+/// thread: 1.9 s with all columns). A merge of the sorted
 /// partitions above it becomes their concatenation in order ([`ConcatPartitionsExec`]):
 /// a sorted column of a scan is sorted over all its blocks in order, and its partitions
 /// are runs of consecutive blocks, so each partition starts at or above where the one
@@ -98,21 +102,34 @@ fn unsorted(sort: &SortExec, config: &ConfigOptions) -> Result<Option<Arc<dyn Ex
     let produced: Vec<u64> = (sort.dynamic_expressions_produced().iter())
         .filter_map(|e| e.expression_id())
         .collect();
-    let Some(input) = declared(sort.input(), &produced, sort.fetch())?.filter(|_| apart) else {
-        return Ok(None);
-    };
-    if !(input.equivalence_properties()).ordering_satisfy(sort.expr().iter().cloned())? {
+    if !apart {
         return Ok(None);
     }
+    // The order ascending, or descending with the scan's rows last first.
+    let mut holding = None;
+    for reversed in [false, true] {
+        let Some(input) = declared(sort.input(), &produced, sort.fetch(), reversed)? else {
+            continue;
+        };
+        if (input.equivalence_properties()).ordering_satisfy(sort.expr().iter().cloned())? {
+            holding = Some(input);
+            break;
+        }
+    }
+    let Some(input) = holding else {
+        return Ok(None);
+    };
+    let partitions = input.output_partitioning().partition_count();
     Ok(Some(match sort.fetch() {
         // The sort read its partitions at once, in parallel, before any row went on;
         // without it, the partitions after the first would wait for the rows before them
         // to be taken. A buffer keeps them running, bounded as DataFusion bounds it where
         // it drops a sort itself.
-        None => {
+        None if partitions > 1 => {
             let capacity = config.execution.sort_pushdown_buffer_capacity;
             Arc::new(BufferExec::new(input, capacity))
         }
+        None => input,
         // A partition's rows past the limit are not needed: no buffer reads them ahead.
         Some(fetch) => Arc::new(LocalLimitExec::new(input, fetch)),
     }))
@@ -137,25 +154,29 @@ fn without_sort(
 }
 
 /// `node` with the Sift scan at the end of its chain of filters and projections
-/// re-planned with its sorted columns declared, without the dynamic filters `produced` by
-/// the sort above, and returning at most `fetch` rows from each partition where no filter
-/// lies between (the rows the sort would keep); `None` when the chain ends elsewhere or
-/// passes another node, or the scan holds no sorted column it does not declare already.
+/// re-planned with its sorted columns declared (descending, its rows returned last first,
+/// with `reversed`), without the dynamic filters `produced` by the sort above, and
+/// returning at most `fetch` rows from each partition where no filter lies between (the
+/// rows the sort would keep); `None` when the chain ends elsewhere or passes another
+/// node, or the scan holds no sorted column it does not declare so already.
 fn declared(
     node: &Arc<dyn ExecutionPlan>,
     produced: &[u64],
     fetch: Option<usize>,
+    reversed: bool,
 ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     if let Some(scan) = node.downcast_ref::<SiftScanExec>() {
-        let declarable = !scan.sorted().is_empty() && !scan.declares_sorted();
-        let declared = || Arc::new(scan.with_declared_order(produced, fetch)) as _;
+        // A scan on one partition declares its columns ascending itself.
+        let declarable =
+            !scan.sorted().is_empty() && !scan.reversed() && (reversed || !scan.declares_sorted());
+        let declared = || Arc::new(scan.with_declared_order(produced, fetch, reversed)) as _;
         return Ok(declarable.then(declared));
     }
     let Some((child, filter)) = passed(node) else {
         return Ok(None);
     };
     let fetch = fetch.filter(|_| !filter);
-    match declared(child, produced, fetch)? {
+    match declared(child, produced, fetch, reversed)? {
         Some(child) => Ok(Some(with_child(node, child)?)),
         None => Ok(None),
     }

@@ -1200,12 +1200,13 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
     });
 }
 
-/// On several threads a sort on a column the scan returns sorted is dropped, through the
-/// filters and projections between: the partitions are concatenated in order, a `LIMIT`
-/// (with an offset across the partitions' boundary too) becomes a limit on each partition,
-/// pushed into the scan where no filter lies between, and the scan keeps no dynamic
-/// filter of the dropped sort. Sorts on other columns, or
-/// descending, stay. The rows are DataFusion's over the same rows in memory.
+/// A sort on a column the scan returns sorted is dropped, ascending or descending (the
+/// scan's rows read last first), through the filters and projections between. On several
+/// threads the partitions are concatenated in order, a `LIMIT` (with an offset across the
+/// partitions' boundary too) becomes a limit on each partition, pushed into the scan
+/// where no filter lies between, and the scan keeps no dynamic filter of the dropped
+/// sort. Sorts on other columns stay. The rows are DataFusion's over the same rows in
+/// memory.
 #[test]
 fn sorts_on_sorted_scans_become_concatenations_and_limits() {
     let n = 1_000i64;
@@ -1228,28 +1229,39 @@ fn sorts_on_sorted_scans_become_concatenations_and_limits() {
     reference
         .register_table("t", Arc::new(mem))
         .expect("register");
-    // (query, whether its sort is dropped).
+    // (query, whether its sort is dropped), each ascending and descending.
     let cases = [
-        ("select a, b from t order by a limit 7", true),
-        ("select a, b from t order by a limit 6 offset 497", true),
-        ("select a from t where b % 3 = 1 order by a", true),
+        ("select a, b from t order by a {dir} limit 7", true),
         (
-            "select a * 2 as x, b from t where b % 5 <> 0 order by a limit 20",
+            "select a, b from t order by a {dir} limit 6 offset 497",
             true,
         ),
-        ("select a, b from t order by b, a limit 5", false),
-        ("select a from t order by a desc limit 5", false),
+        ("select a from t where b % 3 = 1 order by a {dir}", true),
+        (
+            "select a * 2 as x, b from t where b % 5 <> 0 order by a {dir} limit 20",
+            true,
+        ),
+        ("select a, b from t order by b {dir}, a limit 5", false),
     ];
+    let runs = (cases.iter()).flat_map(|&(sql, dropped)| {
+        [("asc", false), ("desc", true)]
+            .into_iter()
+            .flat_map(move |(dir, desc)| {
+                [1, 2].map(|threads| (sql.replace("{dir}", dir), dropped, desc, threads))
+            })
+    });
     let rt = runtime();
     rt.block_on(async {
-        let ctx = session(2);
-        let t = SiftTable::open(&path.to_string_lossy()).expect("open");
-        ctx.register_table("t", Arc::new(t)).expect("register");
-        for (sql, dropped) in cases {
+        for (sql, dropped, desc, threads) in runs {
+            let sql = sql.as_str();
+            let ctx = session(threads);
+            let t = SiftTable::open(&path.to_string_lossy()).expect("open");
+            ctx.register_table("t", Arc::new(t)).expect("register");
             let plan = physical_plan(&ctx, sql).await;
             let text = displayable(plan.as_ref()).indent(true).to_string();
             assert_eq!(!text.contains("SortExec:"), dropped, "{sql}:\n{text}");
-            if dropped {
+            assert_eq!(text.contains("reversed"), dropped && desc, "{sql}:\n{text}");
+            if dropped && threads > 1 {
                 assert!(!text.contains("SortPreservingMergeExec"), "{sql}:\n{text}");
                 assert!(text.contains("ConcatPartitionsExec"), "{sql}:\n{text}");
                 let limit = sql.contains("limit") == text.contains("LocalLimitExec");
@@ -1268,7 +1280,8 @@ fn sorts_on_sorted_scans_become_concatenations_and_limits() {
 /// A Parquet file whose writer declares its rows sorted by a column (first in its row
 /// groups' `sorting_columns`, ascending) is scanned as sorted on it where the row groups
 /// follow each other's bounds, and so is a column after only columns that hold one value
-/// in each row group: an `ORDER BY` on it needs no sort, on one thread or two. A descending
+/// in each row group: an `ORDER BY` on it, ascending or descending, needs no sort, on one
+/// thread or two. A descending
 /// declaration, a column after one that varies, row groups that overlap and a file
 /// without the declaration keep their sort; a file whose rows break its declaration is an
 /// error, never rows out of order.
@@ -1359,20 +1372,22 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
     ];
     let rt = runtime();
     rt.block_on(async {
-        for ((name, sorting, column, sorted), threads) in
-            cases.into_iter().flat_map(|c| [(c, 1), (c, 2)])
-        {
+        let runs = cases.into_iter().flat_map(|c| {
+            [(1, "asc"), (2, "asc"), (1, "desc"), (2, "desc")]
+                .map(|(threads, dir)| (c, threads, dir))
+        });
+        for ((name, sorting, column, sorted), threads, dir) in runs {
             let path = write(name, sorting);
             let ctx = session(threads);
             let t = SiftTable::open(&path.to_string_lossy()).expect("open");
             ctx.register_table("t", Arc::new(t)).expect("register");
-            let sql = format!("select {column} from t where a % 7 <> 3 order by {column}");
+            let sql = format!("select {column} from t where a % 7 <> 3 order by {column} {dir}");
             let plan = physical_plan(&ctx, &sql).await;
             let text = displayable(plan.as_ref()).indent(true).to_string();
             assert_eq!(
                 !text.contains("SortExec"),
                 sorted,
-                "{name} {column} {threads} threads:\n{text}"
+                "{name} {column} {dir} {threads} threads:\n{text}"
             );
             let want = ordered_rows(&reference, &sql).await.expect("reference");
             match ordered_rows(&ctx, &sql).await {
@@ -1387,7 +1402,7 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
                 got => assert_eq!(
                     got.expect("sorted scan"),
                     want,
-                    "{name} {column} {threads} threads"
+                    "{name} {column} {dir} {threads} threads"
                 ),
             }
         }
