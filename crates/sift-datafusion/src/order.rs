@@ -1,5 +1,6 @@
 //! [`SortedScans`]: the sorts that a scan's sorted columns make needless, dropped, and the
-//! merges above them replaced by [`ConcatPartitionsExec`].
+//! merges above them replaced by [`ConcatPartitionsExec`]; the thresholds of the sorts
+//! that stay with a `LIMIT` (TopKs) tested on the scans' rows.
 
 use std::fmt;
 use std::sync::Arc;
@@ -45,7 +46,9 @@ use crate::exec::SiftScanExec;
 /// before ends. DataFusion's own sort pushdown into sources (`try_pushdown_sort`) stops
 /// at a `FilterExec`, which stays above a scan for the conjuncts Sift does not evaluate,
 /// and keeps the merge, which compares every row: lineitem's 6 M rows by `l_orderkey` on
-/// two threads took 114–140 ms merged, 12–17 ms concatenated (21 ms on one thread).
+/// two threads took 114–140 ms merged, 12–17 ms concatenated (21 ms on one thread). A
+/// TopK that stays has its threshold tested on the rows of the scans its dynamic filter
+/// reaches ([`SiftScanExec::with_row_bounds`]).
 #[derive(Debug, Default)]
 pub struct SortedScans;
 
@@ -55,30 +58,32 @@ impl PhysicalOptimizerRule for SortedScans {
         plan: Arc<dyn ExecutionPlan>,
         config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        plan.transform_down(|node| {
-            if let Some(merge) = node.downcast_ref::<SortPreservingMergeExec>()
-                && let Some(input) = without_sort(merge.input(), config)?
-            {
-                let concat: Arc<dyn ExecutionPlan> = Arc::new(ConcatPartitionsExec::new(input));
-                // Where the order holds in each partition only (through a value constant in
-                // each, which may differ between them), the merge stays and its sorts go.
-                let order = merge.expr().iter().cloned();
-                if concat.equivalence_properties().ordering_satisfy(order)? {
-                    let plan = match merge.fetch() {
-                        Some(fetch) => Arc::new(GlobalLimitExec::new(concat, 0, Some(fetch))),
-                        None => concat,
-                    };
-                    return Ok(Transformed::new(plan, true, TreeNodeRecursion::Jump));
+        let plan = plan
+            .transform_down(|node| {
+                if let Some(merge) = node.downcast_ref::<SortPreservingMergeExec>()
+                    && let Some(input) = without_sort(merge.input(), config)?
+                {
+                    let concat: Arc<dyn ExecutionPlan> = Arc::new(ConcatPartitionsExec::new(input));
+                    // Where the order holds in each partition only (through a value constant in
+                    // each, which may differ between them), the merge stays and its sorts go.
+                    let order = merge.expr().iter().cloned();
+                    if concat.equivalence_properties().ordering_satisfy(order)? {
+                        let plan = match merge.fetch() {
+                            Some(fetch) => Arc::new(GlobalLimitExec::new(concat, 0, Some(fetch))),
+                            None => concat,
+                        };
+                        return Ok(Transformed::new(plan, true, TreeNodeRecursion::Jump));
+                    }
                 }
-            }
-            if let Some(sort) = node.downcast_ref::<SortExec>()
-                && let Some(input) = unsorted(sort, config)?
-            {
-                return Ok(Transformed::yes(input));
-            }
-            Ok(Transformed::no(node))
-        })
-        .data()
+                if let Some(sort) = node.downcast_ref::<SortExec>()
+                    && let Some(input) = unsorted(sort, config)?
+                {
+                    return Ok(Transformed::yes(input));
+                }
+                Ok(Transformed::no(node))
+            })
+            .data()?;
+        top_k_bounds_on_rows(plan)
     }
 
     fn name(&self) -> &str {
@@ -88,6 +93,35 @@ impl PhysicalOptimizerRule for SortedScans {
     fn schema_check(&self) -> bool {
         true
     }
+}
+
+/// `plan` with the thresholds of its TopKs (the sorts with a `LIMIT` that stay) tested on
+/// the rows of the scans they reach ([`SiftScanExec::with_row_bounds`]).
+fn top_k_bounds_on_rows(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    let mut ids = Vec::new();
+    plan.apply(|node| {
+        if let Some(sort) = node.downcast_ref::<SortExec>()
+            && sort.fetch().is_some()
+        {
+            let produced = sort.dynamic_expressions_produced();
+            ids.extend(produced.iter().filter_map(|e| e.expression_id()));
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    if ids.is_empty() {
+        return Ok(plan);
+    }
+    plan.transform_up(|node| match node.downcast_ref::<SiftScanExec>() {
+        Some(scan) => {
+            let scan = scan.with_row_bounds(&ids);
+            match scan.has_row_bounds() {
+                true => Ok(Transformed::yes(Arc::new(scan) as Arc<dyn ExecutionPlan>)),
+                false => Ok(Transformed::no(node)),
+            }
+        }
+        None => Ok(Transformed::no(node)),
+    })
+    .data()
 }
 
 /// What replaces `sort` when the scan at the end of its input's chain of filters and
