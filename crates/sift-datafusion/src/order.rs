@@ -48,7 +48,7 @@ use crate::exec::SiftScanExec;
 /// and keeps the merge, which compares every row: lineitem's 6 M rows by `l_orderkey` on
 /// two threads took 114–140 ms merged, 12–17 ms concatenated (21 ms on one thread). A
 /// TopK that stays has its threshold tested on the rows of the scans its dynamic filter
-/// reaches ([`SiftScanExec::with_row_bounds`]).
+/// reaches, and those scans read their blocks best first (`SiftScanExec::with_top_ks`).
 #[derive(Debug, Default)]
 pub struct SortedScans;
 
@@ -83,7 +83,7 @@ impl PhysicalOptimizerRule for SortedScans {
                 Ok(Transformed::no(node))
             })
             .data()?;
-        top_k_bounds_on_rows(plan)
+        top_k_scans(plan)
     }
 
     fn name(&self) -> &str {
@@ -95,25 +95,27 @@ impl PhysicalOptimizerRule for SortedScans {
     }
 }
 
-/// `plan` with the thresholds of its TopKs (the sorts with a `LIMIT` that stay) tested on
-/// the rows of the scans they reach ([`SiftScanExec::with_row_bounds`]).
-fn top_k_bounds_on_rows(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
-    let mut ids = Vec::new();
+/// `plan` with the scans that its TopKs' dynamic filters reach (the sorts with a `LIMIT`
+/// that stay) made ready for them ([`SiftScanExec::with_top_ks`]).
+fn top_k_scans(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    let mut top_ks = Vec::new();
     plan.apply(|node| {
         if let Some(sort) = node.downcast_ref::<SortExec>()
             && sort.fetch().is_some()
         {
+            let descending = sort.expr().first().options.descending;
             let produced = sort.dynamic_expressions_produced();
-            ids.extend(produced.iter().filter_map(|e| e.expression_id()));
+            let ids = produced.iter().filter_map(|e| e.expression_id());
+            top_ks.extend(ids.map(|id| (id, descending)));
         }
         Ok(TreeNodeRecursion::Continue)
     })?;
-    if ids.is_empty() {
+    if top_ks.is_empty() {
         return Ok(plan);
     }
     plan.transform_up(|node| match node.downcast_ref::<SiftScanExec>() {
         Some(scan) => {
-            let scan = scan.with_row_bounds(&ids);
+            let scan = scan.with_top_ks(&top_ks);
             match scan.has_row_bounds() {
                 true => Ok(Transformed::yes(Arc::new(scan) as Arc<dyn ExecutionPlan>)),
                 false => Ok(Transformed::no(node)),

@@ -116,6 +116,23 @@ fn block_zone<'a>(
     Some((Cow::Borrowed(table.block_stats(b, c)?), exact))
 }
 
+/// The zone-map bound of column `name` in each of `blocks` (file, block): its smallest
+/// value, or with `max` its largest; `None` where a block has none.
+pub(crate) fn block_bounds(
+    files: &TableFiles,
+    blocks: &[(usize, usize)],
+    name: &str,
+    max: bool,
+) -> Vec<Option<Scalar>> {
+    let file_schemas: Vec<_> = files.files.iter().map(|f| f.table.schema()).collect();
+    (blocks.iter())
+        .map(|&block| {
+            let (z, _) = block_zone(&files.dataset, &files.files, &file_schemas, block, name)?;
+            if max { z.max.clone() } else { z.min.clone() }
+        })
+        .collect()
+}
+
 /// The columns of `schema` (positions) sorted over `blocks` (file, block) in their order:
 /// each block's chunk holds no null, never decreases, and starts at or above the largest
 /// value of the block before (bounds enclose the values, exact or not). A scan returning

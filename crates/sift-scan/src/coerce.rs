@@ -407,7 +407,7 @@ pub(crate) fn format_decimal(unscaled: i128, scale: i32) -> String {
 }
 
 /// Compares two zone-map scalars of the same kind (`None` if the kinds differ).
-pub(crate) fn scalar_cmp(a: &Scalar, b: &Scalar) -> Option<Ordering> {
+pub fn scalar_cmp(a: &Scalar, b: &Scalar) -> Option<Ordering> {
     match (a, b) {
         (Scalar::Int(x), Scalar::Int(y)) => Some(x.cmp(y)),
         (Scalar::Float(x), Scalar::Float(y)) => Some(x.total_cmp(y)),

@@ -50,6 +50,7 @@ mod source;
 mod stats;
 
 pub use bind::field_type_at;
+pub use coerce::scalar_cmp;
 pub use dataset::{
     Dataset, DatasetFile, DatasetScan, DatasetScanBuilder, FileCounts, FileScan, Opener,
 };
