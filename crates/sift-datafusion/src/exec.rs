@@ -1137,10 +1137,10 @@ const RESIDUAL_TRIAL_ROWS: u64 = 1 << 16;
 
 /// Checks that the columns of `batch` declared sorted (`ordered`: positions, each with the
 /// last value returned before) hold no null and never decrease (with `descending`, never
-/// increase), within the batch and from the one before. DataFusion drops sorts and aggregates as a stream on the declaration,
-/// and a Parquet file's `sorting_columns` are only its writer's word: a file whose rows
-/// break it is an error, not rows out of order. One pass over each such column of the rows
-/// returned.
+/// increase), within the batch and from the one before. DataFusion drops sorts and
+/// aggregates as a stream on the declaration, and a Parquet file's `sorting_columns` are
+/// only its writer's word: a file whose rows break it is an error, not rows out of order.
+/// One pass over each such column of the rows returned.
 fn check_order(
     ordered: &mut [(usize, Option<ArrayRef>)],
     batch: &RecordBatch,

@@ -39,16 +39,16 @@ use crate::exec::SiftScanExec;
 /// them descending, on one partition or several, gets the scan reversed: its partitions,
 /// the blocks of each and each block's rows last first, so that `ORDER BY key DESC LIMIT
 /// 10` reads the last block instead of feeding every row to a top-K (lineitem, one
-/// thread: 1.9 s with all columns). A merge of the sorted
-/// partitions above it becomes their concatenation in order ([`ConcatPartitionsExec`]):
-/// a sorted column of a scan is sorted over all its blocks in order, and its partitions
-/// are runs of consecutive blocks, so each partition starts at or above where the one
-/// before ends. DataFusion's own sort pushdown into sources (`try_pushdown_sort`) stops
-/// at a `FilterExec`, which stays above a scan for the conjuncts Sift does not evaluate,
-/// and keeps the merge, which compares every row: lineitem's 6 M rows by `l_orderkey` on
-/// two threads took 114–140 ms merged, 12–17 ms concatenated (21 ms on one thread). A
-/// TopK that stays has its threshold tested on the rows of the scans its dynamic filter
-/// reaches, and those scans read their blocks best first (`SiftScanExec::with_top_ks`).
+/// thread: 1.9 s with all columns). A merge of the sorted partitions above it becomes
+/// their concatenation in order ([`ConcatPartitionsExec`]): a sorted column of a scan is
+/// sorted over all its blocks in order, and its partitions are runs of consecutive
+/// blocks, so each partition starts at or above where the one before ends. DataFusion's
+/// own sort pushdown into sources (`try_pushdown_sort`) stops at a `FilterExec`, which
+/// stays above a scan for the conjuncts Sift does not evaluate, and keeps the merge,
+/// which compares every row: lineitem's 6 M rows by `l_orderkey` on two threads took
+/// 114–140 ms merged, 12–17 ms concatenated (21 ms on one thread). A TopK that stays has
+/// its threshold tested on the rows of the scans its dynamic filter reaches, and those
+/// scans read their blocks best first (`SiftScanExec::with_top_ks`).
 #[derive(Debug, Default)]
 pub struct SortedScans;
 
@@ -61,19 +61,9 @@ impl PhysicalOptimizerRule for SortedScans {
         let plan = plan
             .transform_down(|node| {
                 if let Some(merge) = node.downcast_ref::<SortPreservingMergeExec>()
-                    && let Some(input) = without_sort(merge.input(), config)?
+                    && let Some(plan) = concatenated(merge, config)?
                 {
-                    let concat: Arc<dyn ExecutionPlan> = Arc::new(ConcatPartitionsExec::new(input));
-                    // Where the order holds in each partition only (through a value constant in
-                    // each, which may differ between them), the merge stays and its sorts go.
-                    let order = merge.expr().iter().cloned();
-                    if concat.equivalence_properties().ordering_satisfy(order)? {
-                        let plan = match merge.fetch() {
-                            Some(fetch) => Arc::new(GlobalLimitExec::new(concat, 0, Some(fetch))),
-                            None => concat,
-                        };
-                        return Ok(Transformed::new(plan, true, TreeNodeRecursion::Jump));
-                    }
+                    return Ok(Transformed::new(plan, true, TreeNodeRecursion::Jump));
                 }
                 if let Some(sort) = node.downcast_ref::<SortExec>()
                     && let Some(input) = unsorted(sort, config)?
@@ -93,6 +83,28 @@ impl PhysicalOptimizerRule for SortedScans {
     fn schema_check(&self) -> bool {
         true
     }
+}
+
+/// What replaces `merge` when the sort below it (through filters and projections) is one
+/// that [`unsorted`] drops: the partitions concatenated in order. `None` where the merge's
+/// order holds in each partition only (through a value constant in each, which may differ
+/// between them): then the merge stays and its sort goes.
+fn concatenated(
+    merge: &SortPreservingMergeExec,
+    config: &ConfigOptions,
+) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+    let Some(input) = without_sort(merge.input(), config)? else {
+        return Ok(None);
+    };
+    let concat: Arc<dyn ExecutionPlan> = Arc::new(ConcatPartitionsExec::new(input));
+    let order = merge.expr().iter().cloned();
+    if !concat.equivalence_properties().ordering_satisfy(order)? {
+        return Ok(None);
+    }
+    Ok(Some(match merge.fetch() {
+        Some(fetch) => Arc::new(GlobalLimitExec::new(concat, 0, Some(fetch))),
+        None => concat,
+    }))
 }
 
 /// `plan` with the scans that its TopKs' dynamic filters reach (the sorts with a `LIMIT`
@@ -313,14 +325,12 @@ impl ExecutionPlan for ConcatPartitionsExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        match (children.pop(), children.is_empty()) {
-            (Some(input), true) => Ok(Arc::new(ConcatPartitionsExec::new(input))),
-            _ => Err(DataFusionError::Internal(
-                "ConcatPartitionsExec has one child".into(),
-            )),
-        }
+        let [input] = <[_; 1]>::try_from(children).map_err(|_| {
+            DataFusionError::Internal("ConcatPartitionsExec has one child".to_string())
+        })?;
+        Ok(Arc::new(ConcatPartitionsExec::new(input)))
     }
 
     fn execute(
