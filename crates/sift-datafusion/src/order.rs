@@ -17,6 +17,7 @@ use datafusion::physical_plan::execution_plan::ChildrenPropertiesMode;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::limit::{GlobalLimitExec, LocalLimitExec};
 use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::sorts::partial_sort::PartialSortExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::statistics::ChildStats;
@@ -39,7 +40,8 @@ use crate::exec::SiftScanExec;
 /// them descending, on one partition or several, gets the scan reversed: its partitions,
 /// the blocks of each and each block's rows last first, so that `ORDER BY key DESC LIMIT
 /// 10` reads the last block instead of feeding every row to a top-K (lineitem, one
-/// thread: 1.9 s with all columns). A merge of the sorted partitions above it becomes
+/// thread: 1.9 s with all columns). A sort on such a column and then others sorts only
+/// within runs of equal first keys (`PartialSortExec`). A merge of the sorted partitions above it becomes
 /// their concatenation in order ([`ConcatPartitionsExec`]): a sorted column of a scan is
 /// sorted over all its blocks in order, and its partitions are runs of consecutive
 /// blocks, so each partition starts at or above where the one before ends. DataFusion's
@@ -66,7 +68,7 @@ impl PhysicalOptimizerRule for SortedScans {
                     return Ok(Transformed::new(plan, true, TreeNodeRecursion::Jump));
                 }
                 if let Some(sort) = node.downcast_ref::<SortExec>()
-                    && let Some(input) = unsorted(sort, config)?
+                    && let Some((input, _)) = unsorted(sort, config)?
                 {
                     return Ok(Transformed::yes(input));
                 }
@@ -86,14 +88,16 @@ impl PhysicalOptimizerRule for SortedScans {
 }
 
 /// What replaces `merge` when the sort below it (through filters and projections) is one
-/// that [`unsorted`] drops: the partitions concatenated in order. `None` where the merge's
+/// that [`unsorted`] drops whole: the partitions concatenated in order. `None` where the merge's
 /// order holds in each partition only (through a value constant in each, which may differ
 /// between them): then the merge stays and its sort goes.
 fn concatenated(
     merge: &SortPreservingMergeExec,
     config: &ConfigOptions,
 ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-    let Some(input) = without_sort(merge.input(), config)? else {
+    // Rows tied on the first keys of a partly held order may lie on either side of a
+    // partition's end: those partitions stay merged.
+    let Some((input, true)) = without_sort(merge.input(), config)? else {
         return Ok(None);
     };
     let concat: Arc<dyn ExecutionPlan> = Arc::new(ConcatPartitionsExec::new(input));
@@ -139,56 +143,84 @@ fn top_k_scans(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
 }
 
 /// What replaces `sort` when the scan at the end of its input's chain of filters and
-/// projections holds the order it asks for: that input with the scan's sorted columns
-/// declared, its partitions kept apart as the sort kept them; `None` where the sort
-/// sorts its partitions together (DataFusion plans a merge above sorts of each
-/// partition instead, so such a sort has one partition below it) or the scan does not
-/// hold its order.
-fn unsorted(sort: &SortExec, config: &ConfigOptions) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+/// projections holds the order it asks for, its partitions kept apart as the sort kept
+/// them, and whether it holds the whole order: that input with the scan's sorted columns
+/// declared; or where the scan holds only the first keys, a `PartialSortExec` sorting the
+/// rows by the rest within each run of equal first keys (over the scan without the
+/// limit, since every row tied with the last one kept must be read). `None` where the
+/// sort sorts its partitions together (DataFusion plans a merge above sorts of each
+/// partition instead, so such a sort has one partition below it) or the scan holds no
+/// first part of its order.
+fn unsorted(
+    sort: &SortExec,
+    config: &ConfigOptions,
+) -> Result<Option<(Arc<dyn ExecutionPlan>, bool)>> {
     let apart =
         sort.preserve_partitioning() || sort.input().output_partitioning().partition_count() == 1;
-    let produced: Vec<u64> = (sort.dynamic_expressions_produced().iter())
-        .filter_map(|e| e.expression_id())
-        .collect();
     if !apart {
         return Ok(None);
     }
+    let produced: Vec<u64> = (sort.dynamic_expressions_produced().iter())
+        .filter_map(|e| e.expression_id())
+        .collect();
+    let (order, fetch) = (sort.expr(), sort.fetch());
     // The order ascending, or descending with the scan's rows last first.
-    let mut holding = None;
     for reversed in [false, true] {
-        let Some(input) = declared(sort.input(), &produced, sort.fetch(), reversed)? else {
+        let Some(input) = declared(sort.input(), &produced, fetch, reversed)? else {
             continue;
         };
-        if (input.equivalence_properties()).ordering_satisfy(sort.expr().iter().cloned())? {
-            holding = Some(input);
-            break;
+        if (input.equivalence_properties()).ordering_satisfy(order.iter().cloned())? {
+            return Ok(Some((buffered(input, fetch, config), true)));
         }
     }
-    let Some(input) = holding else {
-        return Ok(None);
-    };
+    for reversed in [false, true] {
+        let Some(input) = declared(sort.input(), &produced, None, reversed)? else {
+            continue;
+        };
+        let properties = input.equivalence_properties();
+        let mut held = 0;
+        while held < order.len()
+            && properties.ordering_satisfy(order.iter().take(held + 1).cloned())?
+        {
+            held += 1;
+        }
+        if held > 0 {
+            let partial = PartialSortExec::new(order.clone(), input, held)
+                .with_preserve_partitioning(sort.preserve_partitioning())
+                .with_fetch(fetch);
+            return Ok(Some((buffered(Arc::new(partial), fetch, config), false)));
+        }
+    }
+    Ok(None)
+}
+
+/// `input`, in place of a sort with the limit `fetch` that read its partitions at once,
+/// in parallel, before any row went on: without it, the partitions after the first would
+/// wait for the rows before them to be taken, so a buffer keeps them running (bounded as
+/// DataFusion bounds it where it drops a sort itself); with a limit, each partition's
+/// rows past it are not needed, and no buffer reads them ahead.
+fn buffered(
+    input: Arc<dyn ExecutionPlan>,
+    fetch: Option<usize>,
+    config: &ConfigOptions,
+) -> Arc<dyn ExecutionPlan> {
     let partitions = input.output_partitioning().partition_count();
-    Ok(Some(match sort.fetch() {
-        // The sort read its partitions at once, in parallel, before any row went on;
-        // without it, the partitions after the first would wait for the rows before them
-        // to be taken. A buffer keeps them running, bounded as DataFusion bounds it where
-        // it drops a sort itself.
+    match fetch {
         None if partitions > 1 => {
             let capacity = config.execution.sort_pushdown_buffer_capacity;
             Arc::new(BufferExec::new(input, capacity))
         }
         None => input,
-        // A partition's rows past the limit are not needed: no buffer reads them ahead.
         Some(fetch) => Arc::new(LocalLimitExec::new(input, fetch)),
-    }))
+    }
 }
 
 /// `node` without the sort at the end of its chain of filters and projections, where
-/// [`unsorted`] drops it.
+/// [`unsorted`] replaces it, and whether the scan holds the sort's whole order.
 fn without_sort(
     node: &Arc<dyn ExecutionPlan>,
     config: &ConfigOptions,
-) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+) -> Result<Option<(Arc<dyn ExecutionPlan>, bool)>> {
     if let Some(sort) = node.downcast_ref::<SortExec>() {
         return unsorted(sort, config);
     }
@@ -196,7 +228,7 @@ fn without_sort(
         return Ok(None);
     };
     match without_sort(child, config)? {
-        Some(child) => Ok(Some(with_child(node, child)?)),
+        Some((child, whole)) => Ok(Some((with_child(node, child)?, whole))),
         None => Ok(None),
     }
 }
@@ -206,7 +238,7 @@ fn without_sort(
 /// with `reversed`), without the dynamic filters `produced` by the sort above, and
 /// returning at most `fetch` rows from each partition where no filter lies between (the
 /// rows the sort would keep); `None` when the chain ends elsewhere or passes another
-/// node, or the scan holds no sorted column it does not declare so already.
+/// node, or the scan holds no sorted column (or returns its rows last first already).
 fn declared(
     node: &Arc<dyn ExecutionPlan>,
     produced: &[u64],
@@ -214,9 +246,9 @@ fn declared(
     reversed: bool,
 ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     if let Some(scan) = node.downcast_ref::<SiftScanExec>() {
-        // A scan on one partition declares its columns ascending itself.
-        let declarable =
-            !scan.sorted().is_empty() && !scan.reversed() && (reversed || !scan.declares_sorted());
+        // A scan on one partition declares its columns ascending already: planned anew
+        // all the same, without the sort's dynamic filters.
+        let declarable = !scan.sorted().is_empty() && !scan.reversed();
         let declared = || Arc::new(scan.with_declared_order(produced, fetch, reversed)) as _;
         return Ok(declarable.then(declared));
     }
