@@ -1319,7 +1319,7 @@ mod tests {
                     .to_string();
                 assert!(e.contains("dir/f.parquet") && e.contains("column k"), "{e}");
             }
-            // An ascending run read last first is out of order, and the other way round.
+            // Falling values break the order read forward and keep it read last first.
             assert!(run(&[down(&[1, 2, 3])], descending).is_ok() == descending);
         }
         // Types that are not primitive are compared by Arrow's kernel.
