@@ -88,9 +88,9 @@ impl PhysicalOptimizerRule for SortedScans {
 }
 
 /// What replaces `merge` when the sort below it (through filters and projections) is one
-/// that [`unsorted`] drops whole: the partitions concatenated in order. `None` where the merge's
-/// order holds in each partition only (through a value constant in each, which may differ
-/// between them): then the merge stays and its sort goes.
+/// that [`unsorted`] drops whole: the partitions concatenated in order. `None` where the
+/// merge's order holds in each partition only (through a value constant in each, which
+/// may differ between them): then the merge stays and its sort goes.
 fn concatenated(
     merge: &SortPreservingMergeExec,
     config: &ConfigOptions,
