@@ -81,6 +81,15 @@ fn write_sift(path: &Path, batch: &RecordBatch, block_rows: usize) {
 
 /// `batch` as table `name` of `ctx` (a Sift file in `dir`, blocks of `block_rows`) and of
 /// `reference` (in memory).
+/// Registers `batch` as the in-memory table `name` of `reference`, the DataFusion the
+/// queries on Sift's tables are checked against.
+fn register_in_memory(reference: &SessionContext, name: &str, batch: &RecordBatch) {
+    let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
+    reference
+        .register_table(name, Arc::new(mem))
+        .expect("register");
+}
+
 fn register_both(
     ctx: &SessionContext,
     reference: &SessionContext,
@@ -93,10 +102,7 @@ fn register_both(
     write_sift(&path, batch, block_rows);
     let table = SiftTable::open(&path.to_string_lossy()).expect("open");
     ctx.register_table(name, Arc::new(table)).expect("register");
-    let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
-    reference
-        .register_table(name, Arc::new(mem))
-        .expect("register");
+    register_in_memory(reference, name, batch);
 }
 
 /// A one-thread session with the hash joins' own dynamic filters off (so that the scans'
@@ -176,10 +182,7 @@ fn files() -> Files {
 /// against.
 fn reference() -> SessionContext {
     let reference = SessionContext::new();
-    let mem = MemTable::try_new(schema(), vec![vec![batch()]]).expect("mem table");
-    reference
-        .register_table("t", Arc::new(mem))
-        .expect("register");
+    register_in_memory(&reference, "t", &batch());
     reference
 }
 
@@ -834,11 +837,7 @@ fn join_filters_keep_results_and_drop_rows() {
     ];
     runtime().block_on(async {
         let reference = reference();
-        let dim = dim_batch();
-        let mem = MemTable::try_new(dim.schema(), vec![vec![dim]]).expect("mem table");
-        reference
-            .register_table("dim", Arc::new(mem))
-            .expect("register");
+        register_in_memory(&reference, "dim", &dim_batch());
         for (fact, dim) in [(&f.sift, &dim_sift), (&f.parquet, &dim_parquet)] {
             for threads in [1, 3] {
                 let on = session(threads);
@@ -1072,10 +1071,7 @@ fn struct_fields_are_pushed_into_the_scan_and_nested_columns_returned() {
     write_sift(&path, &b, 1_000);
     runtime().block_on(async {
         let reference = SessionContext::new();
-        let mem = MemTable::try_new(b.schema(), vec![vec![b.clone()]]).expect("mem table");
-        reference
-            .register_table("t", Arc::new(mem))
-            .expect("register");
+        register_in_memory(&reference, "t", &b);
         let ctx = session(2);
         let table = SiftTable::open(&path.to_string_lossy()).expect("open");
         ctx.register_table("t", Arc::new(table)).expect("register");
@@ -1147,10 +1143,7 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
         write_sift(&sub.join("2.sift"), &rows(second, second + 500), 100);
     }
     let reference = SessionContext::new();
-    let mem = MemTable::try_new(Arc::clone(&schema), vec![vec![rows(0, n)]]).expect("mem");
-    reference
-        .register_table("t", Arc::new(mem))
-        .expect("register");
+    register_in_memory(&reference, "t", &rows(0, n));
     // (table, column, threads, whether the scan is known sorted on it).
     let cases = [
         ("one.sift", "a", 1, true),
@@ -1231,10 +1224,7 @@ fn sorts_on_sorted_scans_become_concatenations_and_limits() {
     let path = dir.path().join("t.sift");
     write_sift(&path, &batch, 100);
     let reference = SessionContext::new();
-    let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
-    reference
-        .register_table("t", Arc::new(mem))
-        .expect("register");
+    register_in_memory(&reference, "t", &batch);
     // What becomes of a sort: dropped, sorted within runs of equal first keys, or kept.
     #[derive(Clone, Copy, PartialEq, Debug)]
     enum Sort {
@@ -1367,10 +1357,7 @@ fn top_k_thresholds_select_rows() {
     let reference = SessionContext::new();
     for (name, batch) in [("t", &batch), ("rising", &rising)] {
         write_sift(&dir.path().join(format!("{name}.sift")), batch, 1_000);
-        let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
-        reference
-            .register_table(name, Arc::new(mem))
-            .expect("register");
+        register_in_memory(&reference, name, batch);
     }
     let rt = runtime();
     rt.block_on(async {
@@ -1465,10 +1452,7 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
         path
     };
     let reference = SessionContext::new();
-    let mem = MemTable::try_new(Arc::clone(&schema), vec![vec![batch.clone()]]).expect("mem");
-    reference
-        .register_table("t", Arc::new(mem))
-        .expect("register");
+    register_in_memory(&reference, "t", &batch);
     // (file, its sorting columns (leaf, descending), the column ordered by, whether the
     // scan is sorted on it).
     type Case<'a> = (&'a str, &'a [(i32, bool)], &'a str, bool);
@@ -1583,11 +1567,7 @@ fn dynamic_lookups_below_an_aggregate_drop_rows() {
             for (name, path, batch) in [("big", &big_path, &big), ("dim", &dim_path, &dim(step))] {
                 let table = SiftTable::open(&path.to_string_lossy()).expect("open");
                 ctx.register_table(name, Arc::new(table)).expect("register");
-                let mem =
-                    MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
-                reference
-                    .register_table(name, Arc::new(mem))
-                    .expect("register");
+                register_in_memory(&reference, name, batch);
             }
             // DataFusion's own aggregate (a filter passes through it), and no join filter
             // from dim's scan (dim is no filtered table, but to be sure).
@@ -1703,10 +1683,7 @@ fn sorted_wide_group_keys_are_grouped_by_runs() {
     let path = dir.path().join("t.sift");
     write_sift(&path, &batch, 1_000);
     let reference = SessionContext::new();
-    let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).expect("mem");
-    reference
-        .register_table("t", Arc::new(mem))
-        .expect("register");
+    register_in_memory(&reference, "t", &batch);
     // (query, grouped by runs on several threads)
     let queries = [
         (
