@@ -96,19 +96,17 @@ pub struct SiftScanExec {
     /// The returned columns (positions) sorted over the blocks in their order, so in every
     /// partition ([`sorted_columns`]).
     sorted: Vec<usize>,
-    /// Whether `sorted` is declared to DataFusion: on one partition, and to a sort above
-    /// the scan that asks for that order ([`SortedScans`](crate::SortedScans)). Sorted
-    /// columns let DataFusion aggregate on them as a stream (TPC-H Q18's group by
-    /// l_orderkey, one thread: 184 -> 123 ms); over several partitions DataFusion keeps the
-    /// order through its hash repartitioning by merging the partitions' streams, which cost
-    /// more than it saved (Q18 on two threads 147 -> 269 ms), so there the order is only
-    /// declared to a sort that it makes needless. `SiftAggregateExec` uses the sorted
-    /// columns either way.
-    declare_sorted: bool,
-    /// Whether the scan returns its rows last first: its partitions, the blocks of each
-    /// and each block's rows in reverse order, so that its sorted columns come descending
-    /// (for a sort that asks for them so, [`SortedScans`](crate::SortedScans)).
-    reversed: bool,
+    /// The order `sorted` is declared to DataFusion in (`None`: not declared; `Some(false)`:
+    /// ascending; `Some(true)`: descending, the scan returning its rows last first: its
+    /// partitions, the blocks of each and each block's rows in reverse order). Declared
+    /// ascending on one partition, and in either order to a sort above the scan that asks
+    /// for it ([`SortedScans`](crate::SortedScans)). Sorted columns let DataFusion
+    /// aggregate on them as a stream (TPC-H Q18's group by l_orderkey, one thread: 184 ->
+    /// 123 ms); over several partitions DataFusion keeps the order through its hash
+    /// repartitioning by merging the partitions' streams, which cost more than it saved
+    /// (Q18 on two threads 147 -> 269 ms), so there the order is only declared to a sort
+    /// that it makes needless. `SiftAggregateExec` uses the sorted columns either way.
+    declared: Option<bool>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -132,9 +130,8 @@ impl SiftScanExec {
             .map(|b| (b.file, b.block))
             .collect();
         let sorted = sorted_columns(&files, &schema, &blocks);
-        let declare_sorted = target_partitions == 1;
-        let order = declare_sorted.then_some(false);
-        let properties = scan_properties(schema, partitions.len(), &sorted, order);
+        let declared = (target_partitions == 1).then_some(false);
+        let properties = scan_properties(schema, partitions.len(), &sorted, declared);
         Ok(SiftScanExec {
             files,
             scanned: scanned.into(),
@@ -153,8 +150,7 @@ impl SiftScanExec {
             partitions,
             residual: Arc::new(AtomicBool::new(false)),
             sorted,
-            declare_sorted,
-            reversed: false,
+            declared,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
         })
@@ -222,12 +218,8 @@ impl SiftScanExec {
             Arc::new(f.as_ref().clone().with_data_type(dt))
         });
         let schema = SchemaRef::new(Schema::new(fields.collect::<Vec<_>>()));
-        node.properties = scan_properties(
-            schema,
-            self.partitions.len(),
-            &self.sorted,
-            self.declare_sorted.then_some(self.reversed),
-        );
+        node.properties =
+            scan_properties(schema, self.partitions.len(), &self.sorted, self.declared);
         node.dictionary = dictionary;
         node.unscaled = unscaled;
         node.metrics = ExecutionPlanMetricsSet::new();
@@ -295,12 +287,12 @@ impl SiftScanExec {
 
     /// Whether DataFusion is told of [`SiftScanExec::sorted`].
     pub(crate) fn declares_sorted(&self) -> bool {
-        self.declare_sorted
+        self.declared.is_some()
     }
 
     /// Whether the scan returns its rows last first ([`SiftScanExec::with_declared_order`]).
     pub(crate) fn reversed(&self) -> bool {
-        self.reversed
+        self.declared == Some(true)
     }
 
     /// The scan with its sorted columns declared to DataFusion, ascending or (`reversed`,
@@ -315,9 +307,8 @@ impl SiftScanExec {
         reversed: bool,
     ) -> SiftScanExec {
         let mut node = self.clone();
-        node.declare_sorted = true;
-        if reversed != self.reversed {
-            node.reversed = reversed;
+        node.declared = Some(reversed);
+        if reversed != self.reversed() {
             node.partitions = (self.partitions.iter().rev())
                 .map(|p| p.iter().rev().cloned().collect())
                 .collect();
@@ -327,9 +318,12 @@ impl SiftScanExec {
             (a, b) => a.or(b),
         };
         (node.dynamic).retain(|d| d.expression_id().is_none_or(|id| !produced.contains(&id)));
-        let order = Some(reversed);
-        node.properties =
-            scan_properties(self.schema(), self.partitions.len(), &self.sorted, order);
+        node.properties = scan_properties(
+            self.schema(),
+            self.partitions.len(),
+            &self.sorted,
+            node.declared,
+        );
         node.metrics = ExecutionPlanMetricsSet::new();
         node
     }
@@ -361,7 +355,7 @@ impl SiftScanExec {
                 .and_then(|k| k.downcast_ref::<Column>().cloned());
             first_key = first_key.or(key.map(|k| (k, descending)));
         }
-        let declared = self.declare_sorted && !self.sorted.is_empty();
+        let declared = self.declared.is_some() && !self.sorted.is_empty();
         if let (Some((key, descending)), false) = (first_key, declared) {
             let name = key.name();
             for part in &mut node.partitions {
@@ -605,7 +599,7 @@ impl DisplayAs for SiftScanExec {
                 if self.residual.load(Ordering::Relaxed) {
                     write!(f, ", dynamic_residual")?;
                 }
-                if self.reversed {
+                if self.reversed() {
                     write!(f, ", reversed")?;
                 }
                 Ok(())
@@ -666,7 +660,7 @@ impl ExecutionPlan for SiftScanExec {
         // With dynamic filters every block gets its own scan, with the filters as they
         // stand when it starts (a TopK's threshold tightens as rows arrive); a reversed
         // scan reverses each block.
-        let runs = match self.dynamic.is_empty() && !self.reversed {
+        let runs = match self.dynamic.is_empty() && !self.reversed() {
             true => row_ranges(blocks),
             false => blocks.iter().map(|b| (b.file, b.rows.clone())).collect(),
         };
@@ -688,11 +682,11 @@ impl ExecutionPlan for SiftScanExec {
             residual: Vec::new(),
             residual_rows: (0, 0),
             residual_off: !self.residual.load(Ordering::Relaxed),
-            ordered: match self.declare_sorted && !self.sorted_from_values() {
+            ordered: match self.declared.is_some() && !self.sorted_from_values() {
                 true => self.sorted.iter().map(|&c| (c, None)).collect(),
                 false => Vec::new(),
             },
-            reversed: self.reversed,
+            reversed: self.reversed(),
             pending: Vec::new(),
             counters,
         };
