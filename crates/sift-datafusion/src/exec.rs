@@ -42,6 +42,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
     ReplaceChildrenOptions, SendableRecordBatchStream, StatisticsArgs, apply_expression_roots,
 };
+use sift_format::Scalar;
 use sift_scan::{Expr as Filter, FileScan, ScanStats, scalar_cmp};
 
 use crate::aggregate::SiftAggregateExec;
@@ -326,6 +327,57 @@ impl SiftScanExec {
         );
         node.metrics = ExecutionPlanMetricsSet::new();
         node
+    }
+
+    /// The scan with its files read in the order of their least value of `column` (a
+    /// position in its schema), where that makes the column sorted over all its blocks
+    /// and it was not in the files' listed order: files each sorted on a key but listed
+    /// in another order (named by hour without zero padding, or by a random id as
+    /// table formats name them) then serve a sort on it as one sorted file does. `None`
+    /// otherwise, and for a scan that returns its rows last first.
+    pub(crate) fn with_files_ordered_by(&self, column: usize) -> Option<SiftScanExec> {
+        if self.reversed() || self.sorted.contains(&column) {
+            return None;
+        }
+        let schema = self.schema();
+        let name = schema.fields().get(column)?.name();
+        // Only integer-like columns are found sorted (`sorted_columns`).
+        let mut least = Vec::with_capacity(self.scanned.len());
+        for &f in self.scanned.iter() {
+            let table = &self.files.files[f].table;
+            let filled: Vec<_> = (0..table.num_blocks())
+                .filter(|&b| table.block_rows(b) > 0)
+                .map(|b| (f, b))
+                .collect();
+            let mut min: Option<i128> = None;
+            for bound in block_bounds(&self.files, &filled, name, false) {
+                let Some(Scalar::Int(v)) = bound else {
+                    return None;
+                };
+                min = Some(min.map_or(v, |m| m.min(v)));
+            }
+            least.push((f, min));
+        }
+        // Stable, so files with equal least values keep their order; empty ones first.
+        let mut scanned = least.clone();
+        scanned.sort_by_key(|&(_, min)| min);
+        if scanned == least {
+            return None;
+        }
+        let scanned: Vec<usize> = scanned.into_iter().map(|(f, _)| f).collect();
+        let partitions = split_blocks(&self.files.files, &scanned, self.partitions.len());
+        let blocks: Vec<_> = (partitions.iter().flatten())
+            .map(|b| (b.file, b.block))
+            .collect();
+        let sorted = sorted_columns(&self.files, &schema, &blocks);
+        if !sorted.contains(&column) {
+            return None;
+        }
+        let mut node = self.clone();
+        node.properties = scan_properties(schema, partitions.len(), &sorted, self.declared);
+        (node.scanned, node.partitions, node.sorted) = (scanned.into(), partitions, sorted);
+        node.metrics = ExecutionPlanMetricsSet::new();
+        Some(node)
     }
 
     /// The scan for the TopKs above it (`top_ks`: the expression ids of their dynamic

@@ -10,6 +10,7 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DataFusionError, Statistics};
 use datafusion::execution::TaskContext;
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::buffer::BufferExec;
 use datafusion::physical_plan::coop::CooperativeExec;
@@ -41,7 +42,9 @@ use crate::exec::SiftScanExec;
 /// the blocks of each and each block's rows last first, so that `ORDER BY key DESC LIMIT
 /// 10` reads the last block instead of feeding every row to a top-K (lineitem, one
 /// thread: 1.9 s with all columns). A sort on such a column and then others sorts only
-/// within runs of equal first keys (`PartialSortExec`). A merge of the sorted partitions above it becomes
+/// within runs of equal first keys (`PartialSortExec`). A scan whose files each hold the
+/// sort's first key sorted, listed in another order, reads them in the key's order for it
+/// (`SiftScanExec::with_files_ordered_by`). A merge of the sorted partitions above it becomes
 /// their concatenation in order ([`ConcatPartitionsExec`]): a sorted column of a scan is
 /// sorted over all its blocks in order, and its partitions are runs of consecutive
 /// blocks, so each partition starts at or above where the one before ends. DataFusion's
@@ -164,9 +167,10 @@ fn unsorted(
         .filter_map(|e| e.expression_id())
         .collect();
     let (order, fetch) = (sort.expr(), sort.fetch());
+    let key = scan_column(sort.input(), &order.first().expr);
     // The order ascending, or descending with the scan's rows last first.
     for reversed in [false, true] {
-        let Some(input) = declared(sort.input(), &produced, fetch, reversed)? else {
+        let Some(input) = declared(sort.input(), &produced, fetch, reversed, key)? else {
             continue;
         };
         if (input.equivalence_properties()).ordering_satisfy(order.iter().cloned())? {
@@ -174,7 +178,7 @@ fn unsorted(
         }
     }
     for reversed in [false, true] {
-        let Some(input) = declared(sort.input(), &produced, None, reversed)? else {
+        let Some(input) = declared(sort.input(), &produced, None, reversed, key)? else {
             continue;
         };
         let properties = input.equivalence_properties();
@@ -235,17 +239,22 @@ fn without_sort(
 
 /// `node` with the Sift scan at the end of its chain of filters and projections
 /// re-planned with its sorted columns declared (descending, its rows returned last first,
-/// with `reversed`), without the dynamic filters `produced` by the sort above, and
-/// returning at most `fetch` rows from each partition where no filter lies between (the
-/// rows the sort would keep); `None` when the chain ends elsewhere or passes another
-/// node, or the scan holds no sorted column (or returns its rows last first already).
+/// with `reversed`), its files read in the order of `key`'s values where that makes that
+/// column of the scan sorted ([`SiftScanExec::with_files_ordered_by`]), without the
+/// dynamic filters `produced` by the sort above, and returning at most `fetch` rows from
+/// each partition where no filter lies between (the rows the sort would keep); `None` when
+/// the chain ends elsewhere or passes another node, or the scan holds no sorted column (or
+/// returns its rows last first already).
 fn declared(
     node: &Arc<dyn ExecutionPlan>,
     produced: &[u64],
     fetch: Option<usize>,
     reversed: bool,
+    key: Option<usize>,
 ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     if let Some(scan) = node.downcast_ref::<SiftScanExec>() {
+        let ordered = key.and_then(|k| scan.with_files_ordered_by(k));
+        let scan = ordered.as_ref().unwrap_or(scan);
         // A scan on one partition declares its columns ascending already: planned anew
         // all the same, without the sort's dynamic filters.
         let declarable = !scan.sorted().is_empty() && !scan.reversed();
@@ -256,10 +265,33 @@ fn declared(
         return Ok(None);
     };
     let fetch = fetch.filter(|_| !filter);
-    match declared(child, produced, fetch, reversed)? {
+    match declared(child, produced, fetch, reversed, key)? {
         Some(child) => Ok(Some(with_child(node, child)?)),
         None => Ok(None),
     }
+}
+
+/// The column (its position) of the Sift scan at the end of `node`'s chain of filters and
+/// projections that `expr`, over `node`'s output, passes on unchanged; `None` when it is
+/// computed or the chain ends elsewhere.
+fn scan_column(node: &Arc<dyn ExecutionPlan>, expr: &Arc<dyn PhysicalExpr>) -> Option<usize> {
+    let column = expr.downcast_ref::<Column>()?;
+    if node.downcast_ref::<SiftScanExec>().is_some() {
+        return Some(column.index());
+    }
+    let (child, _) = passed(node)?;
+    if let Some(projection) = node.downcast_ref::<ProjectionExec>() {
+        return scan_column(child, &projection.expr().get(column.index())?.expr);
+    }
+    let index = match node
+        .downcast_ref::<FilterExec>()
+        .and_then(|f| f.projection().clone())
+    {
+        Some(projection) => *projection.get(column.index())?,
+        None => column.index(),
+    };
+    let input: Arc<dyn PhysicalExpr> = Arc::new(Column::new(column.name(), index));
+    scan_column(child, &input)
 }
 
 /// The input of `node` when it is a filter or a projection, which keep their input's

@@ -9,6 +9,7 @@ use arrow::array::{
     ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array,
     RecordBatch, StringArray,
 };
+use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::util::pretty::pretty_format_batches;
 use datafusion::datasource::MemTable;
@@ -1093,10 +1094,11 @@ fn struct_fields_are_pushed_into_the_scan_and_nested_columns_returned() {
 }
 
 /// A column sorted in every block, each block starting at or above the largest value of
-/// the one before (files too, in the table's order), is known sorted by the scan:
-/// DataFusion drops the sort of an `ORDER BY` on it, and on several threads the
-/// partitions are concatenated in order instead of merged. A column out of order anywhere (inside a block, between
-/// blocks or between files), or holding a null, keeps its sort; the rows always come in
+/// the one before (files too, in the table's order or once read in the order of their
+/// least values), is known sorted by the scan: DataFusion drops the sort of an `ORDER BY`
+/// on it, and on several threads the partitions are concatenated in order instead of
+/// merged. A column out of order anywhere (inside a block, between blocks, or between
+/// files whose ranges overlap), or holding a null, keeps its sort; the rows always come in
 /// DataFusion's order.
 #[test]
 fn sorted_columns_drop_sorts_and_keep_the_order() {
@@ -1134,13 +1136,24 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
     let dir = tempfile::tempdir().expect("tempdir");
     let one = dir.path().join("one.sift");
     write_sift(&one, &rows(0, n), 100);
-    // Two directories of two files each: read in name order, ascending in one, descending
-    // in the other.
-    for (name, first, second) in [("ascending", 0, 500), ("descending", 500, 0)] {
+    // Directories of two files each, in name order: ascending; descending (read in the
+    // order of their least values); each file sorted but their ranges overlapping.
+    let halves = |a: (i64, i64), b: (i64, i64)| {
+        concat_batches(&schema, &[rows(a.0, a.1), rows(b.0, b.1)]).expect("concat")
+    };
+    for (name, first, second) in [
+        ("ascending", rows(0, 500), rows(500, n)),
+        ("descending", rows(500, n), rows(0, 500)),
+        (
+            "overlapping",
+            halves((0, 250), (500, 750)),
+            halves((250, 500), (750, n)),
+        ),
+    ] {
         let sub = dir.path().join(name);
         std::fs::create_dir(&sub).expect("dir");
-        write_sift(&sub.join("1.sift"), &rows(first, first + 500), 100);
-        write_sift(&sub.join("2.sift"), &rows(second, second + 500), 100);
+        write_sift(&sub.join("1.sift"), &first, 100);
+        write_sift(&sub.join("2.sift"), &second, 100);
     }
     let reference = SessionContext::new();
     register_in_memory(&reference, "t", &rows(0, n));
@@ -1155,8 +1168,10 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
         ("one.sift", "up", 3, false),
         ("ascending", "a", 1, true),
         ("ascending", "a", 2, true),
-        ("descending", "a", 1, false),
-        ("descending", "a", 2, false),
+        ("descending", "a", 1, true),
+        ("descending", "a", 2, true),
+        ("overlapping", "a", 1, false),
+        ("overlapping", "a", 2, false),
     ];
     let rt = runtime();
     rt.block_on(async {
@@ -1199,8 +1214,9 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
 /// threads the partitions are concatenated in order, a `LIMIT` (with an offset across the
 /// partitions' boundary too) becomes a limit on each partition, pushed into the scan
 /// where no filter lies between, and the scan keeps no dynamic filter of the dropped
-/// sort. Sorts on other columns stay. The rows are DataFusion's over the same rows in
-/// memory.
+/// sort. Sorts on other columns stay. All of it holds for files that are each sorted but
+/// listed out of order, read in the key's order. The rows are DataFusion's over the same
+/// rows in memory.
 #[test]
 fn sorts_on_sorted_scans_become_concatenations_and_limits() {
     let n = 1_000i64;
@@ -1223,6 +1239,18 @@ fn sorts_on_sorted_scans_become_concatenations_and_limits() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.sift");
     write_sift(&path, &batch, 100);
+    // The same rows as three files listed out of order (the last third first), read in
+    // the order of the sort's key; runs of equal `g` cross the files' ends.
+    let parts = dir.path().join("parts");
+    std::fs::create_dir(&parts).expect("mkdir");
+    for (name, rows) in [
+        ("0.sift", 700..1000),
+        ("1.sift", 0..350),
+        ("2.sift", 350..700),
+    ] {
+        let slice = batch.slice(rows.start, rows.end - rows.start);
+        write_sift(&parts.join(name), &slice, 100);
+    }
     let reference = SessionContext::new();
     register_in_memory(&reference, "t", &batch);
     // What becomes of a sort: dropped, sorted within runs of equal first keys, or kept.
@@ -1268,12 +1296,14 @@ fn sorts_on_sorted_scans_become_concatenations_and_limits() {
                 [1, 2].map(|threads| (sql.replace("{dir}", dir), sort, desc, threads))
             })
     });
+    let tables = [path.as_path(), parts.as_path()];
+    let runs = runs.flat_map(|run| tables.map(|table| (run.clone(), table)));
     let rt = runtime();
     rt.block_on(async {
-        for (sql, sort, desc, threads) in runs {
+        for ((sql, sort, desc, threads), table) in runs {
             let sql = sql.as_str();
             let ctx = session(threads);
-            let t = SiftTable::open(&path.to_string_lossy()).expect("open");
+            let t = SiftTable::open(&table.to_string_lossy()).expect("open");
             ctx.register_table("t", Arc::new(t)).expect("register");
             let plan = physical_plan(&ctx, sql).await;
             let text = displayable(plan.as_ref()).indent(true).to_string();
