@@ -97,17 +97,18 @@ pub struct SiftScanExec {
     /// The returned columns (positions) sorted over the blocks in their order, so in every
     /// partition ([`sorted_columns`]).
     sorted: Vec<usize>,
-    /// The order `sorted` is declared to DataFusion in (`None`: not declared; `Some(false)`:
-    /// ascending; `Some(true)`: descending, the scan returning its rows last first: its
-    /// partitions, the blocks of each and each block's rows in reverse order). Declared
-    /// ascending on one partition, and in either order to a sort above the scan that asks
-    /// for it ([`SortedScans`](crate::SortedScans)). Sorted columns let DataFusion
+    /// The order `sorted` is declared to DataFusion in (`None`: not declared), ascending
+    /// or descending, the scan then returning its rows last first: its partitions, the
+    /// blocks of each and each block's rows in reverse order. Declared ascending on one
+    /// partition, and in either order to a sort above the scan that asks for it
+    /// ([`SortedScans`](crate::SortedScans)), with nulls where that sort puts them (the
+    /// columns hold none, but DataFusion compares the placement of a nullable column's). Sorted columns let DataFusion
     /// aggregate on them as a stream (TPC-H Q18's group by l_orderkey, one thread: 184 ->
     /// 123 ms); over several partitions DataFusion keeps the order through its hash
     /// repartitioning by merging the partitions' streams, which cost more than it saved
     /// (Q18 on two threads 147 -> 269 ms), so there the order is only declared to a sort
     /// that it makes needless. `SiftAggregateExec` uses the sorted columns either way.
-    declared: Option<bool>,
+    declared: Option<SortOptions>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -131,7 +132,8 @@ impl SiftScanExec {
             .map(|b| (b.file, b.block))
             .collect();
         let sorted = sorted_columns(&files, &schema, &blocks);
-        let declared = (target_partitions == 1).then_some(false);
+        // Ascending with nulls last, as SQL's `ORDER BY` puts them by default.
+        let declared = (target_partitions == 1).then_some(SortOptions::new(false, false));
         let properties = scan_properties(schema, partitions.len(), &sorted, declared);
         Ok(SiftScanExec {
             files,
@@ -293,11 +295,11 @@ impl SiftScanExec {
 
     /// Whether the scan returns its rows last first ([`SiftScanExec::with_declared_order`]).
     pub(crate) fn reversed(&self) -> bool {
-        self.declared == Some(true)
+        self.declared.is_some_and(|o| o.descending)
     }
 
-    /// The scan with its sorted columns declared to DataFusion, ascending or (`reversed`,
-    /// its rows returned last first) descending, for a sort above it that
+    /// The scan with its sorted columns declared to DataFusion in `order`, ascending or
+    /// descending (its rows returned last first), for a sort above it that
     /// [`SortedScans`](crate::SortedScans) drops, without the dynamic filters that sort
     /// produced (`produced`: their expression ids), which nothing fills once it is gone,
     /// and returning at most `fetch` rows from each partition.
@@ -305,11 +307,11 @@ impl SiftScanExec {
         &self,
         produced: &[u64],
         fetch: Option<usize>,
-        reversed: bool,
+        order: SortOptions,
     ) -> SiftScanExec {
         let mut node = self.clone();
-        node.declared = Some(reversed);
-        if reversed != self.reversed() {
+        node.declared = Some(order);
+        if order.descending != self.reversed() {
             node.partitions = (self.partitions.iter().rev())
                 .map(|p| p.iter().rev().cloned().collect())
                 .collect();
@@ -527,25 +529,19 @@ fn in_file(e: &Filter, file_schema: &Schema) -> bool {
 }
 
 /// The plan properties of a scan returning `schema` from `partitions` partitions, with
-/// the columns `sorted` (positions) in each partition in the `order` declared (ascending:
-/// `Some(false)`, descending: `Some(true)`): nulls first and last alike, since those
-/// columns hold none.
+/// the columns `sorted` (positions) in each partition in the `order` declared, if any.
 fn scan_properties(
     schema: SchemaRef,
     partitions: usize,
     sorted: &[usize],
-    order: Option<bool>,
+    order: Option<SortOptions>,
 ) -> Arc<PlanProperties> {
-    let declared = if order.is_some() { sorted } else { &[] };
-    let orderings = declared.iter().flat_map(|&i| {
+    // One ordering per column: DataFusion takes a column's order from the first ordering
+    // that names it, so a second with the nulls placed otherwise would go unused.
+    let declared = order.map_or(&[][..], |_| sorted);
+    let orderings = declared.iter().map(|&i| {
         let column: Arc<dyn PhysicalExpr> = Arc::new(Column::new(schema.field(i).name(), i));
-        [false, true].map(|nulls_first| {
-            let options = SortOptions {
-                descending: order == Some(true),
-                nulls_first,
-            };
-            [PhysicalSortExpr::new(Arc::clone(&column), options)]
-        })
+        [PhysicalSortExpr::new(column, order.unwrap_or_default())]
     });
     let equivalences = EquivalenceProperties::new_with_orderings(Arc::clone(&schema), orderings);
     Arc::new(PlanProperties::new(

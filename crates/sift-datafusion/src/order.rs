@@ -5,6 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use datafusion::arrow::compute::SortOptions;
 use datafusion::common::Result;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
@@ -168,17 +169,20 @@ fn unsorted(
         .collect();
     let (order, fetch) = (sort.expr(), sort.fetch());
     let key = scan_column(sort.input(), &order.first().expr);
-    // The order ascending, or descending with the scan's rows last first.
-    for reversed in [false, true] {
-        let Some(input) = declared(sort.input(), &produced, fetch, reversed, key)? else {
+    // The order ascending, or descending with the scan's rows last first; nulls (which
+    // the sorted columns hold none of) placed where the sort places them.
+    let nulls_first = order.first().options.nulls_first;
+    let directions = [false, true].map(|descending| SortOptions::new(descending, nulls_first));
+    for direction in directions {
+        let Some(input) = declared(sort.input(), &produced, fetch, direction, key)? else {
             continue;
         };
         if (input.equivalence_properties()).ordering_satisfy(order.iter().cloned())? {
             return Ok(Some((buffered(input, fetch, config), true)));
         }
     }
-    for reversed in [false, true] {
-        let Some(input) = declared(sort.input(), &produced, None, reversed, key)? else {
+    for direction in directions {
+        let Some(input) = declared(sort.input(), &produced, None, direction, key)? else {
             continue;
         };
         let properties = input.equivalence_properties();
@@ -238,8 +242,8 @@ fn without_sort(
 }
 
 /// `node` with the Sift scan at the end of its chain of filters and projections
-/// re-planned with its sorted columns declared (descending, its rows returned last first,
-/// with `reversed`), its files read in the order of `key`'s values where that makes that
+/// re-planned with its sorted columns declared in `order` (descending: its rows returned
+/// last first), its files read in the order of `key`'s values where that makes that
 /// column of the scan sorted ([`SiftScanExec::with_files_ordered_by`]), without the
 /// dynamic filters `produced` by the sort above, and returning at most `fetch` rows from
 /// each partition where no filter lies between (the rows the sort would keep); `None` when
@@ -249,7 +253,7 @@ fn declared(
     node: &Arc<dyn ExecutionPlan>,
     produced: &[u64],
     fetch: Option<usize>,
-    reversed: bool,
+    order: SortOptions,
     key: Option<usize>,
 ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     if let Some(scan) = node.downcast_ref::<SiftScanExec>() {
@@ -258,14 +262,14 @@ fn declared(
         // A scan on one partition declares its columns ascending already: planned anew
         // all the same, without the sort's dynamic filters.
         let declarable = !scan.sorted().is_empty() && !scan.reversed();
-        let declared = || Arc::new(scan.with_declared_order(produced, fetch, reversed)) as _;
+        let declared = || Arc::new(scan.with_declared_order(produced, fetch, order)) as _;
         return Ok(declarable.then(declared));
     }
     let Some((child, filter)) = passed(node) else {
         return Ok(None);
     };
     let fetch = fetch.filter(|_| !filter);
-    match declared(child, produced, fetch, reversed, key)? {
+    match declared(child, produced, fetch, order, key)? {
         Some(child) => Ok(Some(with_child(node, child)?)),
         None => Ok(None),
     }

@@ -1220,19 +1220,24 @@ fn sorted_columns_drop_sorts_and_keep_the_order() {
 #[test]
 fn sorts_on_sorted_scans_become_concatenations_and_limits() {
     let n = 1_000i64;
-    let batch = RecordBatch::try_from_iter([
+    // Nullable columns without a null: DataFusion compares where a sort puts the nulls
+    // of a nullable column even so.
+    let batch = RecordBatch::try_from_iter_with_nullable([
         (
             "a",
             Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
+            true,
         ),
         (
             "b",
             Arc::new(Int64Array::from_iter_values((0..n).map(|i| i * 37 % 101))),
+            true,
         ),
         // Sorted, in runs of 7 equal values across the ends of blocks and partitions.
         (
             "g",
             Arc::new(Int64Array::from_iter_values((0..n).map(|i| i / 7))),
+            true,
         ),
     ])
     .expect("batch");
@@ -1263,6 +1268,11 @@ fn sorts_on_sorted_scans_become_concatenations_and_limits() {
     // Each query ascending and descending.
     let cases = [
         ("select a, b from t order by a {dir} limit 7", Sort::Dropped),
+        (
+            "select a, b from t order by a {dir} nulls first limit 3",
+            Sort::Dropped,
+        ),
+        ("select a from t order by a {dir} nulls last", Sort::Dropped),
         (
             "select a, b from t order by a {dir} limit 6 offset 497",
             Sort::Dropped,
