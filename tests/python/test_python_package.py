@@ -233,6 +233,10 @@ def test_convert_between_formats(data, tmp_path):
     summary = sift.convert(csv, tmp_path / "csv.sift", progress=False)
     assert summary["rows"] == 2
     assert sift.open(tmp_path / "csv.sift").to_table().column("b").to_pylist() == ["x", "y"]
+    # The column the Sift file holds sorted is declared so in Parquet converted from it.
+    sift.convert(tmp_path / "csv.sift", tmp_path / "csv.parquet", progress=False)
+    group = pq.ParquetFile(tmp_path / "csv.parquet").metadata.row_group(0)
+    assert [c.column_index for c in group.sorting_columns] == [0]
     with pytest.raises(sift.SiftError, match="same file"):
         sift.convert(path, path)
     with pytest.raises(sift.SiftError, match="compression only applies"):

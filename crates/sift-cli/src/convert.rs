@@ -109,6 +109,7 @@ pub fn run(args: &ConvertArgs, ui: &Ui) -> Result<()> {
     let local = staged
         .as_ref()
         .map_or(args.output.as_path(), |s| s.0.as_path());
+    out_options.order.clone_from(&input.order);
     let output = Output::create(local, &input.schema, &out_options)?;
     let progress = ui.progress(
         input.rows,

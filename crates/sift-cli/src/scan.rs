@@ -14,7 +14,7 @@ use sift_format::TempFile;
 
 use crate::cat::{CatOutput, OutputFormatParser, Printer};
 use crate::display::printable_batch;
-use sift_io::{Format, Output, OutputOptions};
+use sift_io::{Format, Output, OutputOptions, SortKey};
 
 use crate::io::Stdout;
 use crate::table::{fmt_secs, human_bytes, human_count};
@@ -203,7 +203,7 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
 
     let mut stdout = Stdout::new();
     let mut sink = match &args.out {
-        Some(path) => Sink::File(Box::new(FileSink::create(path, &schema)?)),
+        Some(path) => Sink::File(Box::new(FileSink::create(path, &schema, Vec::new())?)),
         None => Sink::Print(Printer::new(
             args.output,
             printable_batch(RecordBatch::new_empty(schema))?.schema(),
@@ -327,13 +327,15 @@ pub(crate) enum FileSink {
 }
 
 impl FileSink {
-    pub(crate) fn create(path: &Path, schema: &SchemaRef) -> Result<Self> {
+    /// A file at `path` for rows of `schema` that come in `order` (declared in a Parquet
+    /// file, see [`OutputOptions::order`]).
+    pub(crate) fn create(path: &Path, schema: &SchemaRef, order: Vec<SortKey>) -> Result<Self> {
         if Format::of(path)? != Format::Csv {
-            return Ok(FileSink::Output(Output::create(
-                path,
-                schema,
-                &OutputOptions::default(),
-            )?));
+            let options = OutputOptions {
+                order,
+                ..OutputOptions::default()
+            };
+            return Ok(FileSink::Output(Output::create(path, schema, &options)?));
         }
         crate::display::check_csv(schema)?;
         let (tmp, file) =

@@ -13,9 +13,12 @@ use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties, execute_stream};
 use datafusion::prelude::{DataFrame, SessionContext};
 use futures::StreamExt;
 use sift_datafusion::{PARQUET_EXTENSIONS, SiftOptions, SiftTable, has_extension, session};
+use sift_io::SortKey;
 
 use crate::cat::{CatOutput, OutputFormatParser};
 use crate::display::printable_batch;
@@ -242,10 +245,13 @@ async fn run_statement(ctx: &SessionContext, sql: &str, args: &SqlArgs, ui: &Ui)
         return time_runs(df, runs, start);
     }
     let schema = Arc::new(df.schema().as_arrow().clone());
-    let mut stream = df.execute_stream().await?;
+    let task = Arc::new(df.task_ctx());
+    let plan = df.create_physical_plan().await?;
+    let order = plan_order(plan.as_ref());
+    let mut stream = execute_stream(plan, task)?;
     let mut stdout = Stdout::new();
     let mut sink = match &args.out {
-        Some(path) => Sink::File(Box::new(FileSink::create(path, &schema)?)),
+        Some(path) => Sink::File(Box::new(FileSink::create(path, &schema, order)?)),
         None => Sink::Print(crate::cat::Printer::new(
             args.output,
             printable_batch(RecordBatch::new_empty(schema))?.schema(),
@@ -265,6 +271,27 @@ async fn run_statement(ctx: &SessionContext, sql: &str, args: &SqlArgs, ui: &Ui)
         eprintln!("{} rows in {}", human_count(rows), fmt_secs(secs));
     }
     Ok(())
+}
+
+/// The order of the rows `plan` returns, as keys on its output columns (the keys up to
+/// the first that is computed): what a file written from them declares. None over
+/// several partitions, whose order holds in each and is lost where they are interleaved.
+fn plan_order(plan: &dyn ExecutionPlan) -> Vec<SortKey> {
+    let ordering = plan.output_ordering();
+    let Some(ordering) = ordering.filter(|_| plan.output_partitioning().partition_count() == 1)
+    else {
+        return Vec::new();
+    };
+    let schema = plan.schema();
+    (ordering.iter())
+        .map_while(|key| {
+            let column = key.expr.downcast_ref::<Column>()?;
+            Some(SortKey {
+                column: schema.field(column.index()).name().clone(),
+                options: key.options,
+            })
+        })
+        .collect()
 }
 
 /// `--runs`: the query planned and executed `runs` times; the first run is the first in

@@ -1784,3 +1784,96 @@ fn datafusion_reader_is_given_checked_files_only() {
     assert!(err.contains("thrift-list-of-booleans.parquet"), "{err}");
     assert!(err.contains("footer metadata"), "{err}");
 }
+
+/// The `sorting_columns` of every row group of the Parquet file at `path`, as
+/// (column, descending, nulls first).
+fn parquet_sorting(path: &Path) -> Vec<Vec<(i32, bool, bool)>> {
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        File::open(path).unwrap(),
+    )
+    .unwrap();
+    (builder.metadata().row_groups().iter())
+        .map(|g| {
+            (g.sorting_columns().into_iter().flatten())
+                .map(|c| (c.column_idx, c.descending, c.nulls_first))
+                .collect()
+        })
+        .collect()
+}
+
+/// A Parquet file written from rows whose order is known declares it: `convert` from a
+/// Sift file, the columns its writer found sorted; `sql --out`, the order of the query's
+/// result. Sift's scan then drops a sort on the declared column of such a file.
+#[test]
+fn parquet_outputs_declare_the_order_of_their_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = d.join("t.csv");
+    let rows: String = (0..1000)
+        .map(|i| format!("{i},{}\n", i * 37 % 101))
+        .collect();
+    std::fs::write(&csv, format!("k,v\n{rows}")).unwrap();
+    let sorted = d.join("t.sift");
+    ok(sift([
+        OsStr::new("convert"),
+        csv.as_os_str(),
+        sorted.as_os_str(),
+        OsStr::new("--block-rows"),
+        OsStr::new("100"),
+    ]));
+    let converted = d.join("converted.parquet");
+    ok(sift([
+        OsStr::new("convert"),
+        sorted.as_os_str(),
+        converted.as_os_str(),
+    ]));
+    assert_eq!(parquet_sorting(&converted), [vec![(0, false, false)]]);
+    // From CSV nothing is known of the order.
+    let plain = d.join("plain.parquet");
+    ok(sift([
+        OsStr::new("convert"),
+        csv.as_os_str(),
+        plain.as_os_str(),
+    ]));
+    assert_eq!(parquet_sorting(&plain), [Vec::new()]);
+    let t = sorted.to_str().unwrap();
+    let cases = [
+        (
+            format!("select v, k from '{t}' order by v desc, k"),
+            vec![(0, true, true), (1, false, false)],
+        ),
+        (
+            format!("select k * 2 as j from '{t}' order by j"),
+            vec![(0, false, false)],
+        ),
+        // Rows tied on `v` are in no known order of `k`.
+        (
+            format!("select v, k from '{t}' order by v"),
+            vec![(0, false, false)],
+        ),
+        (format!("select v from '{t}'"), vec![]),
+    ];
+    for (query, want) in cases {
+        let out = d.join("out.parquet");
+        ok(sift([
+            OsStr::new("sql"),
+            OsStr::new("--threads"),
+            OsStr::new("2"),
+            OsStr::new(&query),
+            OsStr::new("--out"),
+            out.as_os_str(),
+        ]));
+        assert_eq!(parquet_sorting(&out), [want], "{query}");
+    }
+    let o = ok(sift([
+        OsStr::new("sql"),
+        OsStr::new("--explain"),
+        OsStr::new(&format!(
+            "select k, v from '{}' order by k desc limit 3",
+            converted.display()
+        )),
+    ]));
+    let plan = stdout(&o);
+    assert!(!plan.contains("SortExec"), "{plan}");
+    assert!(plan.contains("reversed"), "{plan}");
+}

@@ -150,15 +150,13 @@ pub(crate) fn sorted_columns(
             if files[f].table.block_rows(b) == 0 {
                 return true;
             }
-            let Some((z, _)) = block_zone(dataset, files, &file_schemas, (f, b), name) else {
+            let zone = block_zone(dataset, files, &file_schemas, (f, b), name);
+            let Some((lo, hi)) = zone.and_then(|(z, _)| z.sorted_bounds()) else {
                 return false;
             };
-            let (Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) = (&z.min, &z.max) else {
-                return false;
-            };
-            let follows = last.is_none_or(|last| last <= *lo);
-            last = Some(*hi);
-            z.sorted && z.null_count == 0 && follows
+            let follows = last.is_none_or(|last| last <= lo);
+            last = Some(hi);
+            follows
         })
     };
     (0..schema.fields().len())

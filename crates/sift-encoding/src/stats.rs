@@ -35,6 +35,19 @@ pub struct ChunkStats {
     pub sorted: bool,
 }
 
+impl ChunkStats {
+    /// The chunk's least and greatest value where its values are known to never decrease
+    /// and it holds no null (`sorted`, integer bounds): a column whose chunks all have
+    /// them, each starting at or above the greatest value of the one before, is sorted
+    /// over all of them.
+    pub fn sorted_bounds(&self) -> Option<(i128, i128)> {
+        match (self.sorted, self.null_count, &self.min, &self.max) {
+            (true, 0, Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) => Some((*lo, *hi)),
+            _ => None,
+        }
+    }
+}
+
 pub(crate) fn int_bounds<T: crate::encodings::frame::NativeInt>(
     values: &[T],
 ) -> (Option<Scalar>, Option<Scalar>) {

@@ -7,12 +7,15 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use arrow::array::{RecordBatch, RecordBatchReader};
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchReader};
+use arrow::compute::SortOptions;
 use arrow::datatypes::SchemaRef;
 use arrow::ipc::reader::{FileReader, StreamReader};
 use arrow::ipc::writer::{FileWriter, StreamWriter};
-use parquet::arrow::{ArrowWriter, ProjectionMask};
+use arrow::row::{OwnedRow, RowConverter, SortField};
+use parquet::arrow::{ArrowSchemaConverter, ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::SortingColumn;
 use parquet::file::properties::WriterProperties;
 use sift_format::{
     AlignedWriter, SiftFile, SiftWriter, TempFile, WriteOptions, check_unique_names,
@@ -100,6 +103,29 @@ pub struct Input {
     pub rows: Option<u64>,
     /// The batches; errors name the file.
     pub batches: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
+    /// The order the rows come in, as far as it is known (a Sift file's columns that its
+    /// writer found sorted over the whole file); empty when unknown.
+    pub order: Vec<SortKey>,
+}
+
+/// One key of the order rows are in: ordered by the first key, rows tied on it by the
+/// next (as SQL's `ORDER BY` and Parquet's `sorting_columns` list them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortKey {
+    /// The column, by name.
+    pub column: String,
+    /// Descending or not, and where nulls go.
+    pub options: SortOptions,
+}
+
+impl SortKey {
+    /// `column` ascending (nulls last).
+    pub fn ascending(column: &str) -> SortKey {
+        SortKey {
+            column: column.to_string(),
+            options: SortOptions::new(false, false),
+        }
+    }
 }
 
 /// Opens `path` for streaming, choosing the reader by extension.
@@ -129,10 +155,18 @@ pub fn open_input(path: &Path, options: &InputOptions) -> Result<Input> {
         .collect::<Result<Vec<usize>>>()?;
     let schema = SchemaRef::new(input.schema.project(&indices)?);
     let batches = input.batches.map(move |b| Ok(b?.project(&indices)?));
+    // The keys up to the first one left out: ties on the ones before it are no longer
+    // ordered by the keys after it.
+    let kept = (input.order.iter())
+        .take_while(|k| options.columns.contains(&k.column))
+        .count();
+    let mut order = input.order;
+    order.truncate(kept);
     Ok(Input {
         schema,
         rows: input.rows,
         batches: Box::new(batches),
+        order,
     })
 }
 
@@ -152,10 +186,15 @@ fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
             let file = SiftFile::open(path).context("cannot open the Sift file")?;
             let schema = file.schema()?.clone();
             let rows = Some(file.num_rows());
+            let table = sift_scan::Table::open(path).context("cannot open the Sift file")?;
+            let order = (table.sorted_columns().into_iter())
+                .map(|c| SortKey::ascending(schema.field(c).name()))
+                .collect();
             Ok(Input {
                 schema,
                 rows,
                 batches: Box::new(SiftBlocks { file, next: 0 }),
+                order,
             })
         }
         Format::Parquet => {
@@ -209,6 +248,7 @@ fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
                 schema,
                 rows,
                 batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+                order: Vec::new(),
             })
         }
         Format::Csv => {
@@ -229,6 +269,7 @@ fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
                 schema,
                 rows: None,
                 batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+                order: Vec::new(),
             })
         }
         Format::ArrowFile => {
@@ -238,6 +279,7 @@ fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
                 schema: reader.schema(),
                 rows: None,
                 batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+                order: Vec::new(),
             })
         }
         Format::ArrowStream => {
@@ -249,6 +291,7 @@ fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
                 schema: reader.schema(),
                 rows: None,
                 batches: Box::new(reader.map(move |b| b.with_context(&ctx))),
+                order: Vec::new(),
             })
         }
     }
@@ -318,6 +361,14 @@ pub struct OutputOptions {
     /// Sift columns whose codes are stored as byte slices
     /// ([`WriteOptions::byteslice`]).
     pub byteslice: Vec<String>,
+    /// The order the rows are written in, where it is known: a Parquet file declares it
+    /// (each row group's `sorting_columns`, the keys up to the first that is not a
+    /// top-level column of one value per row), so that readers which use it (Sift's
+    /// scan drops sorts on such a column) need not sort, and every row written is
+    /// checked against it: a row out of that order is an error, never a false
+    /// declaration. A Sift file finds its sorted columns from the values itself; Arrow
+    /// IPC files have no place for it.
+    pub order: Vec<SortKey>,
 }
 
 impl Default for OutputOptions {
@@ -327,6 +378,7 @@ impl Default for OutputOptions {
             compression: ParquetCompression::Zstd,
             threads: 1,
             byteslice: Vec::new(),
+            order: Vec::new(),
         }
     }
 }
@@ -340,7 +392,11 @@ pub struct Output {
 
 enum Sink {
     Sift(SiftWriter),
-    Parquet(ArrowWriter<AlignedWriter<File>>, TempFile),
+    Parquet(
+        ArrowWriter<AlignedWriter<File>>,
+        TempFile,
+        Option<OrderCheck>,
+    ),
     ArrowFile(FileWriter<AlignedWriter<File>>, TempFile),
     ArrowStream(StreamWriter<AlignedWriter<File>>, TempFile),
 }
@@ -362,14 +418,16 @@ impl Output {
                 Sink::Sift(SiftWriter::create(path, schema.clone(), options).with_context(ctx)?)
             }
             Format::Parquet => {
+                let (sorting, check) = declared_order(schema, &options.order).with_context(ctx)?;
                 let (tmp, file) = TempFile::create(path).with_context(ctx)?;
                 let props = WriterProperties::builder()
                     .set_compression(options.compression.codec())
+                    .set_sorting_columns(sorting)
                     .build();
                 let writer =
                     ArrowWriter::try_new(AlignedWriter::new(file), schema.clone(), Some(props))
                         .with_context(ctx)?;
-                Sink::Parquet(writer, tmp)
+                Sink::Parquet(writer, tmp, check)
             }
             Format::ArrowFile => {
                 let (tmp, file) = TempFile::create(path).with_context(ctx)?;
@@ -399,7 +457,12 @@ impl Output {
         let ctx = || format!("cannot write {}", self.path.display());
         match &mut self.sink {
             Sink::Sift(w) => w.write(batch).with_context(ctx),
-            Sink::Parquet(w, _) => w.write(batch).with_context(ctx),
+            Sink::Parquet(w, _, check) => {
+                if let Some(check) = check {
+                    check.check(batch).with_context(ctx)?;
+                }
+                w.write(batch).with_context(ctx)
+            }
             Sink::ArrowFile(w, _) => w.write(batch).with_context(ctx),
             Sink::ArrowStream(w, _) => w.write(batch).with_context(ctx),
         }
@@ -411,7 +474,7 @@ impl Output {
         let ctx = || format!("cannot write {}", path.display());
         match self.sink {
             Sink::Sift(w) => Ok(w.finish().with_context(ctx)?.bytes),
-            Sink::Parquet(w, tmp) => {
+            Sink::Parquet(w, tmp, _) => {
                 let file = w
                     .into_inner()
                     .with_context(ctx)?
@@ -438,6 +501,89 @@ impl Output {
                 Ok(tmp.commit(file).with_context(ctx)?)
             }
         }
+    }
+}
+
+/// The Parquet `sorting_columns` declaring `order` over `schema` (its keys up to the first
+/// that is not a top-level leaf column) and the check of the rows against them; `None`
+/// for both when no key can be declared.
+fn declared_order(
+    schema: &SchemaRef,
+    order: &[SortKey],
+) -> Result<(Option<Vec<SortingColumn>>, Option<OrderCheck>)> {
+    if order.is_empty() {
+        return Ok((None, None));
+    }
+    let leaves = ArrowSchemaConverter::new().convert(schema)?;
+    let mut sorting = Vec::new();
+    let (mut columns, mut fields) = (Vec::new(), Vec::new());
+    for key in order {
+        let leaf = (0..leaves.num_columns())
+            .find(|&i| leaves.column(i).path().parts() == [key.column.as_str()]);
+        let (Some(leaf), Ok(c)) = (leaf, schema.index_of(&key.column)) else {
+            break;
+        };
+        sorting.push(SortingColumn {
+            column_idx: i32::try_from(leaf)?,
+            descending: key.options.descending,
+            nulls_first: key.options.nulls_first,
+        });
+        columns.push(c);
+        let field = SortField::new_with_options(schema.field(c).data_type().clone(), key.options);
+        fields.push(field);
+    }
+    if sorting.is_empty() {
+        return Ok((None, None));
+    }
+    let check = OrderCheck {
+        names: order[..sorting.len()].to_vec(),
+        columns,
+        converter: RowConverter::new(fields)?,
+        last: None,
+        rows: 0,
+    };
+    Ok((Some(sorting), Some(check)))
+}
+
+/// The order a Parquet output declares, checked on every row written: row-format keys
+/// (`arrow::row`) compare as the order does, the last row of a batch kept for the first
+/// row of the next.
+struct OrderCheck {
+    names: Vec<SortKey>,
+    columns: Vec<usize>,
+    converter: RowConverter,
+    last: Option<OwnedRow>,
+    rows: u64,
+}
+
+impl OrderCheck {
+    fn check(&mut self, batch: &RecordBatch) -> Result<()> {
+        let keys: Vec<ArrayRef> = (self.columns.iter())
+            .map(|&c| std::sync::Arc::clone(batch.column(c)))
+            .collect();
+        let rows = self.converter.convert_columns(&keys)?;
+        let mut previous = self.last.as_ref().map(|r| r.row());
+        for (i, row) in rows.iter().enumerate() {
+            if previous.is_some_and(|p| p > row) {
+                let keys: Vec<String> = (self.names.iter())
+                    .map(|k| match k.options.descending {
+                        true => format!("{} DESC", k.column),
+                        false => k.column.clone(),
+                    })
+                    .collect();
+                bail!(
+                    "row {} is out of the order the rows were declared in ({})",
+                    self.rows + i as u64,
+                    keys.join(", ")
+                );
+            }
+            previous = Some(row);
+        }
+        if let Some(last) = rows.iter().next_back() {
+            self.last = Some(last.owned());
+        }
+        self.rows += batch.num_rows() as u64;
+        Ok(())
     }
 }
 
@@ -483,4 +629,134 @@ pub fn error_message(e: &anyhow::Error) -> String {
         message.push_str(&text);
     }
     message
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, ListArray, StringArray};
+    use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+
+    use super::*;
+
+    fn batch(keys: &[i64], schema: &SchemaRef) -> RecordBatch {
+        let n = keys.len();
+        let lists = ListArray::from_iter_primitive::<Int64Type, _, _>(
+            (0..n).map(|i| Some(vec![Some(i as i64)])),
+        );
+        let names = StringArray::from_iter_values(keys.iter().map(|k| format!("n{k}")));
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(keys.to_vec())),
+            Arc::new(lists),
+            Arc::new(names),
+        ];
+        RecordBatch::try_new(Arc::clone(schema), columns).unwrap()
+    }
+
+    fn sorting(path: &Path) -> Vec<SortingColumn> {
+        let reader = parquet::file::reader::SerializedFileReader::new(File::open(path).unwrap());
+        let metadata = parquet::file::reader::FileReader::metadata(&reader.unwrap()).clone();
+        let group = metadata.row_group(0);
+        group.sorting_columns().cloned().unwrap_or_default()
+    }
+
+    /// A Sift input's order is its columns that the writer found sorted over the whole
+    /// file, kept by a projection up to the first key it leaves out.
+    #[test]
+    fn sift_inputs_know_their_sorted_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sift");
+        let schema = SchemaRef::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("v", DataType::Int64, true),
+        ]));
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(0..300)),
+            Arc::new(Int64Array::from_iter_values((0..300).map(|i| i * 37 % 101))),
+        ];
+        let rows = RecordBatch::try_new(Arc::clone(&schema), columns).unwrap();
+        let options = OutputOptions {
+            block_rows: 100,
+            ..OutputOptions::default()
+        };
+        let mut out = Output::create(&path, &schema, &options).unwrap();
+        out.write(&rows).unwrap();
+        out.finish().unwrap();
+        for (columns, want) in [
+            (vec![], vec!["k"]),
+            (vec!["v", "k"], vec!["k"]),
+            (vec!["v"], vec![]),
+        ] {
+            let options = InputOptions {
+                columns: columns.iter().map(|c| c.to_string()).collect(),
+                ..InputOptions::default()
+            };
+            let input = open_input(&path, &options).unwrap();
+            let got: Vec<_> = input.order.iter().map(|k| k.column.as_str()).collect();
+            assert_eq!(got, want, "{columns:?}");
+        }
+    }
+
+    /// A Parquet output declares the keys of its order up to the first that is not a
+    /// top-level leaf column, at that leaf's position, and refuses a row out of that
+    /// order, leaving no file behind.
+    #[test]
+    fn parquet_outputs_declare_and_check_their_order() {
+        let schema = SchemaRef::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new_list("l", Field::new_list_field(DataType::Int64, true), true),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let dir = tempfile::tempdir().unwrap();
+        let descending = SortKey {
+            column: "s".into(),
+            options: SortOptions::new(true, true),
+        };
+        let cases = [
+            (vec![SortKey::ascending("k")], vec![(0, false, false)]),
+            // `s` is the third leaf: the list's values are the second.
+            (
+                vec![SortKey::ascending("k"), descending.clone()],
+                vec![(0, false, false), (2, true, true)],
+            ),
+            (vec![SortKey::ascending("l"), descending], vec![]),
+        ];
+        for (order, want) in cases {
+            let path = dir.path().join("ok.parquet");
+            let options = OutputOptions {
+                order: order.clone(),
+                ..OutputOptions::default()
+            };
+            let mut out = Output::create(&path, &schema, &options).unwrap();
+            out.write(&batch(&[1, 2, 2], &schema)).unwrap();
+            out.write(&batch(&[2, 5], &schema)).unwrap();
+            out.finish().unwrap();
+            let got: Vec<_> = (sorting(&path).iter())
+                .map(|c| (c.column_idx, c.descending, c.nulls_first))
+                .collect();
+            assert_eq!(got, want, "{order:?}");
+        }
+        let path = dir.path().join("broken.parquet");
+        let options = OutputOptions {
+            order: vec![SortKey::ascending("k")],
+            ..OutputOptions::default()
+        };
+        // Inside a batch, and from one batch to the next.
+        for batches in [vec![vec![1, 3, 2]], vec![vec![1, 4], vec![], vec![3]]] {
+            let mut out = Output::create(&path, &schema, &options).unwrap();
+            let errors: Vec<_> = (batches.iter())
+                .filter_map(|keys| out.write(&batch(keys, &schema)).err())
+                .collect();
+            let message = format!("{:#}", errors.first().unwrap());
+            assert!(message.contains("broken.parquet"), "{message}");
+            assert!(message.contains("row 2 is out of the order"), "{message}");
+            assert!(message.contains("(k)"), "{message}");
+            drop(out);
+            assert!(!path.exists());
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert_eq!(left.len(), 1, "{left:?}");
+        }
+    }
 }

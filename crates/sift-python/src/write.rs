@@ -39,6 +39,7 @@ pub fn write<'py>(
         schema,
         rows: None,
         batches: Box::new(stream.map(|b| b.context("cannot read the input stream"))),
+        order: Vec::new(),
     };
     run(py, input, &path, &options, progress, "writing")
 }
@@ -153,7 +154,11 @@ fn run<'py>(
     bar.set_message(label.to_string());
     let (rows, bytes) = py
         .detach(|| {
-            let output = Output::create(path, &input.schema, options)?;
+            let options = OutputOptions {
+                order: input.order.clone(),
+                ..options.clone()
+            };
+            let output = Output::create(path, &input.schema, &options)?;
             sift_io::copy(input, output, |batch| {
                 bar.inc(batch.num_rows() as u64);
                 interrupt::check().map_err(|e| anyhow::Error::new(Interrupted(e)))

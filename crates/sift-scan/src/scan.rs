@@ -109,6 +109,34 @@ impl Table {
         self.source.sorted_from_values()
     }
 
+    /// The columns (positions in [`schema`](Self::schema)) sorted ascending over the
+    /// whole file, without a null: every non-empty block's chunk sorted, starting at or
+    /// above the greatest value of the block before. Found from the values where
+    /// [`sorted_from_values`](Self::sorted_from_values) says so, else as declared.
+    pub fn sorted_columns(&self) -> Vec<usize> {
+        let blocks: Vec<usize> = (0..self.num_blocks())
+            .filter(|&b| self.block_rows(b) > 0)
+            .collect();
+        if blocks.is_empty() {
+            return Vec::new();
+        }
+        let sorted = |c: usize| {
+            let mut last: Option<i128> = None;
+            blocks.iter().all(|&b| {
+                let bounds = self.block_stats(b, c).and_then(|z| z.sorted_bounds());
+                let Some((lo, hi)) = bounds else {
+                    return false;
+                };
+                let follows = last.is_none_or(|last| last <= lo);
+                last = Some(hi);
+                follows
+            })
+        };
+        (0..self.schema.fields().len())
+            .filter(|&c| sorted(c))
+            .collect()
+    }
+
     /// The path the table was opened from.
     pub fn path(&self) -> &Path {
         &self.path
