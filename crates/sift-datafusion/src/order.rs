@@ -31,7 +31,7 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
-use crate::exec::SiftScanExec;
+use crate::exec::{SiftScanExec, TopKFilter};
 
 /// The physical optimizer rule that drops a sort whose order the scan below it returns
 /// already. On one partition a scan declares its sorted columns itself and DataFusion
@@ -124,9 +124,18 @@ fn top_k_scans(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
             && sort.fetch().is_some()
         {
             let descending = sort.expr().first().options.descending;
+            let mut input = sort.input();
+            while let Some((child, _)) = passed(input) {
+                input = child;
+            }
+            let direct = input.downcast_ref::<SiftScanExec>().is_some();
             let produced = sort.dynamic_expressions_produced();
             let ids = produced.iter().filter_map(|e| e.expression_id());
-            top_ks.extend(ids.map(|id| (id, descending)));
+            top_ks.extend(ids.map(|id| TopKFilter {
+                id,
+                descending,
+                direct,
+            }));
         }
         Ok(TreeNodeRecursion::Continue)
     })?;

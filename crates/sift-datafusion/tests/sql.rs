@@ -1352,11 +1352,11 @@ fn sorts_on_sorted_scans_become_concatenations_and_limits() {
 
 /// A TopK's threshold (an `ORDER BY … LIMIT` on columns the scan does not hold sorted)
 /// is tested on the rows of every block read once it is set, not only against the
-/// blocks' zone maps, so the other columns are decoded for few rows; and where the
-/// scan declares no order its blocks are read best first by their zone maps, so that a
-/// key ascending over the blocks (but not sorted inside them) asked for descending
-/// starts at the last block and prunes the others. The rows are DataFusion's over the
-/// same rows in memory.
+/// blocks' zone maps, so the other columns are decoded for few rows; and the scan's
+/// blocks are read best first by their zone maps, so that a key ascending over the
+/// blocks (but not sorted inside them) asked for descending starts at the last block and
+/// prunes the others, also where a scan on one thread declares another column sorted.
+/// The rows are DataFusion's over the same rows in memory.
 #[test]
 fn top_k_thresholds_select_rows() {
     let n = 20_000i64;
@@ -1379,12 +1379,14 @@ fn top_k_thresholds_select_rows() {
         ),
     ])
     .expect("batch");
-    // Neighbours swapped: ascending from block to block, not inside them.
+    // Neighbours swapped: ascending from block to block, not inside them; beside a sorted
+    // column, which a scan on one thread declares (the blocks reordered all the same).
     let rising = RecordBatch::try_from_iter([
         (
             "c",
             Arc::new(Int64Array::from_iter_values((0..n).map(|i| i ^ 1))) as ArrayRef,
         ),
+        ("id", Arc::new(Int64Array::from_iter_values(0..n))),
         (
             "s",
             Arc::new(StringArray::from_iter_values(
@@ -1412,6 +1414,7 @@ fn top_k_thresholds_select_rows() {
                 "select * from t order by r limit 5",
                 "select a, s from t order by r desc, a limit 7",
                 "select * from rising order by c desc limit 5",
+                "select id, s from rising where id < 19990 order by c desc limit 5",
             ] {
                 let want = ordered_rows(&reference, sql).await.expect("reference");
                 assert_eq!(ordered_rows(&ctx, sql).await.expect("run"), want, "{sql}");
