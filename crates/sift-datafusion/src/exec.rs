@@ -47,7 +47,7 @@ use sift_scan::{Expr as Filter, FileScan, ScanStats, scalar_cmp};
 
 use crate::aggregate::SiftAggregateExec;
 use crate::join_filter::{JoinFilter, NARROW};
-use crate::stats::{block_bounds, blocks_statistics, sorted_columns};
+use crate::stats::{SortedColumns, block_bounds, blocks_statistics, sorted_columns};
 use crate::table::{TableFile, TableFiles};
 use crate::translate::physical_to_sift;
 
@@ -95,8 +95,8 @@ pub struct SiftScanExec {
     /// clones (the rule marks the plan without rebuilding it).
     residual: Arc<AtomicBool>,
     /// The returned columns (positions) sorted over the blocks in their order, so in every
-    /// partition ([`sorted_columns`]).
-    sorted: Vec<usize>,
+    /// partition, ascending or descending ([`sorted_columns`]).
+    sorted: SortedColumns,
     /// The order `sorted` is declared to DataFusion in (`None`: not declared), ascending
     /// or descending, the scan then returning its rows last first: its partitions, the
     /// blocks of each and each block's rows in reverse order. Declared ascending on one
@@ -255,8 +255,8 @@ impl SiftScanExec {
             false => schema,
         };
         // Two rows of extremes per block are not in any column's order.
-        node.sorted = Vec::new();
-        node.properties = scan_properties(schema, self.partitions.len(), &[], None);
+        node.sorted = SortedColumns::default();
+        node.properties = scan_properties(schema, self.partitions.len(), &node.sorted, None);
         node.metrics = ExecutionPlanMetricsSet::new();
         Some(node)
     }
@@ -279,7 +279,7 @@ impl SiftScanExec {
     /// The returned columns (positions) sorted in every partition ([`sorted_columns`]),
     /// declared to DataFusion or not.
     pub(crate) fn sorted(&self) -> &[usize] {
-        &self.sorted
+        &self.sorted.all
     }
 
     /// Whether every scanned file found its sorted columns so from their values
@@ -338,7 +338,7 @@ impl SiftScanExec {
     /// table formats name them) then serve a sort on it as one sorted file does. `None`
     /// otherwise, and for a scan that returns its rows last first.
     pub(crate) fn with_files_ordered_by(&self, column: usize) -> Option<SiftScanExec> {
-        if self.reversed() || self.sorted.contains(&column) {
+        if self.reversed() || self.sorted.all.contains(&column) {
             return None;
         }
         let schema = self.schema();
@@ -372,7 +372,7 @@ impl SiftScanExec {
             .map(|b| (b.file, b.block))
             .collect();
         let sorted = sorted_columns(&self.files, &schema, &blocks);
-        if !sorted.contains(&column) {
+        if !sorted.all.contains(&column) || sorted.is_descending(column) {
             return None;
         }
         let mut node = self.clone();
@@ -411,9 +411,10 @@ impl SiftScanExec {
                 .and_then(|k| k.downcast_ref::<Column>().cloned());
             first_key = first_key.or(key.map(|k| (k, top_k)));
         }
-        let declared = self.declared.is_some() && !self.sorted.is_empty();
+        let declared = self.declared.is_some() && !self.sorted.all.is_empty();
         let reorder = first_key.as_ref().is_some_and(|(key, top_k)| {
-            let held = (self.schema().index_of(key.name())).is_ok_and(|c| self.sorted.contains(&c));
+            let held =
+                (self.schema().index_of(key.name())).is_ok_and(|c| self.sorted.all.contains(&c));
             !declared || (top_k.direct && !held)
         });
         if let (Some((key, top_k)), true) = (first_key, reorder) {
@@ -433,9 +434,10 @@ impl SiftScanExec {
                 *part = order.into_iter().map(|i| part[i].clone()).collect();
             }
             // The blocks are no longer in the order the sorted columns were found in.
-            node.sorted = Vec::new();
+            node.sorted = SortedColumns::default();
             node.declared = None;
-            node.properties = scan_properties(self.schema(), node.partitions.len(), &[], None);
+            let none = &node.sorted;
+            node.properties = scan_properties(self.schema(), node.partitions.len(), none, None);
         }
         node.metrics = ExecutionPlanMetricsSet::new();
         node
@@ -541,15 +543,25 @@ fn in_file(e: &Filter, file_schema: &Schema) -> bool {
 fn scan_properties(
     schema: SchemaRef,
     partitions: usize,
-    sorted: &[usize],
+    sorted: &SortedColumns,
     order: Option<SortOptions>,
 ) -> Arc<PlanProperties> {
     // One ordering per column: DataFusion takes a column's order from the first ordering
     // that names it, so a second with the nulls placed otherwise would go unused.
-    let declared = order.map_or(&[][..], |_| sorted);
-    let orderings = declared.iter().map(|&i| {
-        let column: Arc<dyn PhysicalExpr> = Arc::new(Column::new(schema.field(i).name(), i));
-        [PhysicalSortExpr::new(column, order.unwrap_or_default())]
+    let columns = &schema;
+    let orderings = order.into_iter().flat_map(|order| {
+        (sorted.all.iter()).map(move |&i| {
+            let column: Arc<dyn PhysicalExpr> = Arc::new(Column::new(columns.field(i).name(), i));
+            // A column sorted descending reads the other way.
+            let descending = order.descending != sorted.is_descending(i);
+            [PhysicalSortExpr::new(
+                column,
+                SortOptions {
+                    descending,
+                    ..order
+                },
+            )]
+        })
     });
     let equivalences = EquivalenceProperties::new_with_orderings(Arc::clone(&schema), orderings);
     Arc::new(PlanProperties::new(
@@ -750,7 +762,9 @@ impl ExecutionPlan for SiftScanExec {
             residual_rows: (0, 0),
             residual_off: !self.residual.load(Ordering::Relaxed),
             ordered: match self.declared.is_some() && !self.sorted_from_values() {
-                true => self.sorted.iter().map(|&c| (c, None)).collect(),
+                true => (self.sorted.all.iter())
+                    .map(|&c| (c, self.sorted.is_descending(c), None))
+                    .collect(),
                 false => Vec::new(),
             },
             reversed: self.reversed(),
@@ -933,10 +947,10 @@ struct PartitionScan {
     /// Set once the residual conjuncts keep most rows: then they cost more than they
     /// spare, and the operator above evaluates the same test anyway.
     residual_off: bool,
-    /// The columns declared sorted to DataFusion (positions in the batches), each with the
-    /// last value returned, where a file only declares them so: checked as the rows pass
-    /// ([`check_order`]).
-    ordered: Vec<(usize, Option<ArrayRef>)>,
+    /// The columns declared sorted to DataFusion (positions in the batches), each with
+    /// whether it is sorted descending and the last value returned, where a file only
+    /// declares them so: checked as the rows pass ([`check_order`]).
+    ordered: Vec<(usize, bool, Option<ArrayRef>)>,
     /// Whether the rows go last first ([`SiftScanExec::reversed`]): then each run is one
     /// block, read whole into `pending` before its batches go, the last first, each
     /// reversed.
@@ -1196,19 +1210,21 @@ fn mark_residuals(node: &Arc<dyn ExecutionPlan>, below: Below) {
 /// whether they drop enough ([`PartitionScan::filter_residual`]).
 const RESIDUAL_TRIAL_ROWS: u64 = 1 << 16;
 
-/// Checks that the columns of `batch` declared sorted (`ordered`: positions, each with the
-/// last value returned before) hold no null and never decrease (with `descending`, never
-/// increase), within the batch and from the one before. DataFusion drops sorts and
+/// Checks that the columns of `batch` declared sorted (`ordered`: positions, each with
+/// whether it is sorted descending and the last value returned before) hold no null and
+/// never decrease (a descending one never increases; the other way round where the rows
+/// come last first, `reversed`), within the batch and from the one before. DataFusion drops sorts and
 /// aggregates as a stream on the declaration, and a Parquet file's `sorting_columns` are
 /// only its writer's word: a file whose rows break it is an error, not rows out of order.
 /// One pass over each such column of the rows returned.
 fn check_order(
-    ordered: &mut [(usize, Option<ArrayRef>)],
+    ordered: &mut [(usize, bool, Option<ArrayRef>)],
     batch: &RecordBatch,
     path: &std::path::Path,
-    descending: bool,
+    reversed: bool,
 ) -> Result<()> {
-    for (c, last) in ordered {
+    for (c, declared_descending, last) in ordered {
+        let descending = reversed != *declared_descending;
         let (column, n) = (batch.column(*c), batch.num_rows());
         if n == 0 {
             continue;
@@ -1223,7 +1239,7 @@ fn check_order(
         if column.null_count() > 0 {
             return Err(broken("it holds a null"));
         }
-        // Read last first, the file's values decrease where they rise.
+        // Read last first, the file's values decrease where they rise, and the other way.
         let within = downcast_primitive_array!(
             column => match descending {
                 false => !column.values().is_sorted(),
@@ -1244,7 +1260,10 @@ fn check_order(
             None => false,
         };
         if within || across {
-            return Err(broken("its values decrease"));
+            return Err(broken(match declared_descending {
+                false => "its values decrease",
+                true => "its values increase",
+            }));
         }
         *last = Some(column.slice(n - 1, 1));
     }
@@ -1349,7 +1368,7 @@ mod tests {
         let ints = |v: Vec<Option<i64>>| batch(Arc::new(Int64Array::from(v)));
         // The batches in turn, their values taken last first with `descending`.
         let run = |batches: &[RecordBatch], descending: bool| {
-            let mut ordered = vec![(0, None)];
+            let mut ordered = vec![(0, false, None)];
             (batches.iter()).try_for_each(|b| check_order(&mut ordered, b, path, descending))
         };
         let some = |v: &[i64]| ints(v.iter().copied().map(Some).collect());
@@ -1382,6 +1401,16 @@ mod tests {
             }
             // Falling values break the order read forward and keep it read last first.
             assert!(run(&[down(&[1, 2, 3])], descending).is_ok() == descending);
+            // A column declared descending: the other way round.
+            let mut ordered = vec![(0, true, None)];
+            let falling = check_order(&mut ordered, &down(&[1, 2, 3]), path, descending);
+            assert!(falling.is_ok() != descending, "{descending}");
+            let mut ordered = vec![(0, true, None)];
+            let rising = check_order(&mut ordered, &some(&[1, 2, 3]), path, descending);
+            match descending {
+                false => assert!(rising.is_err_and(|e| e.to_string().contains("increase"))),
+                true => assert!(rising.is_ok()),
+            }
         }
         // Types that are not primitive are compared by Arrow's kernel.
         let flags = |v: &[bool]| batch(Arc::new(BooleanArray::from(v.to_vec())));

@@ -133,35 +133,68 @@ pub(crate) fn block_bounds(
         .collect()
 }
 
-/// The columns of `schema` (positions) sorted over `blocks` (file, block) in their order:
-/// each block's chunk holds no null, never decreases, and starts at or above the largest
-/// value of the block before (bounds enclose the values, exact or not). A scan returning
+/// The columns of `schema` (positions) sorted over `blocks` (file, block) in their order,
+/// and of those the ones sorted descending: each block's chunk holds no null, never
+/// decreases, and starts at or above the largest value of the block before (bounds
+/// enclose the values, exact or not), or the same the other way round. A scan returning
 /// those blocks' rows in order, or a subsequence of them, returns these columns sorted.
 pub(crate) fn sorted_columns(
     files: &TableFiles,
     schema: &Schema,
     blocks: &[(usize, usize)],
-) -> Vec<usize> {
+) -> SortedColumns {
     let (dataset, files) = (&files.dataset, &files.files);
     let file_schemas: Vec<_> = files.iter().map(|f| f.table.schema()).collect();
-    let sorted = |name: &str| {
+    let sorted = |name: &str, descending: bool| {
         let mut last: Option<i128> = None;
         blocks.iter().all(|&(f, b)| {
             if files[f].table.block_rows(b) == 0 {
                 return true;
             }
             let zone = block_zone(dataset, files, &file_schemas, (f, b), name);
-            let Some((lo, hi)) = zone.and_then(|(z, _)| z.sorted_bounds()) else {
+            let bounds = zone.and_then(|(z, _)| match descending {
+                false => z.sorted_bounds(),
+                true => z.descending_bounds(),
+            });
+            let Some((lo, hi)) = bounds else {
                 return false;
             };
-            let follows = last.is_none_or(|last| last <= lo);
-            last = Some(hi);
+            let (first, end) = if descending { (hi, lo) } else { (lo, hi) };
+            let follows = last.is_none_or(|last| match descending {
+                false => last <= first,
+                true => last >= first,
+            });
+            last = Some(end);
             follows
         })
     };
-    (0..schema.fields().len())
-        .filter(|&i| sorted(schema.field(i).name()))
-        .collect()
+    let mut out = SortedColumns::default();
+    for i in 0..schema.fields().len() {
+        let name = schema.field(i).name();
+        if sorted(name, false) {
+            out.all.push(i);
+        } else if sorted(name, true) {
+            out.all.push(i);
+            out.descending.push(i);
+        }
+    }
+    out
+}
+
+/// The columns (positions) a scan returns sorted, in either order ([`sorted_columns`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SortedColumns {
+    /// Every sorted column.
+    pub(crate) all: Vec<usize>,
+    /// Those sorted descending.
+    pub(crate) descending: Vec<usize>,
+}
+
+impl SortedColumns {
+    /// Whether column `c` is sorted descending.
+    pub(crate) fn is_descending(&self, c: usize) -> bool {
+        self.descending.contains(&c)
+    }
 }
 
 /// One column's statistics over the zone maps of its blocks, each with whether its bounds
@@ -268,6 +301,7 @@ mod tests {
             max: Some(Scalar::Int(hi)),
             has_nan: false,
             sorted: false,
+            descending: false,
         }
     }
 
@@ -278,6 +312,7 @@ mod tests {
             max: Some(Scalar::Float(hi)),
             has_nan: false,
             sorted: false,
+            descending: false,
         }
     }
 

@@ -33,6 +33,11 @@ pub struct ChunkStats {
     /// timestamp and decimal chunks; false where unknown), so that a column whose blocks
     /// follow each other's bounds is known to be sorted.
     pub sorted: bool,
+    /// True if the non-null values never increase in row order: a Parquet row group whose
+    /// writer declares so (a Sift writer finds ascending order only, and its files do not
+    /// store this).
+    #[serde(default)]
+    pub descending: bool,
 }
 
 impl ChunkStats {
@@ -41,7 +46,18 @@ impl ChunkStats {
     /// them, each starting at or above the greatest value of the one before, is sorted
     /// over all of them.
     pub fn sorted_bounds(&self) -> Option<(i128, i128)> {
-        match (self.sorted, self.null_count, &self.min, &self.max) {
+        self.monotone_bounds(self.sorted)
+    }
+
+    /// [`sorted_bounds`](Self::sorted_bounds) for values that never increase
+    /// (`descending`): a column whose chunks all have them, each starting at or below the
+    /// least value of the one before, is sorted descending over all of them.
+    pub fn descending_bounds(&self) -> Option<(i128, i128)> {
+        self.monotone_bounds(self.descending)
+    }
+
+    fn monotone_bounds(&self, monotone: bool) -> Option<(i128, i128)> {
+        match (monotone, self.null_count, &self.min, &self.max) {
             (true, 0, Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) => Some((*lo, *hi)),
             _ => None,
         }

@@ -364,6 +364,7 @@ impl ChunkStats {
             max,
             has_nan: flags & 1 == 1,
             sorted: flags & 2 == 2,
+            descending: false,
         })
     }
 }
@@ -471,6 +472,7 @@ mod tests {
                 max: Some(Scalar::Int(i128::MAX)),
                 has_nan: false,
                 sorted: true,
+                descending: false,
             },
             ChunkStats {
                 null_count: 3,
@@ -478,6 +480,7 @@ mod tests {
                 max: Some(Scalar::Float(f64::INFINITY)),
                 has_nan: true,
                 sorted: false,
+                descending: false,
             },
             ChunkStats {
                 null_count: 0,
@@ -485,6 +488,7 @@ mod tests {
                 max: Some(Scalar::Bytes(b"zz".to_vec())),
                 has_nan: false,
                 sorted: false,
+                descending: false,
             },
         ] {
             let mut w = Writer::new();

@@ -193,8 +193,9 @@ impl Dataset {
             min: value.clone(),
             max: value,
             has_nan: false,
-            // One value: it never decreases.
+            // One value: it never decreases, nor increases.
             sorted: true,
+            descending: true,
         })
     }
 

@@ -27,24 +27,23 @@ use crate::parquet_input::{Held, ParquetInput, check_thrift};
 use crate::parquet_thrift::BoolLists;
 use crate::prune::{Membership, PartZone, Probe};
 
-/// Whether the writer declares leaf column `leaf` sorted ascending over row group `group`:
-/// one of its `sorting_columns`, ascending, after only columns that hold one value there
-/// (the rows are ordered by the whole list, so a later column is only ordered where the
-/// ones before it tie). Trusted as DataFusion trusts it; the SQL scan checks the rows of a
-/// column it declares sorted as they pass.
-fn sorted_in(group: &parquet::file::metadata::RowGroupMetaData, leaf: usize) -> bool {
+/// The order in which the writer declares leaf column `leaf` sorted over row group
+/// `group` (`Some(false)`: ascending, `Some(true)`: descending): one of its
+/// `sorting_columns`, after only columns that hold one value there (the rows are ordered
+/// by the whole list, so a later column is only ordered where the ones before it tie).
+/// Trusted as DataFusion trusts it; the SQL scan checks the rows of a column it declares
+/// sorted as they pass.
+fn sorted_in(group: &parquet::file::metadata::RowGroupMetaData, leaf: usize) -> Option<bool> {
     for c in group.sorting_columns().into_iter().flatten() {
-        let Ok(at) = usize::try_from(c.column_idx) else {
-            return false;
-        };
+        let at = usize::try_from(c.column_idx).ok()?;
         if at == leaf {
-            return !c.descending;
+            return Some(c.descending);
         }
         if !constant(group, at) {
-            return false;
+            return None;
         }
     }
-    false
+    None
 }
 
 /// Whether leaf column `leaf` holds one value and no null in row group `group`, by its
@@ -215,7 +214,8 @@ impl ParquetZones {
             *slot = self
                 .stats_at(col, &mins, &maxes, &nulls, i)
                 .map(|mut stats| {
-                    stats.sorted = leaf.is_some_and(|l| sorted_in(group, l));
+                    let order = leaf.and_then(|l| sorted_in(group, l));
+                    (stats.sorted, stats.descending) = (order == Some(false), order == Some(true));
                     RowGroupZone {
                         // A chunk of nulls only has no bounds, and needs none.
                         exact: (exact(&min_exact, i) && exact(&max_exact, i) && current(group))
@@ -258,6 +258,7 @@ impl ParquetZones {
             max: arrow_bound(maxes.as_ref(), i, true),
             has_nan,
             sorted: false,
+            descending: false,
         })
     }
 

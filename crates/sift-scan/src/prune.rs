@@ -316,6 +316,7 @@ mod tests {
             max: Some(Scalar::Int(20)),
             has_nan: false,
             sorted: false,
+            descending: false,
         };
         format!("{:?}", settle(b, &|_| Zone::of(100, Some(&stats))))
     }
