@@ -99,15 +99,17 @@ pub struct SiftScanExec {
     sorted: SortedColumns,
     /// The order `sorted` is declared to DataFusion in (`None`: not declared), ascending
     /// or descending, the scan then returning its rows last first: its partitions, the
-    /// blocks of each and each block's rows in reverse order. Declared ascending on one
-    /// partition, and in either order to a sort above the scan that asks for it
+    /// blocks of each and each block's rows in reverse order (a column sorted descending
+    /// reads the other way round). Declared ascending on one partition, and in either
+    /// order to a sort above the scan that asks for it
     /// ([`SortedScans`](crate::SortedScans)), with nulls where that sort puts them (the
-    /// columns hold none, but DataFusion compares the placement of a nullable column's). Sorted columns let DataFusion
-    /// aggregate on them as a stream (TPC-H Q18's group by l_orderkey, one thread: 184 ->
-    /// 123 ms); over several partitions DataFusion keeps the order through its hash
-    /// repartitioning by merging the partitions' streams, which cost more than it saved
-    /// (Q18 on two threads 147 -> 269 ms), so there the order is only declared to a sort
-    /// that it makes needless. `SiftAggregateExec` uses the sorted columns either way.
+    /// columns hold none, but DataFusion compares the placement of a nullable column's).
+    /// Sorted columns let DataFusion aggregate on them as a stream (TPC-H Q18's group by
+    /// l_orderkey, one thread: 184 -> 123 ms); over several partitions DataFusion keeps
+    /// the order through its hash repartitioning by merging the partitions' streams, which
+    /// cost more than it saved (Q18 on two threads 147 -> 269 ms), so there the order is
+    /// only declared to a sort that it makes needless. `SiftAggregateExec` uses the sorted
+    /// columns either way.
     declared: Option<SortOptions>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
@@ -383,11 +385,11 @@ impl SiftScanExec {
     }
 
     /// The scan for the TopKs above it (`top_ks`, each by the expression id of its dynamic
-    /// filter). Their bounds are tested on
-    /// rows, not only against the zone maps: a TopK's threshold passes few rows once its
-    /// heap is full, so the other columns are decoded only for the rows that can still
-    /// enter it (a join's key range, which most rows pass, only skips blocks). Lineitem,
-    /// one thread: `select * … order by l_shipdate limit 10` 37 -> 7.5 ms. And each
+    /// filter). Their bounds are tested on rows, not only against the zone maps: a TopK's
+    /// threshold passes few rows once its heap is full, so the other columns are decoded
+    /// only for the rows that can still enter it (a join's key range, which most rows
+    /// pass, only skips blocks). Lineitem, one thread: `select * … order by l_shipdate
+    /// limit 10` 37 -> 7.5 ms. And each
     /// partition reads its blocks best first by their zone maps on the first key
     /// (smallest least value first, or largest greatest value for a descending key), so
     /// the threshold is tight early and prunes the blocks after it: a descending TopK on
@@ -1213,10 +1215,10 @@ const RESIDUAL_TRIAL_ROWS: u64 = 1 << 16;
 /// Checks that the columns of `batch` declared sorted (`ordered`: positions, each with
 /// whether it is sorted descending and the last value returned before) hold no null and
 /// never decrease (a descending one never increases; the other way round where the rows
-/// come last first, `reversed`), within the batch and from the one before. DataFusion drops sorts and
-/// aggregates as a stream on the declaration, and a Parquet file's `sorting_columns` are
-/// only its writer's word: a file whose rows break it is an error, not rows out of order.
-/// One pass over each such column of the rows returned.
+/// come last first, `reversed`), within the batch and from the one before. DataFusion
+/// drops sorts and aggregates as a stream on the declaration, and a Parquet file's
+/// `sorting_columns` are only its writer's word: a file whose rows break it is an error,
+/// not rows out of order. One pass over each such column of the rows returned.
 fn check_order(
     ordered: &mut [(usize, bool, Option<ArrayRef>)],
     batch: &RecordBatch,

@@ -44,11 +44,11 @@ use crate::exec::{SiftScanExec, TopKFilter};
 /// 10` reads the last block instead of feeding every row to a top-K (lineitem, one
 /// thread: 1.9 s with all columns). A sort on such a column and then others sorts only
 /// within runs of equal first keys (`PartialSortExec`). A scan whose files each hold the
-/// sort's first key sorted, listed in another order, reads them in the key's order for it
-/// (`SiftScanExec::with_files_ordered_by`). A merge of the sorted partitions above it becomes
-/// their concatenation in order ([`ConcatPartitionsExec`]): a sorted column of a scan is
-/// sorted over all its blocks in order, and its partitions are runs of consecutive
-/// blocks, so each partition starts at or above where the one before ends. DataFusion's
+/// sort's first key sorted, listed in another order, reads them in the key's order for
+/// it (`SiftScanExec::with_files_ordered_by`). A merge of the sorted partitions above it
+/// becomes their concatenation in order ([`ConcatPartitionsExec`]): a sorted column of a
+/// scan is sorted over all its blocks in order, and its partitions are runs of
+/// consecutive blocks, so each partition starts where the one before ends. DataFusion's
 /// own sort pushdown into sources (`try_pushdown_sort`) stops at a `FilterExec`, which
 /// stays above a scan for the conjuncts Sift does not evaluate, and keeps the merge,
 /// which compares every row: lineitem's 6 M rows by `l_orderkey` on two threads took

@@ -187,8 +187,9 @@ fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
             let schema = file.schema()?.clone();
             let rows = Some(file.num_rows());
             let table = sift_scan::Table::open(path).context("cannot open the Sift file")?;
+            let columns = table.schema();
             let order = (table.sorted_columns().into_iter())
-                .map(|c| SortKey::ascending(schema.field(c).name()))
+                .map(|c| SortKey::ascending(columns.field(c).name()))
                 .collect();
             Ok(Input {
                 schema,

@@ -595,17 +595,17 @@ fn one_bit_words_walked(
 /// Writers alternate a bit-packed run (the groups of 8 holding nulls) with a repeated run
 /// of ones, so with `join` a bit-packed run and the repeated run after it are taken as one
 /// field of at most 64 bits when they fit: one pass of the loop and one placement for two
-/// runs (the
-/// walk is bound by the instructions spent on each run more than by the wait for each
-/// header; two walkers interleaved over halves of a stream were no faster). A field is
-/// all its value when repeated and its next bytes when bit-packed (the bytes loaded past a
-/// shorter run are cut off by its length). The word being filled stays in a register and
-/// is stored whole after every field, the bits a field carries past it starting the next
-/// word, so no field reads `out`. A repeated run on its own (too long to join the run
-/// before it) of up to [`AHEAD_RUN`] values is placed without a branch on its length or
-/// its header's width, which vary from run to run with sparse nulls ([`fill_ahead`]); a
-/// longer one finishes that word and stores the whole words it fills. A bit-packed run of
-/// more than 8 groups is placed 64 values at a time.
+/// runs (the walk is bound by the instructions spent on each run more than by the wait
+/// for each header; two walkers interleaved over halves of a stream were no faster). A
+/// field is all its value when repeated and its next bytes when bit-packed (the bytes
+/// loaded past a shorter run are cut off by its length). The word being filled stays in
+/// a register and is stored whole after every field, the bits a field carries past it
+/// starting the next word, so no field reads `out`. A repeated run on its own (too long
+/// to join the run before it, or not joined) of up to [`AHEAD_RUN`] values is placed
+/// without a branch on its length or its header's width, which vary from run to run
+/// with sparse nulls ([`fill_ahead`]); a longer one finishes that word and stores the
+/// whole words it fills. A bit-packed run of more than 8 groups is placed 64 values at a
+/// time.
 ///
 /// `bmi2`: [`has_bmi2`], asked once by the caller; `join`: see
 /// [`SPARSE_LEVELS_PER_BYTE`].
