@@ -146,27 +146,10 @@ pub(crate) fn sorted_columns(
     let (dataset, files) = (&files.dataset, &files.files);
     let file_schemas: Vec<_> = files.iter().map(|f| f.table.schema()).collect();
     let sorted = |name: &str, descending: bool| {
-        let mut last: Option<i128> = None;
-        blocks.iter().all(|&(f, b)| {
-            if files[f].table.block_rows(b) == 0 {
-                return true;
-            }
-            let zone = block_zone(dataset, files, &file_schemas, (f, b), name);
-            let bounds = zone.and_then(|(z, _)| match descending {
-                false => z.sorted_bounds(),
-                true => z.descending_bounds(),
-            });
-            let Some((lo, hi)) = bounds else {
-                return false;
-            };
-            let (first, end) = if descending { (hi, lo) } else { (lo, hi) };
-            let follows = last.is_none_or(|last| match descending {
-                false => last <= first,
-                true => last >= first,
-            });
-            last = Some(end);
-            follows
-        })
+        let chunks = (blocks.iter())
+            .filter(|&&(f, b)| files[f].table.block_rows(b) > 0)
+            .map(|&block| Some(block_zone(dataset, files, &file_schemas, block, name)?.0));
+        ChunkStats::sorted_over(chunks, descending)
     };
     let mut out = SortedColumns::default();
     for i in 0..schema.fields().len() {

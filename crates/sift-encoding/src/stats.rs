@@ -41,26 +41,35 @@ pub struct ChunkStats {
 }
 
 impl ChunkStats {
-    /// The chunk's least and greatest value where its values are known to never decrease
-    /// and it holds no null (`sorted`, integer bounds): a column whose chunks all have
-    /// them, each starting at or above the greatest value of the one before, is sorted
-    /// over all of them.
-    pub fn sorted_bounds(&self) -> Option<(i128, i128)> {
-        self.monotone_bounds(self.sorted)
-    }
-
-    /// [`sorted_bounds`](Self::sorted_bounds) for values that never increase
-    /// (`descending`): a column whose chunks all have them, each starting at or below the
-    /// least value of the one before, is sorted descending over all of them.
-    pub fn descending_bounds(&self) -> Option<(i128, i128)> {
-        self.monotone_bounds(self.descending)
-    }
-
-    fn monotone_bounds(&self, monotone: bool) -> Option<(i128, i128)> {
-        match (monotone, self.null_count, &self.min, &self.max) {
-            (true, 0, Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) => Some((*lo, *hi)),
-            _ => None,
-        }
+    /// Whether a column is sorted over `chunks` (their statistics in row order, `None`
+    /// where a chunk has none): every chunk holds no null and has integer bounds, its
+    /// values never decrease (`sorted`), and it starts at or above the greatest value of
+    /// the chunk before; with `descending`, the same the other way round (values that
+    /// never increase, each chunk starting at or below the least value before it).
+    pub fn sorted_over<S: std::borrow::Borrow<ChunkStats>>(
+        chunks: impl IntoIterator<Item = Option<S>>,
+        descending: bool,
+    ) -> bool {
+        let mut last: Option<i128> = None;
+        chunks.into_iter().all(|chunk| {
+            let Some(z) = chunk else {
+                return false;
+            };
+            let z = z.borrow();
+            let monotone = if descending { z.descending } else { z.sorted };
+            let (true, 0, Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) =
+                (monotone, z.null_count, &z.min, &z.max)
+            else {
+                return false;
+            };
+            let (first, end) = if descending { (*hi, *lo) } else { (*lo, *hi) };
+            let follows = last.is_none_or(|last| match descending {
+                false => last <= first,
+                true => last >= first,
+            });
+            last = Some(end);
+            follows
+        })
     }
 }
 

@@ -121,16 +121,8 @@ impl Table {
             return Vec::new();
         }
         let sorted = |c: usize| {
-            let mut last: Option<i128> = None;
-            blocks.iter().all(|&b| {
-                let bounds = self.block_stats(b, c).and_then(|z| z.sorted_bounds());
-                let Some((lo, hi)) = bounds else {
-                    return false;
-                };
-                let follows = last.is_none_or(|last| last <= lo);
-                last = Some(hi);
-                follows
-            })
+            let chunks = blocks.iter().map(|&b| self.block_stats(b, c));
+            sift_format::ChunkStats::sorted_over(chunks, false)
         };
         (0..self.schema.fields().len())
             .filter(|&c| sorted(c))
