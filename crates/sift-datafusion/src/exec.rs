@@ -345,23 +345,28 @@ impl SiftScanExec {
         }
         let schema = self.schema();
         let name = schema.fields().get(column)?.name();
-        // Only integer-like columns are found sorted (`sorted_columns`).
-        let mut least = Vec::with_capacity(self.scanned.len());
-        for &f in self.scanned.iter() {
-            let table = &self.files.files[f].table;
-            let filled: Vec<_> = (0..table.num_blocks())
-                .filter(|&b| table.block_rows(b) > 0)
-                .map(|b| (f, b))
-                .collect();
-            let mut min: Option<i128> = None;
-            for bound in block_bounds(&self.files, &filled, name, false) {
-                let Some(Scalar::Int(v)) = bound else {
-                    return None;
-                };
-                min = Some(min.map_or(v, |m| m.min(v)));
-            }
-            least.push((f, min));
+        // The zone maps of every filled block at once (`block_bounds` looks up each
+        // file's schema per call). Only integer-like columns are found sorted
+        // (`sorted_columns`).
+        let filled: Vec<_> = (self.scanned.iter())
+            .flat_map(|&f| {
+                let table = &self.files.files[f].table;
+                (0..table.num_blocks())
+                    .filter(|&b| table.block_rows(b) > 0)
+                    .map(move |b| (f, b))
+            })
+            .collect();
+        let mut min_of: Vec<Option<i128>> = vec![None; self.files.files.len()];
+        for (&(f, _), bound) in filled
+            .iter()
+            .zip(block_bounds(&self.files, &filled, name, false))
+        {
+            let Some(Scalar::Int(v)) = bound else {
+                return None;
+            };
+            min_of[f] = Some(min_of[f].map_or(v, |m| m.min(v)));
         }
+        let least: Vec<_> = self.scanned.iter().map(|&f| (f, min_of[f])).collect();
         // Stable, so files with equal least values keep their order; empty ones first.
         let mut scanned = least.clone();
         scanned.sort_by_key(|&(_, min)| min);
