@@ -124,11 +124,7 @@ fn top_k_scans(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
             && sort.fetch().is_some()
         {
             let descending = sort.expr().first().options.descending;
-            let mut input = sort.input();
-            while let Some((child, _)) = passed(input) {
-                input = child;
-            }
-            let direct = input.downcast_ref::<SiftScanExec>().is_some();
+            let direct = chain_scan(sort.input()).is_some();
             let produced = sort.dynamic_expressions_produced();
             let ids = produced.iter().filter_map(|e| e.expression_id());
             top_ks.extend(ids.map(|id| TopKFilter {
@@ -177,13 +173,18 @@ fn unsorted(
         .filter_map(|e| e.expression_id())
         .collect();
     let (order, fetch) = (sort.expr(), sort.fetch());
+    // Files each sorted on the first key but listed in another order, put in its order
+    // once for every way of declaring the scan below.
     let key = scan_column(sort.input(), &order.first().expr);
+    let ordered = chain_scan(sort.input()).zip(key);
+    let ordered = ordered.and_then(|(scan, key)| scan.with_files_ordered_by(key));
     // The order ascending, or descending with the scan's rows last first; nulls (which
     // the sorted columns hold none of) placed where the sort places them.
     let nulls_first = order.first().options.nulls_first;
     let directions = [false, true].map(|descending| SortOptions::new(descending, nulls_first));
     for direction in directions {
-        let Some(input) = declared(sort.input(), &produced, fetch, direction, key)? else {
+        let Some(input) = declared(sort.input(), &produced, fetch, direction, ordered.as_ref())?
+        else {
             continue;
         };
         if (input.equivalence_properties()).ordering_satisfy(order.iter().cloned())? {
@@ -191,7 +192,8 @@ fn unsorted(
         }
     }
     for direction in directions {
-        let Some(input) = declared(sort.input(), &produced, None, direction, key)? else {
+        let Some(input) = declared(sort.input(), &produced, None, direction, ordered.as_ref())?
+        else {
             continue;
         };
         let properties = input.equivalence_properties();
@@ -252,8 +254,8 @@ fn without_sort(
 
 /// `node` with the Sift scan at the end of its chain of filters and projections
 /// re-planned with its sorted columns declared in `order` (descending: its rows returned
-/// last first), its files read in the order of `key`'s values where that makes that
-/// column of the scan sorted ([`SiftScanExec::with_files_ordered_by`]), without the
+/// last first), starting from `ordered` instead where given (the scan with its files in
+/// a key's order, [`SiftScanExec::with_files_ordered_by`]), without the
 /// dynamic filters `produced` by the sort above, and returning at most `fetch` rows from
 /// each partition where no filter lies between (the rows the sort would keep); `None` when
 /// the chain ends elsewhere or passes another node, or the scan holds no sorted column (or
@@ -263,11 +265,10 @@ fn declared(
     produced: &[u64],
     fetch: Option<usize>,
     order: SortOptions,
-    key: Option<usize>,
+    ordered: Option<&SiftScanExec>,
 ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     if let Some(scan) = node.downcast_ref::<SiftScanExec>() {
-        let ordered = key.and_then(|k| scan.with_files_ordered_by(k));
-        let scan = ordered.as_ref().unwrap_or(scan);
+        let scan = ordered.unwrap_or(scan);
         // A scan on one partition declares its columns ascending already: planned anew
         // all the same, without the sort's dynamic filters.
         let declarable = !scan.sorted().is_empty() && !scan.reversed();
@@ -278,10 +279,19 @@ fn declared(
         return Ok(None);
     };
     let fetch = fetch.filter(|_| !filter);
-    match declared(child, produced, fetch, order, key)? {
+    match declared(child, produced, fetch, order, ordered)? {
         Some(child) => Ok(Some(with_child(node, child)?)),
         None => Ok(None),
     }
+}
+
+/// The Sift scan at the end of `node`'s chain of filters and projections, if the chain
+/// ends at one.
+fn chain_scan(mut node: &Arc<dyn ExecutionPlan>) -> Option<&SiftScanExec> {
+    while let Some((child, _)) = passed(node) {
+        node = child;
+    }
+    node.downcast_ref::<SiftScanExec>()
 }
 
 /// The column (its position) of the Sift scan at the end of `node`'s chain of filters and
