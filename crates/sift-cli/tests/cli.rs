@@ -1803,7 +1803,7 @@ fn parquet_sorting(path: &Path) -> Vec<Vec<(i32, bool, bool)>> {
 
 /// A Parquet file written from rows whose order is known declares it: `convert` from a
 /// Sift file, the columns its writer found sorted; `sql --out`, the order of the query's
-/// result. Sift's scan then drops a sort on the declared column of such a file.
+/// result; `scan --out`, the columns its files hold sorted over all their blocks. Sift's scan then drops a sort on the declared column of such a file.
 #[test]
 fn parquet_outputs_declare_the_order_of_their_rows() {
     let dir = tempfile::tempdir().unwrap();
@@ -1864,6 +1864,55 @@ fn parquet_outputs_declare_the_order_of_their_rows() {
             out.as_os_str(),
         ]));
         assert_eq!(parquet_sorting(&out), [want], "{query}");
+    }
+    // `sift scan --out` declares the columns its inputs hold sorted, among those it
+    // returns: over one file, a descending Parquet file, files in their keys' order (not
+    // out of it), a filter and a limit.
+    let desc = d.join("desc.parquet");
+    ok(sift([
+        OsStr::new("sql"),
+        OsStr::new(&format!("select k, v from '{t}' order by k desc")),
+        OsStr::new("--out"),
+        desc.as_os_str(),
+    ]));
+    let parts = d.join("parts");
+    std::fs::create_dir(&parts).unwrap();
+    for (name, keys) in [("a.sift", "k < 500"), ("b.sift", "k >= 500")] {
+        ok(sift([
+            OsStr::new("scan"),
+            sorted.as_os_str(),
+            OsStr::new("-f"),
+            OsStr::new(keys),
+            OsStr::new("--out"),
+            parts.join(name).as_os_str(),
+        ]));
+    }
+    let swapped = d.join("swapped");
+    std::fs::create_dir(&swapped).unwrap();
+    std::fs::copy(parts.join("a.sift"), swapped.join("b.sift")).unwrap();
+    std::fs::copy(parts.join("b.sift"), swapped.join("a.sift")).unwrap();
+    // (input, the scan's arguments, the sorting columns declared)
+    type Case<'a> = (&'a Path, &'a [&'a str], Vec<(i32, bool, bool)>);
+    let scans: [Case; 6] = [
+        (&sorted, &["-c", "v,k"], vec![(1, false, false)]),
+        (
+            &sorted,
+            &["-f", "v < 50", "--limit", "20"],
+            vec![(0, false, false)],
+        ),
+        (&desc, &[], vec![(0, true, true)]),
+        (&parts, &["-c", "v,k"], vec![(1, false, false)]),
+        (&swapped, &["-c", "v,k"], vec![]),
+        (&sorted, &["-c", "v"], vec![]),
+    ];
+    for (input, args, want) in scans {
+        let out = d.join("scanned.parquet");
+        let mut argv = vec![OsStr::new("scan"), input.as_os_str()];
+        argv.extend(args.iter().map(OsStr::new));
+        argv.extend([OsStr::new("--out"), out.as_os_str()]);
+        ok(sift(argv));
+        assert_eq!(parquet_sorting(&out), [want], "{input:?} {args:?}");
+        std::fs::remove_file(&out).unwrap();
     }
     let o = ok(sift([
         OsStr::new("sql"),

@@ -43,11 +43,11 @@ use datafusion::physical_plan::{
     ReplaceChildrenOptions, SendableRecordBatchStream, StatisticsArgs, apply_expression_roots,
 };
 use sift_format::Scalar;
-use sift_scan::{Expr as Filter, FileScan, ScanStats, scalar_cmp};
+use sift_scan::{Expr as Filter, FileScan, ScanStats, SortedColumns, scalar_cmp};
 
 use crate::aggregate::SiftAggregateExec;
 use crate::join_filter::{JoinFilter, NARROW};
-use crate::stats::{SortedColumns, block_bounds, blocks_statistics, sorted_columns};
+use crate::stats::{block_bounds, blocks_statistics, sorted_columns};
 use crate::table::{TableFile, TableFiles};
 use crate::translate::physical_to_sift;
 

@@ -3,7 +3,7 @@
 //! block's are (integer-like columns of Sift files, exact Parquet statistics), so that
 //! DataFusion answers an unfiltered `MIN`, `MAX` or `COUNT` from them without a scan.
 
-use std::borrow::{Borrow, Cow};
+use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -11,9 +11,9 @@ use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef, TimeUnit};
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue, Statistics};
 use sift_format::{ChunkStats, Scalar};
-use sift_scan::Dataset;
+use sift_scan::{SortedColumns, Table};
 
-use crate::table::{TableFile, TableFiles};
+use crate::table::TableFiles;
 
 /// Statistics already merged, by schema and blocks. DataFusion asks a scan for the same
 /// statistics several times while it plans one query, and again for the next query on
@@ -74,18 +74,15 @@ pub(crate) fn blocks_statistics(
 
 /// [`blocks_statistics`], merged from the zone maps.
 fn merge_blocks(files: &TableFiles, schema: &Schema, blocks: &[(usize, usize)]) -> Statistics {
-    let (dataset, files) = (&files.dataset, &files.files);
-    let rows: u64 = blocks
-        .iter()
-        .map(|&(f, b)| files[f].table.block_rows(b))
-        .sum();
-    let file_schemas: Vec<_> = files.iter().map(|f| f.table.schema()).collect();
+    let (dataset, opened) = (&files.dataset, opened(files));
+    let rows: u64 = blocks.iter().map(|&(f, b)| opened[f].1.block_rows(b)).sum();
+    let file_schemas: Vec<_> = opened.iter().map(|(_, t)| t.schema()).collect();
     let columns = schema
         .fields()
         .iter()
         .map(|field| {
             let zones = (blocks.iter())
-                .map(|&(f, b)| block_zone(dataset, files, &file_schemas, (f, b), field.name()));
+                .map(|&(f, b)| dataset.block_zone(opened[f], &file_schemas[f], b, field.name()));
             column_statistics(zones, field.data_type())
         })
         .collect();
@@ -96,26 +93,6 @@ fn merge_blocks(files: &TableFiles, schema: &Schema, blocks: &[(usize, usize)]) 
     }
 }
 
-/// The zone map of column `name` in `block` (file, block), and whether its bounds are
-/// exact. Columns are found in each file by name (`file_schemas`, each file's); a column a
-/// file lacks (a partition column, or one of other files only) holds one value there, its
-/// partition value or null.
-fn block_zone<'a>(
-    dataset: &Dataset,
-    files: &'a [TableFile],
-    file_schemas: &[SchemaRef],
-    (f, b): (usize, usize),
-    name: &str,
-) -> Option<(Cow<'a, ChunkStats>, bool)> {
-    let table = &files[f].table;
-    let Ok(c) = file_schemas[f].index_of(name) else {
-        let constant = dataset.constant_stats(files[f].index, name, table.block_rows(b));
-        return constant.map(|z| (Cow::Owned(z), true));
-    };
-    let exact = table.exact_block_stats(b, c).is_some();
-    Some((Cow::Borrowed(table.block_stats(b, c)?), exact))
-}
-
 /// The zone-map bound of column `name` in each of `blocks` (file, block): its smallest
 /// value, or with `max` its largest; `None` where a block has none.
 pub(crate) fn block_bounds(
@@ -124,60 +101,29 @@ pub(crate) fn block_bounds(
     name: &str,
     max: bool,
 ) -> Vec<Option<Scalar>> {
+    let opened = opened(files);
     let file_schemas: Vec<_> = files.files.iter().map(|f| f.table.schema()).collect();
     (blocks.iter())
-        .map(|&block| {
-            let (z, _) = block_zone(&files.dataset, &files.files, &file_schemas, block, name)?;
+        .map(|&(f, b)| {
+            let (z, _) = (files.dataset).block_zone(opened[f], &file_schemas[f], b, name)?;
             if max { z.max.clone() } else { z.min.clone() }
         })
         .collect()
 }
 
-/// The columns of `schema` (positions) sorted over `blocks` (file, block) in their order,
-/// and of those the ones sorted descending: each block's chunk holds no null, never
-/// decreases, and starts at or above the largest value of the block before (bounds
-/// enclose the values, exact or not), or the same the other way round. A scan returning
-/// those blocks' rows in order, or a subsequence of them, returns these columns sorted.
+/// The columns of `schema` (positions) sorted over `blocks` (file, block) in their order
+/// ([`Dataset::sorted_columns`](sift_scan::Dataset::sorted_columns)).
 pub(crate) fn sorted_columns(
     files: &TableFiles,
     schema: &Schema,
     blocks: &[(usize, usize)],
 ) -> SortedColumns {
-    let (dataset, files) = (&files.dataset, &files.files);
-    let file_schemas: Vec<_> = files.iter().map(|f| f.table.schema()).collect();
-    let sorted = |name: &str, descending: bool| {
-        let chunks = (blocks.iter())
-            .filter(|&&(f, b)| files[f].table.block_rows(b) > 0)
-            .map(|&block| Some(block_zone(dataset, files, &file_schemas, block, name)?.0));
-        ChunkStats::sorted_over(chunks, descending)
-    };
-    let mut out = SortedColumns::default();
-    for i in 0..schema.fields().len() {
-        let name = schema.field(i).name();
-        if sorted(name, false) {
-            out.all.push(i);
-        } else if sorted(name, true) {
-            out.all.push(i);
-            out.descending.push(i);
-        }
-    }
-    out
+    (files.dataset).sorted_columns(&opened(files), schema, blocks)
 }
 
-/// The columns (positions) a scan returns sorted, in either order ([`sorted_columns`]).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct SortedColumns {
-    /// Every sorted column.
-    pub(crate) all: Vec<usize>,
-    /// Those sorted descending.
-    pub(crate) descending: Vec<usize>,
-}
-
-impl SortedColumns {
-    /// Whether column `c` is sorted descending.
-    pub(crate) fn is_descending(&self, c: usize) -> bool {
-        self.descending.contains(&c)
-    }
+/// Each file's index in the dataset and its table.
+fn opened(files: &TableFiles) -> Vec<(usize, &Table)> {
+    (files.files.iter()).map(|f| (f.index, &f.table)).collect()
 }
 
 /// One column's statistics over the zone maps of its blocks, each with whether its bounds

@@ -18,6 +18,7 @@
 //! Partition columns are 64-bit integers when every value of the key is one, else
 //! strings; `__HIVE_DEFAULT_PARTITION__` is null.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -197,6 +198,56 @@ impl Dataset {
             sorted: true,
             descending: true,
         })
+    }
+
+    /// The zone map of column `name` in block `block` of file `index` (opened as `table`,
+    /// whose schema is `file_schema`), and whether its bounds are exact. A column the
+    /// file lacks (a partition column, or one of other files only) holds one value there:
+    /// its partition value or null ([`constant_stats`](Self::constant_stats)).
+    pub fn block_zone<'a>(
+        &self,
+        (index, table): (usize, &'a Table),
+        file_schema: &Schema,
+        block: usize,
+        name: &str,
+    ) -> Option<(Cow<'a, ChunkStats>, bool)> {
+        let Ok(c) = file_schema.index_of(name) else {
+            let constant = self.constant_stats(index, name, table.block_rows(block));
+            return constant.map(|z| (Cow::Owned(z), true));
+        };
+        let exact = table.exact_block_stats(block, c).is_some();
+        Some((Cow::Borrowed(table.block_stats(block, c)?), exact))
+    }
+
+    /// The columns of `schema` (positions) sorted over `blocks` (position in `files`,
+    /// block) in their order, `files` holding each file's index in the dataset and its
+    /// table: each non-empty block's chunk holds no null, never decreases, and starts at
+    /// or above the largest value of the block before (bounds enclose the values, exact
+    /// or not), or the same the other way round. Rows read from those blocks in order,
+    /// or from a subsequence of them, come sorted on these columns.
+    pub fn sorted_columns(
+        &self,
+        files: &[(usize, &Table)],
+        schema: &Schema,
+        blocks: &[(usize, usize)],
+    ) -> SortedColumns {
+        let file_schemas: Vec<_> = files.iter().map(|(_, t)| t.schema()).collect();
+        let sorted = |name: &str, descending: bool| {
+            let chunks = (blocks.iter())
+                .filter(|&&(f, b)| files[f].1.block_rows(b) > 0)
+                .map(|&(f, b)| Some(self.block_zone(files[f], &file_schemas[f], b, name)?.0));
+            ChunkStats::sorted_over(chunks, descending)
+        };
+        let mut out = SortedColumns::default();
+        for (i, field) in schema.fields().iter().enumerate() {
+            if sorted(field.name(), false) {
+                out.all.push(i);
+            } else if sorted(field.name(), true) {
+                out.all.push(i);
+                out.descending.push(i);
+            }
+        }
+        out
     }
 
     fn constants<'a>(&'a self, vals: &'a [Constant]) -> HashMap<&'a str, &'a Constant> {
@@ -677,6 +728,18 @@ impl DatasetScanBuilder {
             fields,
             file_schema.metadata().clone(),
         ));
+        // The files are read in turn, each in its order: a column sorted over all their
+        // blocks comes sorted in any subsequence the filter, rows and limit leave.
+        let sorted = match tables.is_empty() {
+            true => SortedColumns::default(),
+            false => {
+                let opened: Vec<(usize, &Table)> = kept.iter().copied().zip(&tables).collect();
+                let blocks: Vec<(usize, usize)> = (tables.iter().enumerate())
+                    .flat_map(|(f, t)| (0..t.num_blocks()).map(move |b| (f, b)))
+                    .collect();
+                d.sorted_columns(&opened, &schema, &blocks)
+            }
+        };
         let files = kept
             .iter()
             .zip(tables)
@@ -692,6 +755,7 @@ impl DatasetScanBuilder {
             rows: self.rows,
             threads: self.threads,
             files,
+            sorted,
             current: None,
             stats: ScanStats::default(),
             files_total: d.files.len() as u64,
@@ -771,11 +835,29 @@ pub struct DatasetScan {
     rows: Option<std::ops::Range<u64>>,
     threads: usize,
     files: VecDeque<OpenFile>,
+    sorted: SortedColumns,
     current: Option<FileScan>,
     stats: ScanStats,
     files_total: u64,
     files_pruned: u64,
     files_opened: u64,
+}
+
+/// The columns (positions) rows come sorted on, in either order
+/// ([`Dataset::sorted_columns`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SortedColumns {
+    /// Every sorted column.
+    pub all: Vec<usize>,
+    /// Those sorted descending.
+    pub descending: Vec<usize>,
+}
+
+impl SortedColumns {
+    /// Whether column `c` is sorted descending.
+    pub fn is_descending(&self, c: usize) -> bool {
+        self.descending.contains(&c)
+    }
 }
 
 /// What a dataset scan did with files.
@@ -799,6 +881,13 @@ impl DatasetScan {
     /// What the files' scans did, added up (the current file's once it ends).
     pub fn stats(&self) -> &ScanStats {
         &self.stats
+    }
+
+    /// The columns of [`schema`](Self::schema) whose values come sorted, ascending or
+    /// descending and without a null, over every row the scan returns: found from the
+    /// zone maps of the files' blocks ([`Dataset::sorted_columns`]).
+    pub fn sorted_columns(&self) -> &SortedColumns {
+        &self.sorted
     }
 
     /// Files pruned and opened.

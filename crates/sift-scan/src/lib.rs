@@ -53,6 +53,7 @@ pub use bind::field_type_at;
 pub use coerce::scalar_cmp;
 pub use dataset::{
     Dataset, DatasetFile, DatasetScan, DatasetScanBuilder, FileCounts, FileScan, Opener,
+    SortedColumns,
 };
 pub use error::{Error, Result, catching_panics};
 pub use expr::{CmpOp, Column, Expr, Literal, Udf, UdfFn, col};
