@@ -335,10 +335,11 @@ impl SiftScanExec {
 
     /// The scan with its files read in the order of their least value of `column` (a
     /// position in its schema), where that makes the column sorted over all its blocks
-    /// and it was not in the files' listed order: files each sorted on a key but listed
-    /// in another order (named by hour without zero padding, or by a random id as
-    /// table formats name them) then serve a sort on it as one sorted file does. `None`
-    /// otherwise, and for a scan that returns its rows last first.
+    /// and it was not in the files' listed order, or else in the descending order of
+    /// their greatest value, where that makes it sorted descending: files each sorted on
+    /// a key but listed in another order (named by hour without zero padding, or by a
+    /// random id as table formats name them) then serve a sort on it as one sorted file
+    /// does. `None` otherwise, and for a scan that returns its rows last first.
     pub(crate) fn with_files_ordered_by(&self, column: usize) -> Option<SiftScanExec> {
         if self.reversed() || self.sorted.all.contains(&column) {
             return None;
@@ -356,32 +357,42 @@ impl SiftScanExec {
                     .map(move |b| (f, b))
             })
             .collect();
-        let mut min_of: Vec<Option<i128>> = vec![None; self.files.files.len()];
-        for (&(f, _), bound) in filled
-            .iter()
-            .zip(block_bounds(&self.files, &filled, name, false))
-        {
-            let Some(Scalar::Int(v)) = bound else {
+        // Each scanned file's least or greatest value (`None`: no filled block).
+        let extreme_of = |max: bool| -> Option<Vec<(usize, Option<i128>)>> {
+            let mut of: Vec<Option<i128>> = vec![None; self.files.files.len()];
+            let bounds = block_bounds(&self.files, &filled, name, max);
+            for (&(f, _), bound) in filled.iter().zip(bounds) {
+                let Some(Scalar::Int(v)) = bound else {
+                    return None;
+                };
+                of[f] = Some(of[f].map_or(v, |m| if max { m.max(v) } else { m.min(v) }));
+            }
+            Some(self.scanned.iter().map(|&f| (f, of[f])).collect())
+        };
+        // The files in the order of their least values, else of their greatest values
+        // descending (stable, so files with equal values keep their order; empty ones
+        // where they fall), when that is not the order they are in and makes the column
+        // sorted that way.
+        let reorder = |descending: bool| {
+            let listed = extreme_of(descending)?;
+            let mut scanned = listed.clone();
+            match descending {
+                false => scanned.sort_by_key(|&(_, v)| v),
+                true => scanned.sort_by_key(|&(_, v)| std::cmp::Reverse(v)),
+            }
+            if scanned == listed {
                 return None;
-            };
-            min_of[f] = Some(min_of[f].map_or(v, |m| m.min(v)));
-        }
-        let least: Vec<_> = self.scanned.iter().map(|&f| (f, min_of[f])).collect();
-        // Stable, so files with equal least values keep their order; empty ones first.
-        let mut scanned = least.clone();
-        scanned.sort_by_key(|&(_, min)| min);
-        if scanned == least {
-            return None;
-        }
-        let scanned: Vec<usize> = scanned.into_iter().map(|(f, _)| f).collect();
-        let partitions = split_blocks(&self.files.files, &scanned, self.partitions.len());
-        let blocks: Vec<_> = (partitions.iter().flatten())
-            .map(|b| (b.file, b.block))
-            .collect();
-        let sorted = sorted_columns(&self.files, &schema, &blocks);
-        if !sorted.all.contains(&column) || sorted.is_descending(column) {
-            return None;
-        }
+            }
+            let scanned: Vec<usize> = scanned.into_iter().map(|(f, _)| f).collect();
+            let partitions = split_blocks(&self.files.files, &scanned, self.partitions.len());
+            let blocks: Vec<_> = (partitions.iter().flatten())
+                .map(|b| (b.file, b.block))
+                .collect();
+            let sorted = sorted_columns(&self.files, &schema, &blocks);
+            let found = sorted.all.contains(&column) && sorted.is_descending(column) == descending;
+            found.then_some((scanned, partitions, sorted))
+        };
+        let (scanned, partitions, sorted) = reorder(false).or_else(|| reorder(true))?;
         let mut node = self.clone();
         node.properties = scan_properties(schema, partitions.len(), &sorted, self.declared);
         (node.scanned, node.partitions, node.sorted) = (scanned.into(), partitions, sorted);

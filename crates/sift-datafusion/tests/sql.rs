@@ -1484,7 +1484,7 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
     ];
     let batch = RecordBatch::try_new(Arc::clone(&schema), columns).expect("batch");
     let dir = tempfile::tempdir().expect("tempdir");
-    let write = |name: &str, sorting: &[(i32, bool)]| {
+    let write = |name: &str, batch: &RecordBatch, sorting: &[(i32, bool)]| {
         let sorting = sorting
             .iter()
             .map(|&(column_idx, descending)| SortingColumn {
@@ -1498,17 +1498,18 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
             .set_write_batch_size(50)
             .set_sorting_columns(Some(sorting.collect()).filter(|s: &Vec<_>| !s.is_empty()))
             .build();
-        let path = dir.path().join(name);
-        write_parquet_with(&path, &batch, props);
-        path
+        write_parquet_with(&dir.path().join(name), batch, props);
     };
     let reference = SessionContext::new();
     register_in_memory(&reference, "t", &batch);
     // (file, its sorting columns (leaf, descending), the column ordered by, whether the
     // scan is sorted on it).
     type Case<'a> = (&'a str, &'a [(i32, bool)], &'a str, bool);
-    let cases: [Case; 12] = [
+    let cases: [Case; 13] = [
         ("a.parquet", &[(0, false)], "a", true),
+        // The rows of `d.parquet` as three files listed out of order, each declared
+        // descending: read in the descending order of their greatest values.
+        ("d_parts", &[(7, true)], "d", true),
         ("a.parquet", &[(0, false)], "b", false),
         ("down.parquet", &[(0, true)], "a", false),
         ("d.parquet", &[(7, true)], "d", true),
@@ -1534,7 +1535,15 @@ fn parquet_sorting_columns_declare_the_scan_sorted() {
     // Each file written once, before any query: a query's partitions may still be reading
     // one when the next query starts, and rewriting a file in place cuts the pages mapped.
     for (name, sorting, _, _) in cases {
-        write(name, sorting);
+        if name != "d_parts" {
+            write(name, &batch, sorting);
+            continue;
+        }
+        std::fs::create_dir(dir.path().join(name)).expect("mkdir");
+        for (part, rows) in [(0, 700..1000), (1, 0..350), (2, 350..700)] {
+            let slice = batch.slice(rows.start, rows.end - rows.start);
+            write(&format!("{name}/{part}.parquet"), &slice, sorting);
+        }
     }
     let rt = runtime();
     rt.block_on(async {
