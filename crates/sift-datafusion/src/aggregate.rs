@@ -1198,12 +1198,15 @@ impl State {
                     out.push(int_state(extremes.map(|(&v, &s)| s.then_some(v)), dt)?);
                 }
                 Aggregate::SumFloat(_) => out.push(Arc::new(Float64Array::from_iter(floats()))),
+                // An average's count is null, as its sum is, where the group took no
+                // value: DataFusion's final average counts a group whose partial count
+                // is not null as one that took values (0 / 0: NaN, not null).
                 Aggregate::AvgInt { out: dt, .. } => {
-                    out.push(Arc::new(UInt64Array::from(acc.counts.clone())));
+                    out.push(Arc::new(avg_counts(&acc.counts)));
                     out.push(int_state(ints(), dt)?);
                 }
                 Aggregate::AvgFloat(_) => {
-                    out.push(Arc::new(UInt64Array::from(acc.counts.clone())));
+                    out.push(Arc::new(avg_counts(&acc.counts)));
                     out.push(Arc::new(Float64Array::from_iter(floats())));
                 }
             }
@@ -1211,6 +1214,11 @@ impl State {
         debug_assert!(out.iter().all(|a| a.len() == groups));
         Ok(RecordBatch::try_new(schema, out)?)
     }
+}
+
+/// The counts of an average's partial state: null where a group took no value.
+fn avg_counts(counts: &[u64]) -> UInt64Array {
+    UInt64Array::from_iter(counts.iter().map(|&n| (n > 0).then_some(n)))
 }
 
 /// A dictionary column's codes: per row the key (the dictionary's length for a null), the

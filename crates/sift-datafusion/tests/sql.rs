@@ -313,6 +313,15 @@ const AGGREGATES: &[(&str, bool)] = &[
         true,
     ),
     ("select s, sum(p) from t where id < 0 group by s", true),
+    // Averages of groups whose every value is null: null, not 0 / 0.
+    (
+        "select s, count(*), avg(k), avg(p) from t where k is null group by s",
+        true,
+    ),
+    (
+        "select s, avg(x), avg(k) from t where x is null group by s",
+        true,
+    ),
     // Extremes over nulls (their slots decode as 0, below every valid value here), in one
     // group and in many.
     (
