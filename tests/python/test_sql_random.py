@@ -19,7 +19,8 @@ encodings differ:
 Each query is a random AND/OR/NOT tree (depth ≤ 2) of comparisons, BETWEEN, IN, NOT IN,
 LIKE, NOT LIKE, IS [NOT] NULL on every column type (int64, float64 with nulls, strings with
 nulls, a timestamp with time zone), with literals drawn from the column's own values, under
-one of: count(*), ungrouped aggregates, GROUP BY, ORDER BY … LIMIT, a projection of rows,
+one of: count(*), ungrouped aggregates, GROUP BY (sums and averages too, some over groups
+whose values are all null), ORDER BY … LIMIT, a projection of rows,
 an expression beside the filter, or a join. Its result must equal DuckDB's for the same SQL
 on the pyarrow file (rows as a multiset; floats to a relative 1e-9). A failure prints the
 seed, the file and the SQL.
@@ -106,6 +107,11 @@ class Queries:
         self.schema = table.schema
         self.values = {f.name: table.column(f.name).drop_null().to_pylist()
                        for f in table.schema}
+        self.nullable_numbers = [
+            f.name for f in table.schema
+            if (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))
+            and table.column(f.name).null_count > 0
+        ]
 
     def literal(self, column: str):
         present = self.values[column]
@@ -185,9 +191,14 @@ class Queries:
             return f"select {', '.join(aggs)} from {{T}} where {where}"
         if shape == 2:
             key = rng.choice(["carrier", "origin", "month", "hour", "tailnum", "dest"])
-            c = rng.choice(cols)
-            return (f"select {key}, count(*), min({c}), max({c}) from {{T}} where {where} "
-                    f"group by {key}")
+            c, n = rng.choice(cols), rng.choice(nums)
+            # Sometimes groups whose summed values are all null (their sum and average
+            # are null, not 0 or 0 / 0).
+            if rng.random() < 0.25:
+                n = rng.choice(self.nullable_numbers)
+                where = f"{n} is null or {where}"
+            return (f"select {key}, count(*), min({c}), max({c}), sum({n}), avg({n}) "
+                    f"from {{T}} where {where} group by {key}")
         if shape == 3:
             c = rng.choice(cols)
             return f"select {c} from {{T}} where {where} order by {c} nulls last limit 7"
