@@ -841,9 +841,15 @@ fn int_values<T: NativeInt>(ctx: &Ctx<'_>, count: usize, sel: Option<&Bitmap>) -
         return decode_int_column::<T>(ctx, count);
     };
     // Roots outside the i64 cascade (plain in the column's own width, or bit-packed over a
-    // range beyond i64 such as large u64 values or wide decimals) decode in their own
-    // type, then compact; the others (decimals that fit i64 too) select their codes first.
-    if ctx.enc.node(0)?.beyond_i64(T::BYTES) {
+    // range beyond i64 such as large u64 values or wide decimals) read their selected
+    // values in their own type where they can (plain: each at its offset; Parquet's
+    // PLAIN pages), else decode all of them and compact; the others (decimals that fit
+    // i64 too) select their codes first.
+    let root = ctx.enc.node(0)?;
+    if root.beyond_i64(T::BYTES) {
+        if let Some(values) = root.select_native::<T>(ctx, 0, count, s)? {
+            return Ok(values);
+        }
         return Ok(compact(&decode_int_column::<T>(ctx, count)?, s));
     }
     let wide = i64::select(ctx, 0, count, 0, s)?;

@@ -138,6 +138,21 @@ pub(crate) trait Encoding: Sized {
         Ok(None)
     }
 
+    /// The values `sel` selects among a chunk root's first `count`, in the column's own
+    /// integer type `T`, where this node holds them so ([`decode_native`]) and can read
+    /// the selected ones alone; `None` otherwise (the caller decodes all and compacts).
+    ///
+    /// [`decode_native`]: Self::decode_native
+    fn select_native<T: crate::encodings::frame::NativeInt>(
+        &self,
+        _ctx: &Ctx<'_>,
+        _id: NodeId,
+        _count: usize,
+        _sel: &Bitmap,
+    ) -> Result<Option<Vec<T>>> {
+        Ok(None)
+    }
+
     /// Whether a root's values lie outside the `i64` cascade for a `bytes`-wide integer
     /// column, so that only [`decode_native`](Self::decode_native) reads them.
     fn beyond_i64(&self, _bytes: usize) -> bool {

@@ -203,6 +203,16 @@ impl Node {
         each!(self, e => e.decode_native::<T>(ctx, id, count))
     }
 
+    pub(crate) fn select_native<T: NativeInt>(
+        &self,
+        ctx: &Ctx<'_>,
+        id: NodeId,
+        count: usize,
+        sel: &Bitmap,
+    ) -> Result<Option<Vec<T>>> {
+        each!(self, e => e.select_native::<T>(ctx, id, count, sel))
+    }
+
     pub(crate) fn beyond_i64(&self, bytes: usize) -> bool {
         each!(self, e => e.beyond_i64(bytes))
     }

@@ -176,6 +176,19 @@ impl Encoding for Plain {
         Ok(Some(bytes.chunks_exact(T::BYTES).map(T::get_le).collect()))
     }
 
+    fn select_native<T: NativeInt>(
+        &self,
+        ctx: &Ctx<'_>,
+        _id: NodeId,
+        count: usize,
+        sel: &Bitmap,
+    ) -> Result<Option<Vec<T>>> {
+        if self.width as usize != T::BYTES {
+            return Ok(None);
+        }
+        Ok(Some(Plain::select_native::<T>(self, ctx, count, sel)?))
+    }
+
     fn beyond_i64(&self, bytes: usize) -> bool {
         self.width as usize == bytes
     }
