@@ -7,8 +7,8 @@
 //!   the page's RLE/bit-packed index stream (`hybrid`): a predicate is evaluated once per
 //!   dictionary entry and applied to the codes; a selection unpacks only selected codes;
 //! - a PLAIN page of fixed-width values is `plain`, read in place; decimals of at most 18
-//!   digits are their unscaled integers (INT32, INT64, or FIXED_LEN_BYTE_ARRAY widened
-//!   once from big-endian to 8-byte integers: a dictionary page's values, a PLAIN page's);
+//!   digits are their unscaled integers (INT32, INT64, or FIXED_LEN_BYTE_ARRAY read by a
+//!   `be` node, which widens from big-endian only the values asked for);
 //! - byte arrays (strings, binary) are `bytes` over their lengths: a dictionary page's
 //!   values, or a PLAIN page's, split once into their bytes and their lengths (Parquet
 //!   interleaves them), so that string predicates run once per dictionary entry;
@@ -30,7 +30,7 @@ use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::Page;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::ColumnDescriptor;
-use sift_encoding::encodings::{Dict, Hybrid, Plain};
+use sift_encoding::encodings::{BigEndian, Dict, Hybrid, Plain};
 use sift_encoding::{
     Bitmap, Chunk, ColumnEncoding, DictionaryMemo, Node, Validity, ValuePredicate,
 };
@@ -225,8 +225,8 @@ pub(crate) enum Layout {
     /// Byte arrays, each a 4-byte little-endian length and its bytes.
     Bytes,
     /// Decimals of at most 18 digits as `width`-byte big-endian two's complement
-    /// (FIXED_LEN_BYTE_ARRAY, 1–8 bytes): widened once to 8-byte little-endian integers,
-    /// the unscaled values the `i64` cascade holds for such a decimal column.
+    /// (FIXED_LEN_BYTE_ARRAY, 1–8 bytes), read in place by a `be` node as the unscaled
+    /// values the `i64` cascade holds for such a decimal column.
     BigEndian { width: usize },
 }
 
@@ -255,38 +255,6 @@ pub(crate) fn layout(dt: &DataType, descr: &ColumnDescriptor) -> Option<Layout> 
         _ => return None,
     };
     Some(Layout::Fixed { width })
-}
-
-/// `width`-byte big-endian two's-complement integers (as many as `buf` holds whole) as
-/// 8-byte little-endian ones; `None` if `buf` does not hold a whole number of them.
-fn widen_big_endian(buf: &[u8], width: usize) -> Option<Bytes> {
-    if width == 0 || width > 8 || !buf.len().is_multiple_of(width) {
-        return None;
-    }
-    let mut out = vec![0u8; buf.len() / width * 8];
-    match width {
-        1 => widen::<1>(buf, &mut out),
-        2 => widen::<2>(buf, &mut out),
-        3 => widen::<3>(buf, &mut out),
-        4 => widen::<4>(buf, &mut out),
-        5 => widen::<5>(buf, &mut out),
-        6 => widen::<6>(buf, &mut out),
-        7 => widen::<7>(buf, &mut out),
-        _ => widen::<8>(buf, &mut out),
-    }
-    Some(Bytes::from(out))
-}
-
-/// [`widen_big_endian`] at a width known when compiled (a loop without branches per
-/// value): each value's bytes become the top bytes of a big-endian `i64`, and an
-/// arithmetic shift brings them down with their sign.
-fn widen<const W: usize>(buf: &[u8], out: &mut [u8]) {
-    for (v, o) in buf.chunks_exact(W).zip(out.chunks_exact_mut(8)) {
-        let mut be = [0u8; 8];
-        be[..W].copy_from_slice(v);
-        let x = i64::from_be_bytes(be) >> (64 - 8 * W);
-        o.copy_from_slice(&x.to_le_bytes());
-    }
 }
 
 /// The layout of the values of leaf `descr` read as Arrow field `field`, when this module
@@ -322,8 +290,12 @@ pub(crate) fn encodings_in_place(mut encodings: impl Iterator<Item = Encoding>) 
 
 /// A dictionary page's values as the dictionary's `values` child holds them.
 pub(crate) enum DictValues {
-    /// Fixed-width values (`plain`).
-    Fixed { values: Bytes, width: u32 },
+    /// Fixed-width values (`plain`, or `be` for big-endian decimals).
+    Fixed {
+        values: Bytes,
+        width: u32,
+        big_endian: bool,
+    },
     /// Byte strings (`bytes` over `plain` 4-byte lengths).
     Bytes { data: Bytes, lengths: Bytes },
 }
@@ -660,15 +632,14 @@ pub(crate) fn page_values(
             buffer: 0,
         })],
         (Encoding::PLAIN, Layout::BigEndian { width }) => {
-            let Some(wide) = widen_big_endian(&buffers[0], width) else {
+            if !buffers[0].len().is_multiple_of(width) {
                 return Err(format!(
                     "a PLAIN page of {width}-byte decimals holds {} bytes",
                     buffers[0].len()
                 ));
-            };
-            buffers[0] = wide;
-            vec![Node::Plain(Plain {
-                width: 8,
+            }
+            vec![Node::BigEndian(BigEndian {
+                width: width as u32,
                 buffer: 0,
             })]
         }
@@ -708,12 +679,17 @@ pub(crate) fn page_values(
                     });
                     let codes = Node::Hybrid(Hybrid { bits, buffer: 0 });
                     match dict {
-                        DictValues::Fixed { values, width } => {
+                        DictValues::Fixed {
+                            values,
+                            width,
+                            big_endian,
+                        } => {
                             buffers.push(values.clone());
-                            let values = Node::Plain(Plain {
-                                width: *width,
-                                buffer: 1,
-                            });
+                            let (width, buffer) = (*width, 1);
+                            let values = match big_endian {
+                                true => Node::BigEndian(BigEndian { width, buffer }),
+                                false => Node::Plain(Plain { width, buffer }),
+                            };
                             vec![dict_node, values, codes]
                         }
                         DictValues::Bytes { data, lengths } => {
@@ -854,25 +830,26 @@ pub(crate) fn dictionary_page(
 }
 
 /// The dictionary page's `n` values (checked to be present) as the dictionary's child
-/// holds them: 8-byte values as they are, 4-byte integers and big-endian decimals widened
+/// holds them: 8-byte values and big-endian decimals as they are, 4-byte integers widened
 /// to the cascade's 8-byte `i64`, byte arrays split into their bytes and lengths.
 fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<DictValues> {
-    let width = match layout {
+    let (width, big_endian) = match layout {
         Layout::Bytes => {
             let (data, lengths) = split_byte_arrays(buf, Some(n))?;
             return Some(DictValues::Bytes { data, lengths });
         }
-        Layout::Fixed { width } => width,
-        Layout::BigEndian { width } => {
-            let bytes = buf.get(..n.checked_mul(width)?)?;
-            let values = widen_big_endian(bytes, width)?;
-            return Some(DictValues::Fixed { values, width: 8 });
-        }
+        Layout::Fixed { width } => (width, false),
+        Layout::BigEndian { width } => (width, true),
     };
     let bytes = buf.get(..n.checked_mul(width)?)?;
-    if width == 8 {
+    if width == 8 || big_endian {
         let values = buf.slice(..bytes.len());
-        return Some(DictValues::Fixed { values, width: 8 });
+        let width = width as u32;
+        return Some(DictValues::Fixed {
+            values,
+            width,
+            big_endian,
+        });
     }
     let mut wide = Vec::with_capacity(n * 8);
     for v in bytes.chunks_exact(4) {
@@ -882,6 +859,7 @@ fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<DictValues
     Some(DictValues::Fixed {
         values: Bytes::from(wide),
         width: 8,
+        big_endian: false,
     })
 }
 
@@ -912,33 +890,4 @@ fn split_byte_arrays(buf: &[u8], n: Option<usize>) -> Option<(Bytes, Bytes)> {
         return None;
     }
     Some((Bytes::from(data), Bytes::from(lengths)))
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    /// Big-endian decimals of every width sign-extend to the same 8-byte integers; a
-    /// buffer that is not a whole number of values, or a width beyond 8 bytes, is refused.
-    #[test]
-    fn big_endian_decimals_widen_exactly() {
-        for width in 1..=8usize {
-            let (lo, hi) = (i64::MIN >> (64 - 8 * width), i64::MAX >> (64 - 8 * width));
-            let values = [0, 1, -1, lo, hi, lo / 3, hi / 7];
-            let buf: Vec<u8> = values
-                .iter()
-                .flat_map(|v| v.to_be_bytes()[8 - width..].to_vec())
-                .collect();
-            let wide = widen_big_endian(&buf, width).unwrap();
-            let got: Vec<i64> = wide
-                .chunks_exact(8)
-                .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-                .collect();
-            assert_eq!(got, values, "width {width}");
-            assert!(widen_big_endian(&buf[1..], width).is_none() || width == 1);
-        }
-        assert!(widen_big_endian(&[0; 9], 9).is_none());
-        assert!(widen_big_endian(&[0; 4], 0).is_none());
-    }
 }

@@ -4,6 +4,7 @@
 
 pub mod alp;
 pub mod alp_rd;
+pub mod big_endian;
 pub mod bitmap;
 pub mod bitset;
 pub mod byte_stream_split;
@@ -25,6 +26,7 @@ pub mod rle;
 
 pub use alp::Alp;
 pub use alp_rd::AlpRd;
+pub use big_endian::BigEndian;
 pub use bitmap::Bitmap;
 pub use bitset::BitSet;
 pub use byte_stream_split::ByteStreamSplit;
