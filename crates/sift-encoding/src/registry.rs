@@ -20,8 +20,8 @@ use crate::domain::{Domain, FloatBits, Strings, Value, compact, exact_count, uni
 use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
 use crate::encodings::{
-    alp, alp_rd, big_endian, bitmap, bitset, byte_stream_split, bytes, byteslice, constant, cycle,
-    delta, dict, frame, fsst, huffman, hybrid, lookup, patch, plain, prefix, rle,
+    alp, alp_rd, big_endian, bitmap, bitset, byte_arrays, byte_stream_split, bytes, byteslice,
+    constant, cycle, delta, dict, frame, fsst, huffman, hybrid, lookup, patch, plain, prefix, rle,
 };
 use crate::error::{Result, corrupt};
 use crate::predicate::{BytesMatcher, BytesShape, DomainPred};
@@ -146,6 +146,7 @@ registry! {
     Prefix(prefix::Prefix),
     Huffman(huffman::Huffman),
     BigEndian(big_endian::BigEndian),
+    ByteArrays(byte_arrays::ByteArrays),
 }
 
 impl Node {

@@ -9,9 +9,10 @@
 //! - a PLAIN page of fixed-width values is `plain`, read in place; decimals of at most 18
 //!   digits are their unscaled integers (INT32, INT64, or FIXED_LEN_BYTE_ARRAY read by a
 //!   `be` node, which widens from big-endian only the values asked for);
-//! - byte arrays (strings, binary) are `bytes` over their lengths: a dictionary page's
-//!   values, or a PLAIN page's, split once into their bytes and their lengths (Parquet
-//!   interleaves them), so that string predicates run once per dictionary entry;
+//! - byte arrays (strings, binary) are `byte_arrays`, read in place (each a length, then
+//!   its bytes): a dictionary page's values, decoded once per column chunk so that string
+//!   predicates run once per dictionary entry, or a PLAIN page's, of which a selection
+//!   copies only the selected strings;
 //! - definition levels (nullable columns) are a `hybrid` validity of 1-bit levels.
 //!
 //! [`ChunkPages`] reads the pages' headers and decompresses their bodies (with the
@@ -30,7 +31,7 @@ use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::Page;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::ColumnDescriptor;
-use sift_encoding::encodings::{BigEndian, Dict, Hybrid, Plain};
+use sift_encoding::encodings::{BigEndian, ByteArrays, Dict, Hybrid, Plain};
 use sift_encoding::{
     Bitmap, Chunk, ColumnEncoding, DictionaryMemo, Node, Validity, ValuePredicate,
 };
@@ -296,8 +297,8 @@ pub(crate) enum DictValues {
         width: u32,
         big_endian: bool,
     },
-    /// Byte strings (`bytes` over `plain` 4-byte lengths).
-    Bytes { data: Bytes, lengths: Bytes },
+    /// Byte strings, each a 4-byte length and its bytes (`byte_arrays`).
+    Bytes(Bytes),
 }
 
 impl PagedColumn {
@@ -643,22 +644,7 @@ pub(crate) fn page_values(
                 buffer: 0,
             })]
         }
-        (Encoding::PLAIN, Layout::Bytes) => {
-            let Some((data, lengths)) = split_byte_arrays(&buffers[0], None) else {
-                return Err("a byte array runs past the end of the page".into());
-            };
-            buffers = vec![data, lengths];
-            vec![
-                Node::Bytes(sift_encoding::encodings::Bytes {
-                    lengths: 1,
-                    data: 0,
-                }),
-                Node::Plain(Plain {
-                    width: 4,
-                    buffer: 1,
-                }),
-            ]
-        }
+        (Encoding::PLAIN, Layout::Bytes) => vec![Node::ByteArrays(ByteArrays { buffer: 0 })],
         (Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY, _) => {
             let Some((dict, len)) = dictionary else {
                 return Err("dictionary-encoded page without a dictionary page".into());
@@ -692,18 +678,10 @@ pub(crate) fn page_values(
                             };
                             vec![dict_node, values, codes]
                         }
-                        DictValues::Bytes { data, lengths } => {
-                            buffers.push(data.clone());
-                            buffers.push(lengths.clone());
-                            let values = Node::Bytes(sift_encoding::encodings::Bytes {
-                                lengths: 3,
-                                data: 1,
-                            });
-                            let lengths = Node::Plain(Plain {
-                                width: 4,
-                                buffer: 2,
-                            });
-                            vec![dict_node, values, codes, lengths]
+                        DictValues::Bytes(values) => {
+                            buffers.push(values.clone());
+                            let values = Node::ByteArrays(ByteArrays { buffer: 1 });
+                            vec![dict_node, values, codes]
                         }
                     }
                 }
@@ -829,15 +807,13 @@ pub(crate) fn dictionary_page(
     }
 }
 
-/// The dictionary page's `n` values (checked to be present) as the dictionary's child
-/// holds them: 8-byte values and big-endian decimals as they are, 4-byte integers widened
-/// to the cascade's 8-byte `i64`, byte arrays split into their bytes and lengths.
+/// The dictionary page's `n` values as the dictionary's child holds them: 8-byte values
+/// and big-endian decimals as they are (checked to be present), 4-byte integers widened
+/// to the cascade's 8-byte `i64`, byte arrays as they are (their lengths read and checked
+/// when the dictionary is decoded).
 fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<DictValues> {
     let (width, big_endian) = match layout {
-        Layout::Bytes => {
-            let (data, lengths) = split_byte_arrays(buf, Some(n))?;
-            return Some(DictValues::Bytes { data, lengths });
-        }
+        Layout::Bytes => return Some(DictValues::Bytes(buf.clone())),
         Layout::Fixed { width } => (width, false),
         Layout::BigEndian { width } => (width, true),
     };
@@ -861,33 +837,4 @@ fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<DictValues
         width: 8,
         big_endian: false,
     })
-}
-
-/// PLAIN byte arrays (a 4-byte little-endian length, then the bytes, each) split into
-/// their concatenated bytes and their lengths (4-byte little-endian each, as a `plain`
-/// node reads them): `n` of them, or as many as `buf` holds. `None` when one runs past
-/// the end of `buf` (or fewer than `n` are there).
-///
-/// The one copy this reader makes of a page's values: Parquet interleaves lengths and
-/// bytes, Sift's `bytes` node keeps them apart.
-fn split_byte_arrays(buf: &[u8], n: Option<usize>) -> Option<(Bytes, Bytes)> {
-    let mut data = Vec::with_capacity(buf.len());
-    let mut lengths = Vec::new();
-    let mut rest = buf;
-    let mut count = 0usize;
-    while n.is_none_or(|n| count < n) && !rest.is_empty() {
-        let (len, tail) = rest.split_first_chunk::<4>()?;
-        let len = u32::from_le_bytes(*len);
-        let (value, tail) = tail.split_at_checked(usize::try_from(len).ok()?)?;
-        // Lengths are read back as signed 4-byte integers.
-        i32::try_from(len).ok()?;
-        data.extend_from_slice(value);
-        lengths.extend_from_slice(&len.to_le_bytes());
-        rest = tail;
-        count += 1;
-    }
-    if n.is_some_and(|n| count < n) {
-        return None;
-    }
-    Some((Bytes::from(data), Bytes::from(lengths)))
 }
