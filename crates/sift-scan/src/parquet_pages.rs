@@ -229,16 +229,24 @@ pub(crate) enum Layout {
     /// (FIXED_LEN_BYTE_ARRAY, 1–8 bytes), read in place by a `be` node as the unscaled
     /// values the `i64` cascade holds for such a decimal column.
     BigEndian { width: usize },
+    /// Booleans, one bit each (PLAIN), or a length-prefixed RLE/bit-packed hybrid run
+    /// stream of 1-bit values (RLE).
+    Bits,
 }
 
 /// The layout of Arrow type `dt` stored as leaf `descr`, when the Arrow values are the
-/// Parquet values' own bytes and signed (plain integer nodes are signed; unsigned types
-/// are left to the fallback), or decimals of at most 18 digits (held as their unscaled
-/// 64-bit integers, as Sift stores them).
+/// Parquet values' own bytes and signed (plain integer nodes are signed; 8- and 16-bit
+/// integers, unsigned too, are INT32 values within their range; wider unsigned types are
+/// left to the fallback), decimals of at most 18 digits (held as their unscaled 64-bit
+/// integers, as Sift stores them) or booleans.
 pub(crate) fn layout(dt: &DataType, descr: &ColumnDescriptor) -> Option<Layout> {
     use DataType::*;
     let width = match (descr.physical_type(), dt) {
-        (PhysicalType::INT32, Int32 | Date32 | Time32(_) | Decimal128(..)) => 4,
+        (
+            PhysicalType::INT32,
+            Int8 | Int16 | Int32 | UInt8 | UInt16 | Date32 | Time32(_) | Decimal128(..),
+        ) => 4,
+        (PhysicalType::BOOLEAN, Boolean) => return Some(Layout::Bits),
         (PhysicalType::INT64, Int64 | Date64 | Time64(_) | Duration(_) | Timestamp(..)) => 8,
         (PhysicalType::INT64, Decimal128(p, _)) if *p <= 18 => 8,
         (PhysicalType::DOUBLE, Float64) => 8,
@@ -645,6 +653,28 @@ pub(crate) fn page_values(
             })]
         }
         (Encoding::PLAIN, Layout::Bytes) => vec![Node::ByteArrays(ByteArrays { buffer: 0 })],
+        // Bits LSB first, as a bitmap node reads them (from whole little-endian words:
+        // the page's bytes padded to them, a copy of an eighth of a byte a value).
+        (Encoding::PLAIN, Layout::Bits) => {
+            let mut bits = buffers[0].to_vec();
+            bits.resize(bits.len().next_multiple_of(8), 0);
+            buffers[0] = Bytes::from(bits);
+            vec![Node::Bitmap(sift_encoding::encodings::Bitmap { buffer: 0 })]
+        }
+        (Encoding::RLE, Layout::Bits) => {
+            let Some((len, stream)) = buffers[0].split_first_chunk::<4>() else {
+                return Err("an RLE boolean page without its 4-byte length".into());
+            };
+            let len = u32::from_le_bytes(*len) as usize;
+            if len > stream.len() {
+                return Err(format!(
+                    "an RLE boolean page's runs take {len} bytes, {} are there",
+                    stream.len()
+                ));
+            }
+            buffers[0] = buffers[0].slice(4..4 + len);
+            vec![Node::Hybrid(Hybrid { bits: 1, buffer: 0 })]
+        }
         (Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY, _) => {
             let Some((dict, len)) = dictionary else {
                 return Err("dictionary-encoded page without a dictionary page".into());
@@ -794,7 +824,8 @@ pub(crate) fn dictionary_page(
     layout: Layout,
     seen: bool,
 ) -> std::result::Result<Option<(DictValues, usize)>, String> {
-    if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) || seen {
+    let dictionary = matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY);
+    if !dictionary || seen || matches!(layout, Layout::Bits) {
         return Ok(None);
     }
     let n = num_values as usize;
@@ -816,6 +847,8 @@ fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<DictValues
         Layout::Bytes => return Some(DictValues::Bytes(buf.clone())),
         Layout::Fixed { width } => (width, false),
         Layout::BigEndian { width } => (width, true),
+        // Booleans have no dictionary pages here (`dictionary_page` leaves them).
+        Layout::Bits => return None,
     };
     let bytes = buf.get(..n.checked_mul(width)?)?;
     if width == 8 || big_endian {

@@ -294,6 +294,103 @@ fn decimal_pages_filter_and_select_in_place() {
     }
 }
 
+/// 8- and 16-bit integers (INT32 pages, signed and unsigned) and booleans (PLAIN bits on
+/// version-1 pages, RLE runs on version 2), with nulls, filtered and projected in place:
+/// no column chunk is left to the `parquet` crate.
+#[test]
+fn narrow_integers_and_booleans_are_read_in_place() {
+    use parquet::basic::Encoding;
+    use parquet::file::properties::WriterVersion;
+    use parquet::schema::types::ColumnPath;
+    let dir = tempfile::tempdir().unwrap();
+    let mix = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+    let batch = RecordBatch::try_from_iter_with_nullable([
+        (
+            "id",
+            Arc::new(Int64Array::from_iter_values(0..ROWS as i64)) as ArrayRef,
+            false,
+        ),
+        (
+            "i8",
+            Arc::new(Int8Array::from_iter(
+                (0..ROWS).map(|i| (i % 7 != 3).then_some((mix(i) % 256) as u8 as i8)),
+            )),
+            true,
+        ),
+        (
+            "i16",
+            Arc::new(Int16Array::from_iter_values(
+                (0..ROWS).map(|i| (mix(i + 1) % 65_536) as u16 as i16),
+            )),
+            false,
+        ),
+        (
+            "u8",
+            Arc::new(UInt8Array::from_iter_values(
+                (0..ROWS).map(|i| (mix(i + 2) % 256) as u8),
+            )),
+            false,
+        ),
+        (
+            "u16",
+            Arc::new(UInt16Array::from_iter(
+                (0..ROWS).map(|i| (i % 5 != 1).then_some((mix(i + 3) % 65_536) as u16)),
+            )),
+            true,
+        ),
+        (
+            "b",
+            Arc::new(BooleanArray::from_iter(
+                (0..ROWS).map(|i| (i % 9 != 2).then_some(mix(i + 4) % 3 == 0)),
+            )),
+            true,
+        ),
+        // Long runs: RLE pages hold repeated runs as well as bit-packed ones.
+        (
+            "flag",
+            Arc::new(BooleanArray::from(
+                (0..ROWS)
+                    .map(|i| (i / 700) % 2 == 0 || mix(i) % 50 == 0)
+                    .collect::<Vec<bool>>(),
+            )),
+            false,
+        ),
+    ])
+    .unwrap();
+    let filters = [
+        "i8 < -100 or i8 = 7",
+        "i16 between -300 and 2000 and b = true",
+        "u8 = 200 or u16 > 60000",
+        "u16 is null and i8 > 0",
+        "b is null or b = false",
+        "flag = true and u8 < 20",
+        "flag = false",
+    ];
+    for (name, version, dictionary) in [
+        ("v1", WriterVersion::PARQUET_1_0, true),
+        ("v2", WriterVersion::PARQUET_2_0, false),
+    ] {
+        let mut props = WriterProperties::builder()
+            .set_writer_version(version)
+            .set_dictionary_enabled(dictionary)
+            .set_data_page_row_count_limit(3000)
+            .set_write_batch_size(1000);
+        if !dictionary {
+            // PLAIN integers (version 2 would write them DELTA_BINARY_PACKED, which the
+            // crate decodes), RLE booleans.
+            props = props.set_encoding(Encoding::PLAIN);
+            for c in ["b", "flag"] {
+                props = props.set_column_encoding(ColumnPath::from(c), Encoding::RLE);
+            }
+        }
+        let props = props.build();
+        let table = write(&dir.path().join(format!("{name}.parquet")), &batch, props);
+        for f in filters {
+            scan(&table, &batch, &parse_filter(f).unwrap());
+        }
+    }
+}
+
 /// `extremes_only`: each block's `[min, max]` pairs of the integer columns, folded over the
 /// scan, equal the extremes of the reference's filtered rows, for dictionary pages (byte
 /// codes folded through ranks, wider codes looked up), PLAIN pages and the fallback, with
