@@ -236,6 +236,12 @@ impl<'a> Buffers<'a> {
         }
         Ok(b)
     }
+
+    /// The first `count` values of `width` bytes each in buffer `i`, checked to be there.
+    pub(crate) fn fixed(&self, i: u32, count: usize, width: u32) -> Result<&'a [u8]> {
+        let total = count.saturating_mul(width as usize);
+        Ok(&self.get(i, total)?[..total])
+    }
 }
 
 /// The encoded size of a tree with buffers of `buffer_lens` bytes: the buffers plus the

@@ -44,8 +44,7 @@ impl Plain {
 
     /// The first `count` values' bytes, checked to be present.
     fn bytes<'a>(&self, ctx: &Ctx<'a>, count: usize) -> Result<&'a [u8]> {
-        let total = count.saturating_mul(self.width as usize);
-        Ok(&ctx.bufs.get(self.buffer, total)?[..total])
+        ctx.bufs.fixed(self.buffer, count, self.width)
     }
 }
 
