@@ -204,7 +204,8 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
     let mut stdout = Stdout::new();
     let mut sink = match &args.out {
         Some(path) => {
-            let order = scan_order(&scan);
+            // The columns the files' zone maps show sorted over every block.
+            let order = sift_io::sort_keys(&schema, scan.sorted_columns());
             Sink::File(Box::new(FileSink::create(path, &schema, order)?))
         }
         None => Sink::Print(Printer::new(
@@ -272,24 +273,6 @@ pub fn run(args: &ScanArgs, ui: &Ui) -> Result<()> {
         eprintln!("{} rows matched in {}", human_count(rows), fmt_secs(secs));
     }
     Ok(())
-}
-
-/// The order the scan's rows come in, as keys: the columns the files' zone maps show
-/// sorted over every block, in the scan's column order (each sorted over all rows, so
-/// also among rows tied on the ones before it). What a Parquet file written from them
-/// declares.
-fn scan_order(scan: &sift_scan::DatasetScan) -> Vec<SortKey> {
-    let (schema, sorted) = (scan.schema(), scan.sorted_columns());
-    (sorted.all.iter())
-        .map(|&c| SortKey {
-            column: schema.field(c).name().clone(),
-            // No null in a sorted column; nulls where SQL puts them by default.
-            options: {
-                let descending = sorted.is_descending(c);
-                arrow::compute::SortOptions::new(descending, descending)
-            },
-        })
-        .collect()
 }
 
 /// Refuses an output path that is the input (writing would destroy what is read) or has

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchReader};
 use arrow::compute::SortOptions;
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{Schema, SchemaRef};
 use arrow::ipc::reader::{FileReader, StreamReader};
 use arrow::ipc::writer::{FileWriter, StreamWriter};
 use arrow::row::{OwnedRow, RowConverter, SortField};
@@ -128,6 +128,21 @@ impl SortKey {
     }
 }
 
+/// The order of rows that come sorted on each of `sorted` (columns of `schema`), as keys
+/// in column order: each is sorted over all rows, so also among rows tied on the ones
+/// before it. Sorted columns hold no null; nulls go where SQL puts them by default.
+pub fn sort_keys(schema: &Schema, sorted: &sift_scan::SortedColumns) -> Vec<SortKey> {
+    (sorted.all.iter())
+        .map(|&c| {
+            let descending = sorted.is_descending(c);
+            SortKey {
+                column: schema.field(c).name().clone(),
+                options: SortOptions::new(descending, descending),
+            }
+        })
+        .collect()
+}
+
 /// Opens `path` for streaming, choosing the reader by extension.
 pub fn open_input(path: &Path, options: &InputOptions) -> Result<Input> {
     let input = open_all_columns(path, options)?;
@@ -187,10 +202,7 @@ fn open_all_columns(path: &Path, options: &InputOptions) -> Result<Input> {
             let schema = file.schema()?.clone();
             let rows = Some(file.num_rows());
             let table = sift_scan::Table::open(path).context("cannot open the Sift file")?;
-            let columns = table.schema();
-            let order = (table.sorted_columns().into_iter())
-                .map(|c| SortKey::ascending(columns.field(c).name()))
-                .collect();
+            let order = sort_keys(&table.schema(), &table.sorted_columns());
             Ok(Input {
                 schema,
                 rows,

@@ -238,16 +238,10 @@ impl Dataset {
                 .map(|&(f, b)| Some(self.block_zone(files[f], &file_schemas[f], b, name)?.0));
             ChunkStats::sorted_over(chunks, descending)
         };
-        let mut out = SortedColumns::default();
-        for (i, field) in schema.fields().iter().enumerate() {
-            if sorted(field.name(), false) {
-                out.all.push(i);
-            } else if sorted(field.name(), true) {
-                out.all.push(i);
-                out.descending.push(i);
-            }
-        }
-        out
+        let fields = schema.fields();
+        SortedColumns::find(fields.len(), |i, descending| {
+            sorted(fields[i].name(), descending)
+        })
     }
 
     fn constants<'a>(&'a self, vals: &'a [Constant]) -> HashMap<&'a str, &'a Constant> {
@@ -854,6 +848,21 @@ pub struct SortedColumns {
 }
 
 impl SortedColumns {
+    /// Of columns `0..columns`, those `sorted(c, descending)` says are sorted ascending
+    /// (asked first) or descending.
+    pub fn find(columns: usize, sorted: impl Fn(usize, bool) -> bool) -> SortedColumns {
+        let mut out = SortedColumns::default();
+        for c in 0..columns {
+            if sorted(c, false) {
+                out.all.push(c);
+            } else if sorted(c, true) {
+                out.all.push(c);
+                out.descending.push(c);
+            }
+        }
+        out
+    }
+
     /// Whether column `c` is sorted descending.
     pub fn is_descending(&self, c: usize) -> bool {
         self.descending.contains(&c)

@@ -109,24 +109,22 @@ impl Table {
         self.source.sorted_from_values()
     }
 
-    /// The columns (positions in [`schema`](Self::schema)) sorted ascending over the
-    /// whole file, without a null: every non-empty block's chunk sorted, starting at or
-    /// above the greatest value of the block before. Found from the values where
-    /// [`sorted_from_values`](Self::sorted_from_values) says so, else as declared.
-    pub fn sorted_columns(&self) -> Vec<usize> {
+    /// The columns (positions in [`schema`](Self::schema)) sorted over the whole file,
+    /// ascending or descending, without a null: every non-empty block's chunk sorted,
+    /// starting at or above the greatest value of the block before (or the other way
+    /// round). Found from the values where [`sorted_from_values`](Self::sorted_from_values)
+    /// says so, else as declared.
+    pub fn sorted_columns(&self) -> crate::SortedColumns {
         let blocks: Vec<usize> = (0..self.num_blocks())
             .filter(|&b| self.block_rows(b) > 0)
             .collect();
         if blocks.is_empty() {
-            return Vec::new();
+            return crate::SortedColumns::default();
         }
-        let sorted = |c: usize| {
+        crate::SortedColumns::find(self.schema.fields().len(), |c, descending| {
             let chunks = blocks.iter().map(|&b| self.block_stats(b, c));
-            sift_format::ChunkStats::sorted_over(chunks, false)
-        };
-        (0..self.schema.fields().len())
-            .filter(|&c| sorted(c))
-            .collect()
+            sift_format::ChunkStats::sorted_over(chunks, descending)
+        })
     }
 
     /// The path the table was opened from.
