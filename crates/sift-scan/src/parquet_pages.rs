@@ -871,3 +871,33 @@ fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<DictValues
         big_endian: false,
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A page's values the encoding tree cannot read are refused when the page is read,
+    /// each error saying what is wrong: decimals cut mid-value, an RLE boolean page
+    /// without its length, or whose runs run past the page.
+    #[test]
+    fn damaged_pages_are_refused_with_what_is_wrong() {
+        let read = |encoding, layout, bytes: &[u8]| {
+            let values = Bytes::copy_from_slice(bytes);
+            page_values(encoding, layout, values, None).err().unwrap()
+        };
+        let decimals = Layout::BigEndian { width: 7 };
+        let err = read(Encoding::PLAIN, decimals, &[0; 10]);
+        assert!(err.contains("7-byte decimals holds 10 bytes"), "{err}");
+        let err = read(Encoding::RLE, Layout::Bits, &[4, 0]);
+        assert!(err.contains("without its 4-byte length"), "{err}");
+        let err = read(Encoding::RLE, Layout::Bits, &[9, 0, 0, 0, 2, 1]);
+        assert!(err.contains("runs take 9 bytes, 2 are there"), "{err}");
+        // Whole values, and a length the page holds, are read.
+        let ok = |encoding, layout, bytes: &[u8]| {
+            page_values(encoding, layout, Bytes::copy_from_slice(bytes), None).unwrap()
+        };
+        assert!(ok(Encoding::PLAIN, decimals, &[0; 14]).is_some());
+        assert!(ok(Encoding::RLE, Layout::Bits, &[2, 0, 0, 0, 2, 1]).is_some());
+    }
+}
