@@ -48,13 +48,13 @@ use crate::exec::{SiftScanExec, TopKFilter};
 /// it (`SiftScanExec::with_files_ordered_by`). A merge of the sorted partitions above it
 /// becomes their concatenation in order ([`ConcatPartitionsExec`]): a sorted column of a
 /// scan is sorted over all its blocks in order, and its partitions are runs of
-/// consecutive blocks, so each partition starts where the one before ends. DataFusion's
-/// own sort pushdown into sources (`try_pushdown_sort`) stops at a `FilterExec`, which
-/// stays above a scan for the conjuncts Sift does not evaluate, and keeps the merge,
-/// which compares every row: lineitem's 6 M rows by `l_orderkey` on two threads took
-/// 114–140 ms merged, 12–17 ms concatenated (21 ms on one thread). A TopK that stays has
-/// its threshold tested on the rows of the scans its dynamic filter reaches, and those
-/// scans read their blocks best first (`SiftScanExec::with_top_ks`).
+/// consecutive blocks, so each partition starts at or above where the one before ends.
+/// DataFusion's own sort pushdown into sources (`try_pushdown_sort`) stops at a
+/// `FilterExec`, which stays above a scan for the conjuncts Sift does not evaluate, and
+/// keeps the merge, which compares every row: lineitem's 6 M rows by `l_orderkey` on two
+/// threads took 114–140 ms merged, 12–17 ms concatenated (21 ms on one thread). A TopK
+/// that stays has its threshold tested on the rows of the scans its dynamic filter
+/// reaches, and those scans read their blocks best first (`SiftScanExec::with_top_ks`).
 #[derive(Debug, Default)]
 pub struct SortedScans;
 
