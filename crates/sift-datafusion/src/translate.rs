@@ -5,8 +5,11 @@
 //! ([`TableProviderFilterPushDown::Exact`](datafusion::logical_expr::TableProviderFilterPushDown)).
 //! Everything else returns `None` and stays with DataFusion:
 //!
-//! - a column wrapped in a cast or a function (DataFusion's coercion left it there: the
-//!   comparison is not on the stored values);
+//! - a column wrapped in a function, or in a cast other than an exact widening (a float
+//!   to a double, an integer to a wider integer type or to a float type that holds it:
+//!   each value and the order kept, so the comparison means the same on the stored
+//!   values; DataFusion's coercion casts a `float` column so to compare it with a
+//!   `double` constant, an `int` column to compare it with `2.5`);
 //! - a literal of another type than the column (after DataFusion's type coercion both
 //!   sides of a comparison it can push have one type);
 //! - null literals, NaN, and float zeros (Sift compares floats as SQL does, with
@@ -177,7 +180,12 @@ fn logical(e: &Arc<dyn PhysicalExpr>) -> Option<Expr> {
 }
 
 /// `column op literal`, `literal op column` or `column op column`.
-fn comparison(left: &Expr, op: Operator, right: &Expr, schema: &Schema) -> Option<Filter> {
+fn comparison<'a>(
+    left: &'a Expr,
+    op: Operator,
+    right: &'a Expr,
+    schema: &'a Schema,
+) -> Option<Filter> {
     let op = match op {
         Operator::Eq => CmpOp::Eq,
         Operator::NotEq => CmpOp::Ne,
@@ -187,12 +195,17 @@ fn comparison(left: &Expr, op: Operator, right: &Expr, schema: &Schema) -> Optio
         Operator::GtEq => CmpOp::Ge,
         _ => return None,
     };
+    // Two columns compare only when their stored types are the same (not through casts).
+    let stored = |e: &'a Expr| column(e, schema).filter(|_| !matches!(e, Expr::Cast(_)));
     match (column(left, schema), column(right, schema)) {
-        (Some((l, lt)), Some((r, rt))) => (lt == rt).then_some(Filter::ColumnCmp {
-            left: l,
-            op,
-            right: r,
-        }),
+        (Some(_), Some(_)) => {
+            let ((l, lt), (r, rt)) = (stored(left)?, stored(right)?);
+            (lt == rt).then_some(Filter::ColumnCmp {
+                left: l,
+                op,
+                right: r,
+            })
+        }
         (Some((name, dt)), None) => Some(Filter::Cmp {
             column: name,
             op,
@@ -210,9 +223,15 @@ fn comparison(left: &Expr, op: Operator, right: &Expr, schema: &Schema) -> Optio
 /// A plain column of the table, or a field of a struct column (`s.a`, `s['a']['b']`): its
 /// name as the scan knows it (a struct's fields are columns of their own in a Sift file,
 /// named by their paths, null wherever an enclosing struct is, as they are in the arrays
-/// the scan returns) and its type.
-fn column<'a>(expr: &Expr, schema: &'a Schema) -> Option<(String, &'a DataType)> {
+/// the scan returns) and its type; or such a column cast exactly to a wider type (see
+/// [`widens_exactly`]), with the cast's type, which the literals compared with it have.
+fn column<'a>(expr: &'a Expr, schema: &'a Schema) -> Option<(String, &'a DataType)> {
     match expr {
+        Expr::Cast(c) => {
+            let (name, from) = column(&c.expr, schema)?;
+            let to = c.field.data_type();
+            widens_exactly(from, to).then_some((name, to))
+        }
         Expr::Column(c) => {
             let field = schema.field_with_name(&c.name).ok()?;
             Some((c.name.clone(), field.data_type()))
@@ -226,6 +245,38 @@ fn column<'a>(expr: &Expr, schema: &'a Schema) -> Option<(String, &'a DataType)>
             Some((format!("{path}.{name}"), dt))
         }
         _ => None,
+    }
+}
+
+/// Whether every value of type `from` is a value of type `to`, cast without rounding and
+/// in the same order, so that Sift's comparison of a `from` column with a `to` literal (on
+/// the values widened, as it compares integers of any width and floats as doubles) means
+/// what DataFusion's comparison of the cast column means.
+fn widens_exactly(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    let int_bits = |dt: &DataType| match dt {
+        Int8 => Some((8, true)),
+        Int16 => Some((16, true)),
+        Int32 => Some((32, true)),
+        Int64 => Some((64, true)),
+        UInt8 => Some((8, false)),
+        UInt16 => Some((16, false)),
+        UInt32 => Some((32, false)),
+        UInt64 => Some((64, false)),
+        _ => None,
+    };
+    match (from, to) {
+        (Float16 | Float32, Float64) | (Float16, Float32) => true,
+        // Integers a float's significand holds (24 bits, 53 for a double).
+        (_, Float32 | Float64) => {
+            int_bits(from).is_some_and(|(bits, _)| bits <= if *to == Float32 { 16 } else { 32 })
+        }
+        _ => match (int_bits(from), int_bits(to)) {
+            // Signed into signed or unsigned into unsigned, wider; unsigned into a wider
+            // signed type.
+            (Some((fb, fs)), Some((tb, ts))) => tb > fb && (fs == ts || ts),
+            _ => false,
+        },
     }
 }
 
@@ -285,6 +336,9 @@ mod tests {
             Field::new("s", DataType::Utf8View, true),
             Field::new("d", DataType::Date32, true),
             Field::new("p", DataType::Decimal128(15, 2), true),
+            Field::new("g", DataType::Float32, true),
+            Field::new("j", DataType::Int32, true),
+            Field::new("u", DataType::UInt64, true),
         ])
     }
 
@@ -316,6 +370,43 @@ mod tests {
             text(col("i").is_null().or(col("f").gt(lit(1.5f64)))).as_deref(),
             Some("(i is null) or (f > 1.5)")
         );
+    }
+
+    #[test]
+    fn columns_cast_exactly_to_a_wider_type_translate() {
+        use datafusion::logical_expr::cast;
+        // A float column compared with a double (DataFusion's coercion casts the column).
+        let g = || cast(col("g"), DataType::Float64);
+        assert_eq!(text(g().lt(lit(0.1f64))).as_deref(), Some("g < 0.1"));
+        assert_eq!(
+            text(g().between(lit(1.5f64), lit(2.5f64))).as_deref(),
+            Some("g between 1.5 and 2.5")
+        );
+        assert_eq!(text(g().is_null()).as_deref(), Some("g is null"));
+        let j = cast(col("j"), DataType::Int64);
+        assert_eq!(
+            text(j.gt(lit(5_000_000_000i64))).as_deref(),
+            Some("j > 5000000000")
+        );
+        assert_eq!(
+            text(cast(col("j"), DataType::Float64).gt(lit(2.5f64))).as_deref(),
+            Some("j > 2.5")
+        );
+        assert_eq!(
+            text(cast(col("j"), DataType::Float32).lt(lit(1.5f32))),
+            None
+        );
+        // Casts that round or reorder stay with DataFusion, and so does a cast column
+        // compared with another column.
+        assert_eq!(
+            text(cast(col("i"), DataType::Float64).lt(lit(1.5f64))),
+            None
+        );
+        assert_eq!(text(cast(col("i"), DataType::Int32).lt(lit(5i32))), None);
+        assert_eq!(text(cast(col("u"), DataType::Int64).lt(lit(5i64))), None);
+        assert_eq!(text(cast(col("j"), DataType::UInt64).lt(lit(5u64))), None);
+        assert_eq!(text(g().lt(col("f"))), None);
+        assert_eq!(text(g().lt(lit(0.0f64))), None);
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array,
-    RecordBatch, StringArray,
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array, Int32Array,
+    Int64Array, RecordBatch, StringArray, UInt32Array,
 };
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -279,6 +279,71 @@ fn queries_equal_datafusion_on_the_same_rows() {
                         path.display()
                     );
                 }
+            }
+        }
+    });
+}
+
+/// Float and narrow integer columns compared with constants of a wider type (DataFusion
+/// casts the column: `CAST(g AS Float64) < 0.1`) are filtered inside the scan, with no
+/// filter above it, and give DataFusion's rows; on a Sift file and on Parquet (pages read
+/// in place: a float dictionary, PLAIN floats, unsigned integers).
+#[test]
+fn columns_cast_to_a_wider_type_are_filtered_in_the_scan() {
+    let n = 6_000i64;
+    let batch = RecordBatch::try_from_iter([
+        (
+            "g",
+            Arc::new(Float32Array::from_iter((0..n).map(|i| {
+                (i % 31 != 0).then_some(match i % 7 {
+                    0 => (i % 40) as f32 / 8.0 - 2.0,
+                    1 => -0.0,
+                    _ => ((i * 7919) % 10_000) as f32 / 997.0 - 3.0,
+                })
+            }))) as ArrayRef,
+        ),
+        (
+            "j",
+            Arc::new(Int32Array::from_iter_values(
+                (0..n).map(|i| (i * 2_654_435_761i64 % (1 << 32) - (1 << 31)) as i32),
+            )),
+        ),
+        (
+            "u",
+            Arc::new(UInt32Array::from_iter_values(
+                (0..n).map(|i| (i * 2_654_435_761i64 % (1 << 32)) as u32),
+            )),
+        ),
+    ])
+    .expect("batch");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let parquet = dir.path().join("g.parquet");
+    write_parquet(&parquet, &batch);
+    let sift = dir.path().join("g.sift");
+    write_sift(&sift, &batch, 2_000);
+    let queries = [
+        "select count(*), min(g), max(g) from t where g < 0.1",
+        "select count(*) from t where g between -1.3 and 2.7 or g > 6.9",
+        "select count(*), sum(j) from t where g in (0.5, -1.25, 1.3)",
+        "select count(*) from t where j > 2147483647.5 or j < -3000000000 or j >= 2000000000",
+        "select count(*), max(u) from t where u > 4000000000 or u < 5000.5",
+    ];
+    runtime().block_on(async {
+        let reference = SessionContext::new();
+        register_in_memory(&reference, "t", &batch);
+        for path in [&sift, &parquet] {
+            let ctx = session(1);
+            let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+            ctx.register_table("t", Arc::new(table)).expect("register");
+            for q in queries {
+                assert_eq!(
+                    rows(&ctx, q).await,
+                    rows(&reference, q).await,
+                    "{q} on {path:?}"
+                );
+                let plan = physical_plan(&ctx, q).await;
+                let text = displayable(plan.as_ref()).indent(true).to_string();
+                assert!(!text.contains("FilterExec"), "{q}: {text}");
             }
         }
     });
