@@ -214,7 +214,7 @@ impl<'a> Chunk<'a> {
         self.needs_source().is_none()
             && !matches!(
                 column::physical_kind(self.data_type),
-                Ok(PhysicalKind::Float(2 | 4) | PhysicalKind::Null)
+                Ok(PhysicalKind::Float(2) | PhysicalKind::Null)
             )
     }
 

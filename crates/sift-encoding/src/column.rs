@@ -694,6 +694,15 @@ pub(crate) fn decode_rows(
                 .collect();
             builder.add_buffer(Buffer::from_vec(scatter(bits, nulls.as_ref(), len)?))
         }
+        // 4-byte floats under another root than plain (a Parquet dictionary read in
+        // place): decoded in the double domain, which widened them exactly, and narrowed.
+        PhysicalKind::Float(4) if enc.node(0)?.as_plain().is_none() => {
+            let bits: Vec<u32> = values_of::<FloatBits>(&ctx, all_count, sel.as_ref())?
+                .into_iter()
+                .map(FloatBits::to_f32_bits)
+                .collect();
+            builder.add_buffer(Buffer::from_vec(scatter(bits, nulls.as_ref(), len)?))
+        }
         PhysicalKind::Float(w) => {
             let w = w as usize;
             let Some((width, buffer)) = enc.node(0)?.as_plain() else {

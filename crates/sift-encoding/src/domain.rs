@@ -105,6 +105,33 @@ impl FloatBits {
     pub(crate) fn f64(self) -> f64 {
         f64::from_bits(self.0)
     }
+
+    /// A 4-byte float (by its bits) widened to a double: exact, order kept, so a
+    /// predicate on the double means what it means on the float widened (as DataFusion
+    /// and Arrow compare a `float` column with a `double` constant). A NaN keeps its
+    /// sign and payload bit for bit (the payload's bits moved to the top of the double's)
+    /// rather than being quieted by the conversion, so [`to_f32_bits`](Self::to_f32_bits)
+    /// gives every pattern back.
+    pub(crate) fn from_f32_bits(bits: u32) -> FloatBits {
+        let x = f32::from_bits(bits);
+        if !x.is_nan() {
+            return FloatBits(f64::from(x).to_bits());
+        }
+        let (sign, payload) = (u64::from(bits >> 31), u64::from(bits & 0x7f_ffff));
+        FloatBits(sign << 63 | 0x7ff << 52 | payload << 29)
+    }
+
+    /// The 4-byte float of a double made by [`from_f32_bits`](Self::from_f32_bits),
+    /// exactly (other doubles are rounded to the nearest float).
+    pub(crate) fn to_f32_bits(self) -> u32 {
+        let x = self.f64();
+        if !x.is_nan() {
+            return (x as f32).to_bits();
+        }
+        let (sign, payload) = ((self.0 >> 63) as u32, (self.0 >> 29) as u32 & 0x7f_ffff);
+        // A payload only in the bits a float drops still makes a NaN.
+        sign << 31 | 0xff << 23 | payload.max(u32::from(payload == 0) << 22)
+    }
 }
 
 impl Ord for FloatBits {
@@ -312,6 +339,26 @@ pub(crate) fn lookup_u64<V: bytemuck::Pod>(codes: &[u32], table: &[V], out: &mut
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every 4-byte float pattern widens to a double of the same value (NaNs to a NaN
+        /// of the same sign) and back to its own bits; widening keeps the floats' order.
+        #[test]
+        fn floats_widen_exactly_and_back(a in any::<u32>(), b in any::<u32>()) {
+            let (x, y) = (f32::from_bits(a), f32::from_bits(b));
+            let (wa, wb) = (FloatBits::from_f32_bits(a), FloatBits::from_f32_bits(b));
+            prop_assert_eq!(wa.to_f32_bits(), a);
+            prop_assert_eq!(wa.f64().is_nan(), x.is_nan());
+            prop_assert_eq!(wa.f64().is_sign_negative(), x.is_sign_negative());
+            if !x.is_nan() {
+                prop_assert_eq!(wa.f64(), f64::from(x));
+            }
+            if !x.is_nan() && !y.is_nan() {
+                prop_assert_eq!(wa.cmp(&wb), x.total_cmp(&y));
+            }
+        }
+    }
 
     #[test]
     fn set_range_sets_exactly() {

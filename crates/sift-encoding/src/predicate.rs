@@ -614,6 +614,9 @@ pub(crate) fn filter_values(
             if let Some(out) = crate::registry::filter_root(ctx, count, &range)? {
                 return Ok(out);
             }
+            if let Some(out) = unsigned_root_range(ctx, it, count, &range)? {
+                return Ok(out);
+            }
             if let Some(values) = native_root(ctx, it, count)? {
                 return Ok(eval_all(&values, |v| (*lo <= v && v <= *hi) != *negate));
             }
@@ -645,7 +648,9 @@ pub(crate) fn filter_values(
             };
             i64::filter(ctx, 0, count, 0, &probe)
         }
-        (K::Float(8), P::FloatRange { lo, hi, negate }) => FloatBits::filter(
+        // 4-byte floats as the double domain holds them, widened exactly: the predicate's
+        // meaning on the floats widened (as `eval_array` gives it).
+        (K::Float(4 | 8), P::FloatRange { lo, hi, negate }) => FloatBits::filter(
             ctx,
             0,
             count,
@@ -656,7 +661,7 @@ pub(crate) fn filter_values(
                 negate: *negate,
             },
         ),
-        (K::Float(8), P::FloatIn { keys, negate }) => FloatBits::filter(
+        (K::Float(4 | 8), P::FloatIn { keys, negate }) => FloatBits::filter(
             ctx,
             0,
             count,
@@ -674,9 +679,53 @@ pub(crate) fn filter_values(
     }
 }
 
+/// `range` on an unsigned 32- or 64-bit root decoded in its own type (see [`native_root`]),
+/// by the SIMD range kernel on the values as they are: the range clipped to the type's.
+/// `None` for other roots and types.
+fn unsigned_root_range(
+    ctx: &Ctx<'_>,
+    it: crate::column::IntType,
+    count: usize,
+    range: &IntRange,
+) -> Result<Option<Bitmap>> {
+    use crate::column::IntType as I;
+    fn clipped<T: sift_bits::unpack::Lane + TryFrom<i128>>(
+        values: &[T],
+        range: &IntRange,
+        max: i128,
+    ) -> Bitmap {
+        let (lo, hi) = (range.wide.0.max(0), range.wide.1.min(max));
+        let (Ok(lo), Ok(hi)) = (T::try_from(lo), T::try_from(hi)) else {
+            // Nothing of the type lies in the range.
+            return crate::domain::uniform(values.len(), range.negate);
+        };
+        let mut out = Bitmap::default();
+        compare_values(
+            sift_bits::Level::active(),
+            values,
+            lo,
+            hi,
+            range.negate,
+            &mut out,
+        );
+        out
+    }
+    let root = ctx.enc.node(0)?;
+    Ok(match it {
+        I::U32 => root
+            .decode_native::<u32>(ctx, 0, count)?
+            .map(|v| clipped(&v, range, u32::MAX.into())),
+        I::U64 => root
+            .decode_native::<u64>(ctx, 0, count)?
+            .map(|v| clipped(&v, range, u64::MAX.into())),
+        _ => None,
+    })
+}
+
 /// The values of a root that did not go through the `i64` cascade, decoded in the
 /// column's own type (`u64` beyond `i64::MAX`, wide decimals: bit-packed over their own
-/// range, or plain), as `i128`; `None` for cascade roots, which hold `i64` values.
+/// range, or plain; `u32` plain in its own width), as `i128`; `None` for cascade roots,
+/// which hold `i64` values.
 fn native_root(
     ctx: &Ctx<'_>,
     it: crate::column::IntType,
@@ -685,6 +734,11 @@ fn native_root(
     use crate::column::IntType as I;
     let root = ctx.enc.node(0)?;
     Ok(match it {
+        // Unsigned 32-bit values in their own width (Parquet's UINT_32 pages read in
+        // place), which a 4-byte plain node of the cascade would read as signed.
+        I::U32 => root
+            .decode_native::<u32>(ctx, 0, count)?
+            .map(|v| v.into_iter().map(i128::from).collect()),
         I::U64 => root
             .decode_native::<u64>(ctx, 0, count)?
             .map(|v| v.into_iter().map(i128::from).collect()),
@@ -700,6 +754,42 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// A range on unsigned 32- and 64-bit values stored plain in their own width (as
+        /// Parquet's unsigned pages are read), tested by the SIMD kernel on the range clipped
+        /// to the type, equals the test of every value, for ranges below, across, inside
+        /// and above each type's, negated or not.
+        #[test]
+        fn unsigned_plain_roots_filter_as_each_value(
+            values in prop::collection::vec(
+                prop_oneof![any::<u64>(), 0u64..100, Just(u64::MAX), Just(1 << 63), Just(u32::MAX.into())],
+                1..300,
+            ),
+            lo in prop_oneof![any::<i64>().prop_map(i128::from), any::<u64>().prop_map(i128::from), -5i128..100, Just(i128::MIN)],
+            hi in prop_oneof![any::<i64>().prop_map(i128::from), any::<u64>().prop_map(i128::from), -5i128..100, Just(i128::MAX)],
+            negate in any::<bool>(),
+        ) {
+            use crate::column::IntType;
+            use crate::encodings::plain::Plain;
+            use crate::tree::{ColumnEncoding, Node, Validity};
+            let pred = ValuePredicate::IntRange { lo, hi, negate };
+            let narrow: Vec<u32> = values.iter().map(|&v| v as u32).collect();
+            let cases = [
+                (IntType::U64, 8, values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>(), values.clone()),
+                (IntType::U32, 4, narrow.iter().flat_map(|v| v.to_le_bytes()).collect(), narrow.iter().map(|&v| v.into()).collect()),
+            ];
+            for (it, width, bytes, stored) in cases {
+                let enc = ColumnEncoding {
+                    validity: Validity::AllValid,
+                    nodes: vec![Node::Plain(Plain { width, buffer: 0 })],
+                };
+                let bufs = [bytes.as_slice()];
+                let ctx = Ctx::new(&enc, &bufs);
+                let got = filter_values(&ctx, crate::PhysicalKind::Int(it), stored.len(), &pred).unwrap();
+                let want = Bitmap::from_bools(stored.iter().map(|&v| pred.matches_int(v.into())));
+                prop_assert_eq!(got, want, "{:?}", it);
+            }
+        }
+
         /// The range test of a Bloom filter's verdicts, by positives or by the kernel
         /// (dense or sparse verdicts), equals the scalar test of every value, for ranges
         /// on either side of zero, across it, empty, and beyond i64.

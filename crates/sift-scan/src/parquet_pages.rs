@@ -232,13 +232,21 @@ pub(crate) enum Layout {
     /// Booleans, one bit each (PLAIN), or a length-prefixed RLE/bit-packed hybrid run
     /// stream of 1-bit values (RLE).
     Bits,
+    /// 4-byte floats, read in place by a 4-byte `plain` node (data and dictionary pages
+    /// alike), whose values the double domain widens exactly.
+    Float32,
+    /// Unsigned integers of `width` (4 or 8) bytes (INT32 or INT64 annotated unsigned):
+    /// PLAIN pages read in the column's own type; dictionary values zero-extended to the
+    /// `i64` cascade's 8 bytes, or (8 bytes) kept where every one fits `i64`, else the
+    /// chunk is left to the fallback.
+    Unsigned { width: usize },
 }
 
 /// The layout of Arrow type `dt` stored as leaf `descr`, when the Arrow values are the
-/// Parquet values' own bytes and signed (plain integer nodes are signed; 8- and 16-bit
-/// integers, unsigned too, are INT32 values within their range; wider unsigned types are
-/// left to the fallback), decimals of at most 18 digits (held as their unscaled 64-bit
-/// integers, as Sift stores them) or booleans.
+/// Parquet values' own bytes: integers (signed as plain integer nodes of the cascade are;
+/// 8- and 16-bit integers, unsigned too, are INT32 values within their range; wider
+/// unsigned ones read in their own type), floats, decimals of at most 18 digits (held as
+/// their unscaled 64-bit integers, as Sift stores them) or booleans.
 pub(crate) fn layout(dt: &DataType, descr: &ColumnDescriptor) -> Option<Layout> {
     use DataType::*;
     let width = match (descr.physical_type(), dt) {
@@ -250,6 +258,9 @@ pub(crate) fn layout(dt: &DataType, descr: &ColumnDescriptor) -> Option<Layout> 
         (PhysicalType::INT64, Int64 | Date64 | Time64(_) | Duration(_) | Timestamp(..)) => 8,
         (PhysicalType::INT64, Decimal128(p, _)) if *p <= 18 => 8,
         (PhysicalType::DOUBLE, Float64) => 8,
+        (PhysicalType::FLOAT, Float32) => return Some(Layout::Float32),
+        (PhysicalType::INT32, UInt32) => return Some(Layout::Unsigned { width: 4 }),
+        (PhysicalType::INT64, UInt64) => return Some(Layout::Unsigned { width: 8 }),
         (PhysicalType::FIXED_LEN_BYTE_ARRAY, Decimal128(p, _))
             if *p <= 18 && (1..=8).contains(&descr.type_length()) =>
         {
@@ -640,6 +651,14 @@ pub(crate) fn page_values(
             width: width as u32,
             buffer: 0,
         })],
+        (Encoding::PLAIN, Layout::Float32) => vec![Node::Plain(Plain {
+            width: 4,
+            buffer: 0,
+        })],
+        (Encoding::PLAIN, Layout::Unsigned { width }) => vec![Node::Plain(Plain {
+            width: width as u32,
+            buffer: 0,
+        })],
         (Encoding::PLAIN, Layout::BigEndian { width }) => {
             if !buffers[0].len().is_multiple_of(width) {
                 return Err(format!(
@@ -829,6 +848,13 @@ pub(crate) fn dictionary_page(
         return Ok(None);
     }
     let n = num_values as usize;
+    // Unsigned 64-bit entries beyond `i64` (the cascade's domain) go to the fallback.
+    if let Layout::Unsigned { width: 8 } = layout
+        && let Some(entries) = buf.get(..n.saturating_mul(8))
+        && entries.chunks_exact(8).any(|v| v[7] >= 0x80)
+    {
+        return Ok(None);
+    }
     match dictionary_values(buf, n, layout) {
         Some(values) => Ok(Some((values, n))),
         None => Err(format!(
@@ -838,20 +864,21 @@ pub(crate) fn dictionary_page(
     }
 }
 
-/// The dictionary page's `n` values as the dictionary's child holds them: 8-byte values
-/// and big-endian decimals as they are (checked to be present), 4-byte integers widened
-/// to the cascade's 8-byte `i64`, byte arrays as they are (their lengths read and checked
-/// when the dictionary is decoded).
+/// The dictionary page's `n` values as the dictionary's child holds them: 8-byte values,
+/// floats and big-endian decimals as they are (checked to be present), 4-byte integers
+/// widened to the cascade's 8-byte `i64` (sign- or, when unsigned, zero-extended), byte
+/// arrays as they are (their lengths read and checked when the dictionary is decoded).
 fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<DictValues> {
     let (width, big_endian) = match layout {
         Layout::Bytes => return Some(DictValues::Bytes(buf.clone())),
-        Layout::Fixed { width } => (width, false),
+        Layout::Fixed { width } | Layout::Unsigned { width } => (width, false),
         Layout::BigEndian { width } => (width, true),
+        Layout::Float32 => (4, false),
         // Booleans have no dictionary pages here (`dictionary_page` leaves them).
         Layout::Bits => return None,
     };
     let bytes = buf.get(..n.checked_mul(width)?)?;
-    if width == 8 || big_endian {
+    if width == 8 || big_endian || matches!(layout, Layout::Float32) {
         let values = buf.slice(..bytes.len());
         let width = width as u32;
         return Some(DictValues::Fixed {
@@ -860,9 +887,14 @@ fn dictionary_values(buf: &Bytes, n: usize, layout: Layout) -> Option<DictValues
             big_endian,
         });
     }
+    let unsigned = matches!(layout, Layout::Unsigned { .. });
     let mut wide = Vec::with_capacity(n * 8);
     for v in bytes.chunks_exact(4) {
-        let x = i64::from(i32::from_le_bytes([v[0], v[1], v[2], v[3]]));
+        let v = [v[0], v[1], v[2], v[3]];
+        let x = match unsigned {
+            true => i64::from(u32::from_le_bytes(v)),
+            false => i64::from(i32::from_le_bytes(v)),
+        };
         wide.extend_from_slice(&x.to_le_bytes());
     }
     Some(DictValues::Fixed {

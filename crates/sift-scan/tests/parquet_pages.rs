@@ -391,6 +391,176 @@ fn narrow_integers_and_booleans_are_read_in_place() {
     }
 }
 
+/// Unsigned 32- and 64-bit integers (INT32 and INT64 pages annotated unsigned), above the
+/// signed range too, filtered and projected in place from dictionary pages (version 1)
+/// and PLAIN pages (version 2); a dictionary holding 64-bit values beyond `i64` leaves its
+/// chunk to the `parquet` crate, with the same rows.
+#[test]
+fn wide_unsigned_integers_are_read_in_place() {
+    use parquet::file::properties::WriterVersion;
+    let dir = tempfile::tempdir().unwrap();
+    let mix = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let ids = || Arc::new(Int64Array::from_iter_values(0..ROWS as i64)) as ArrayRef;
+    let fits = RecordBatch::try_from_iter_with_nullable([
+        ("id", ids(), false),
+        (
+            "u32",
+            Arc::new(UInt32Array::from_iter((0..ROWS).map(|i| {
+                let v = [7, u32::MAX, 1 << 31, (mix(i) >> 32) as u32][i % 4];
+                (i % 13 != 5).then_some(v)
+            }))) as ArrayRef,
+            true,
+        ),
+        (
+            "u64",
+            Arc::new(UInt64Array::from_iter_values(
+                (0..ROWS).map(|i| [3, i64::MAX as u64, mix(i) % 5000][i % 3]),
+            )),
+            false,
+        ),
+    ])
+    .unwrap();
+    let beyond = RecordBatch::try_from_iter([
+        ("id", ids()),
+        (
+            "u64",
+            Arc::new(UInt64Array::from_iter_values(
+                (0..ROWS).map(|i| [u64::MAX, 1 << 63, mix(i) % 5000][i % 3]),
+            )),
+        ),
+    ])
+    .unwrap();
+    let props = |version, dictionary| {
+        WriterProperties::builder()
+            .set_writer_version(version)
+            .set_dictionary_enabled(dictionary)
+            .set_encoding(parquet::basic::Encoding::PLAIN)
+            .set_data_page_row_count_limit(3000)
+            .set_write_batch_size(1000)
+            .build()
+    };
+    let filters = [
+        "u32 > 3000000000",
+        "u32 < 5 or u64 = 9223372036854775807",
+        "u32 in (7, 4294967295) and u64 between 100 and 4000",
+        "u32 is null or u64 < 4",
+        "u32 between 2147483647 and 2147483648",
+    ];
+    let wide = [
+        "u64 > 9223372036854775808",
+        "u64 < 1000 or u64 = 9223372036854775808",
+    ];
+    for (name, version, dictionary) in [
+        ("v1", WriterVersion::PARQUET_1_0, true),
+        ("v2", WriterVersion::PARQUET_2_0, false),
+    ] {
+        let path = |what: &str| dir.path().join(format!("{name}-{what}.parquet"));
+        let table = write(&path("fits"), &fits, props(version, dictionary));
+        for f in filters {
+            scan(&table, &fits, &parse_filter(f).unwrap());
+        }
+        let table = write(&path("beyond"), &beyond, props(version, dictionary));
+        for f in wide {
+            let expr = parse_filter(f).unwrap();
+            if !dictionary {
+                scan(&table, &beyond, &expr);
+                continue;
+            }
+            let mut scan = table.scan().filter(expr.clone()).build().unwrap();
+            let got: Vec<RecordBatch> = scan.by_ref().map(|b| b.unwrap()).collect();
+            let got = arrow::compute::concat_batches(&beyond.schema(), &got).unwrap();
+            assert_eq!(got, common::filter_batch(&beyond, Some(&expr)), "{f}");
+            assert!(
+                scan.stats().parquet_chunks_decoded > 0,
+                "{f}: {}",
+                scan.stats()
+            );
+        }
+    }
+}
+
+/// 32-bit floats (FLOAT pages) with nulls, both zeros, infinities, subnormals and NaNs of
+/// several payloads (a signalling one too), filtered and projected in place: dictionary
+/// pages (a few distinct values), a dictionary that overflows into PLAIN pages (thousands),
+/// and PLAIN pages only; every value comes back bit for bit.
+#[test]
+fn floats_are_read_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let mix = |i: usize| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+    let special = [
+        0.0f32,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MIN_POSITIVE / 8.0,
+        f32::NAN,
+        f32::from_bits(0xff80_0001),
+        f32::from_bits(0x7fa0_1234),
+        1.25,
+        -3.75,
+    ];
+    let batch = RecordBatch::try_from_iter_with_nullable([
+        (
+            "id",
+            Arc::new(Int64Array::from_iter_values(0..ROWS as i64)) as ArrayRef,
+            false,
+        ),
+        (
+            "few",
+            Arc::new(Float32Array::from_iter((0..ROWS).map(|i| {
+                (i % 11 != 4).then_some(special[mix(i) as usize % special.len()])
+            }))),
+            true,
+        ),
+        (
+            "many",
+            Arc::new(Float32Array::from_iter_values((0..ROWS).map(|i| {
+                match mix(i + 1) % 97 {
+                    0 => special[i % special.len()],
+                    m => (mix(i + 2) % 100_000) as f32 / 64.0 - 700.0 + m as f32,
+                }
+            }))),
+            false,
+        ),
+    ])
+    .unwrap();
+    let filters = [
+        "few < 0.1",
+        "few = 1.25 or many > 500.5",
+        "few between -4 and 2 and many < 0",
+        "few in (-3.75, 1.25) or many = 1.25",
+        "few is null and many >= -100",
+        "few > 1e30",
+        "many <= 0 and few >= 0",
+        "not (many between -650 and 800)",
+    ];
+    let dictionary = |limit: usize| {
+        WriterProperties::builder()
+            .set_dictionary_page_size_limit(limit)
+            .set_data_page_row_count_limit(3000)
+            .set_write_batch_size(1000)
+            .build()
+    };
+    // Version 2 pages, PLAIN (the writer's default for `id` there is DELTA_BINARY_PACKED,
+    // which the crate decodes).
+    let plain = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_writer_version(parquet::file::properties::WriterVersion::PARQUET_2_0)
+        .set_encoding(parquet::basic::Encoding::PLAIN)
+        .set_data_page_row_count_limit(3000)
+        .build();
+    for (name, props) in [
+        ("dictionary", dictionary(1 << 20)),
+        ("overflow", dictionary(4096)),
+        ("plain", plain),
+    ] {
+        let table = write(&dir.path().join(format!("{name}.parquet")), &batch, props);
+        for f in filters {
+            scan(&table, &batch, &parse_filter(f).unwrap());
+        }
+    }
+}
+
 /// `extremes_only`: each block's `[min, max]` pairs of the integer columns, folded over the
 /// scan, equal the extremes of the reference's filtered rows, for dictionary pages (byte
 /// codes folded through ranks, wider codes looked up), PLAIN pages and the fallback, with

@@ -510,10 +510,12 @@ impl Encoding for Dict {
         p: &P,
     ) -> Result<Option<Bitmap>> {
         let len = self.checked_len(ctx, count)?;
+        // The entries tested on their own encoding (a plain child's doubles on its bytes,
+        // bit-packed integers on their codes), else decoded and tested one by one.
         let mask = self.verdicts(ctx, id, len, || {
-            let dict = self.entries::<V>(ctx, id, len, depth)?;
-            let verdicts = p.eval_slice(&dict);
-            Ok((0..dict.len()).map(|i| verdicts.get(i)).collect())
+            let values = ctx.child(id, self.values)?;
+            let verdicts = V::filter(ctx, values, len, depth + 1, p)?;
+            Ok((0..len).map(|i| verdicts.get(i)).collect())
         })?;
         self.filter_codes(ctx, id, count, depth, &mask).map(Some)
     }

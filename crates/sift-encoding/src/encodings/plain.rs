@@ -2,7 +2,8 @@
 //! terminal scheme for doubles, fixed-size binary values and integers whose range does
 //! not fit a narrower bit-packing; 2- and 4-byte floats are stored only so. As integers of
 //! the `i64` cascade, 4-byte values are signed (Parquet's PLAIN INT32 pages, read in
-//! place, are such a node).
+//! place, are such a node); in the double domain, 4-byte values are floats, widened
+//! exactly (Parquet's FLOAT pages and dictionaries, read in place).
 
 use serde::{Deserialize, Serialize};
 use sift_bits::Bitmap;
@@ -12,6 +13,7 @@ use crate::domain::{Domain, FloatBits, Value};
 use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
 use crate::error::Result;
+use crate::predicate::DomainPred;
 use crate::tree::{BufferSink, Ctx, NodeId};
 use crate::wire::{Reader, Writer};
 
@@ -46,6 +48,35 @@ impl Plain {
     fn bytes<'a>(&self, ctx: &Ctx<'a>, count: usize) -> Result<&'a [u8]> {
         ctx.bufs.fixed(self.buffer, count, self.width)
     }
+}
+
+/// Which of the `W`-byte values of `bytes` (read as doubles by `value`) have a
+/// [`float_key`](crate::predicate::float_key) in `lo..=hi` (xor `negate`): the keys
+/// computed in one pass without a branch (it vectorises), then tested by the SIMD range
+/// kernel.
+fn keys_within<const W: usize>(
+    bytes: &[u8],
+    (lo, hi, negate): (u64, u64, bool),
+    value: impl Fn([u8; W]) -> f64,
+) -> Bitmap {
+    let keys: Vec<u64> = bytes
+        .chunks_exact(W)
+        .map(|v| {
+            let x = value(v.try_into().unwrap_or([0; W]));
+            let b = x.to_bits();
+            // Negative: every bit flipped; else the sign bit set; NaN above all.
+            let k = b ^ (0u64.wrapping_sub(b >> 63) | 1 << 63);
+            if x.is_nan() { u64::MAX } else { k }
+        })
+        .collect();
+    let mut out = Bitmap::default();
+    sift_bits::range::compare_values(sift_bits::Level::active(), &keys, lo, hi, negate, &mut out);
+    out
+}
+
+/// 4-byte floats (by their bits) as the double domain's values, widened exactly.
+fn widen(bits: Vec<u32>) -> Vec<FloatBits> {
+    bits.into_iter().map(FloatBits::from_f32_bits).collect()
 }
 
 /// Stores `values` as they are.
@@ -112,14 +143,42 @@ impl Encoding for Plain {
                 };
                 Ok(wide.and_then(V::from_ints))
             }
-            Domain::Float if self.width == 8 => {
-                let bits = self
-                    .decode_native::<u64>(ctx, id, count)?
-                    .unwrap_or_default();
-                Ok(V::from_floats(bits.into_iter().map(FloatBits).collect()))
-            }
+            Domain::Float => Ok(match self.width {
+                8 => {
+                    let bits = self.decode_native::<u64>(ctx, id, count)?;
+                    bits.and_then(|b| V::from_floats(b.into_iter().map(FloatBits).collect()))
+                }
+                4 => {
+                    let bits = self.decode_native::<u32>(ctx, id, count)?;
+                    bits.and_then(|b| V::from_floats(widen(b)))
+                }
+                _ => None,
+            }),
             _ => Ok(None),
         }
+    }
+
+    /// A range of doubles (or of floats widened) is tested on the stored bytes, with no
+    /// values decoded: each value's order key compared with the range's, 64 to a word.
+    fn filter<V: Value, P: DomainPred<V>>(
+        &self,
+        ctx: &Ctx<'_>,
+        _id: NodeId,
+        count: usize,
+        _depth: usize,
+        p: &P,
+    ) -> Result<Option<Bitmap>> {
+        let (Domain::Float, Some(range)) = (V::DOMAIN, p.key_range()) else {
+            return Ok(None);
+        };
+        let bytes = self.bytes(ctx, count)?;
+        Ok(match self.width {
+            8 => Some(keys_within::<8>(bytes, range, f64::from_le_bytes)),
+            4 => Some(keys_within::<4>(bytes, range, |v| {
+                f64::from(f32::from_le_bytes(v))
+            })),
+            _ => None,
+        })
     }
 
     /// Only the selected values are read: each is at a known offset of the buffer.
@@ -140,6 +199,10 @@ impl Encoding for Plain {
             (Domain::Float, 8) => {
                 let bits = self.select_native::<u64>(ctx, count, sel)?;
                 Ok(V::from_floats(bits.into_iter().map(FloatBits).collect()))
+            }
+            (Domain::Float, 4) => {
+                let bits = self.select_native::<u32>(ctx, count, sel)?;
+                Ok(V::from_floats(widen(bits)))
             }
             _ => Ok(None),
         }
@@ -190,5 +253,63 @@ impl Encoding for Plain {
 
     fn beyond_i64(&self, bytes: usize) -> bool {
         self.width as usize == bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::predicate::float_key;
+    use proptest::prelude::*;
+
+    /// A float by bit pattern, often a special one (zeros, infinities, NaNs).
+    fn bits64() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            any::<u64>(),
+            any::<i16>().prop_map(|i| f64::from(i).to_bits()),
+            prop::sample::select(vec![
+                0.0f64.to_bits(),
+                (-0.0f64).to_bits(),
+                f64::INFINITY.to_bits(),
+                f64::NEG_INFINITY.to_bits(),
+                f64::NAN.to_bits(),
+                0xfff0_0000_0000_0001,
+            ]),
+        ]
+    }
+
+    proptest! {
+        /// The range test on stored doubles and floats equals `float_key` of each value
+        /// (floats widened) tested one by one, for ranges drawn from the values' own keys
+        /// and at random, negated or not.
+        #[test]
+        fn keys_within_equals_the_key_of_each_value(
+            values in prop::collection::vec(bits64(), 0..300),
+            ends in (any::<prop::sample::Index>(), any::<prop::sample::Index>(), any::<u64>()),
+            pick in 0..3u8,
+            negate in any::<bool>(),
+        ) {
+            let doubles: Vec<f64> = values.iter().map(|&b| f64::from_bits(b)).collect();
+            let floats: Vec<f32> = values.iter().map(|&b| f32::from_bits(b as u32)).collect();
+            let bytes8: Vec<u8> = doubles.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let bytes4: Vec<u8> = floats.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let keys8: Vec<u64> = doubles.iter().map(|&x| float_key(x)).collect();
+            let keys4: Vec<u64> = floats.iter().map(|&x| float_key(f64::from(x))).collect();
+            for (bytes, keys, wide) in [(&bytes8, &keys8, true), (&bytes4, &keys4, false)] {
+                let (lo, hi) = match (pick, keys.is_empty()) {
+                    (0, false) => (keys[ends.0.index(keys.len())], keys[ends.1.index(keys.len())]),
+                    (1, false) => (keys[ends.0.index(keys.len())], ends.2),
+                    _ => (ends.2.min(!ends.2), ends.2.max(!ends.2)),
+                };
+                let got = match wide {
+                    true => keys_within::<8>(bytes, (lo, hi, negate), f64::from_le_bytes),
+                    false => keys_within::<4>(bytes, (lo, hi, negate), |v| {
+                        f64::from(f32::from_le_bytes(v))
+                    }),
+                };
+                let want = Bitmap::from_bools(keys.iter().map(|&k| (lo <= k && k <= hi) != negate));
+                prop_assert_eq!(got, want);
+            }
+        }
     }
 }

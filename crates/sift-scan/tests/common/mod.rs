@@ -564,6 +564,11 @@ pub fn literal_cmp(a: &ArrayRef, op: CmpOp, lit: &Literal) -> BooleanArray {
             assert!(d.is_valid(0), "{s} is not a date");
             kernel(op, a, &Date32Array::new_scalar(d.value(0)))
         }
+        // A decimal literal on floats: the nearest double (Rust's parsing rounds exactly).
+        (DataType::Float32 | DataType::Float64, Literal::Decimal { unscaled, scale }) => {
+            let x: f64 = format!("{unscaled}e{}", -scale).parse().unwrap();
+            literal_cmp(a, op, &Literal::Float(x))
+        }
         // Every 32-bit float is exactly a 64-bit one.
         (DataType::Float32, Literal::Float(_) | Literal::Int(_)) => {
             literal_cmp(&cast(a, &DataType::Float64).unwrap(), op, lit)
