@@ -712,31 +712,36 @@ pub(crate) fn decode_rows(
                 return Err(corrupt(format!("plain width {width} for a {w}-byte float")));
             }
             let all = &bufs.get(buffer, all_count * w)?[..all_count * w];
-            let picked: Vec<u8>;
-            let bytes = match &sel {
-                None => all,
-                Some(s) => {
-                    picked = s
-                        .iter_ones()
-                        .flat_map(|i| &all[i * w..(i + 1) * w])
-                        .copied()
-                        .collect();
-                    &picked
-                }
-            };
-            // Nulls: the values (as integers of their width) spread over the valid rows.
-            fn spread<T: bytemuck::Pod + Default + arrow_buffer::ArrowNativeType>(
-                bytes: &[u8],
+            // The values (as integers of their width), the selected ones compacted by the
+            // SIMD kernel, spread over the valid rows.
+            fn values<T>(
+                all: &[u8],
+                sel: Option<&Bitmap>,
                 nulls: Option<&NullBuffer>,
                 len: usize,
-            ) -> Result<Buffer> {
-                let values: Vec<T> = bytemuck::pod_collect_to_vec(bytes);
+            ) -> Result<Buffer>
+            where
+                T: sift_bits::unpack::Lane + bytemuck::Pod + arrow_buffer::ArrowNativeType,
+            {
+                let values: Vec<T> = match sel {
+                    None => bytemuck::pod_collect_to_vec(all),
+                    Some(s) => {
+                        // Page bytes need not be aligned to the type: then copied first.
+                        let aligned: std::borrow::Cow<'_, [T]> = bytemuck::try_cast_slice(all)
+                            .map_or_else(
+                                |_| std::borrow::Cow::Owned(bytemuck::pod_collect_to_vec(all)),
+                                std::borrow::Cow::Borrowed,
+                            );
+                        sift_bits::compact::filter(&aligned, s)
+                            .map_err(|e| corrupt(e.to_string()))?
+                    }
+                };
                 Ok(Buffer::from_vec(scatter(values, nulls, len)?))
             }
             // `physical_kind` gives floats of 2, 4 or 8 bytes, and 8 took the arm above.
             let values = match w {
-                2 => spread::<u16>(bytes, nulls.as_ref(), len)?,
-                4 => spread::<u32>(bytes, nulls.as_ref(), len)?,
+                2 => values::<u16>(all, sel.as_ref(), nulls.as_ref(), len)?,
+                4 => values::<u32>(all, sel.as_ref(), nulls.as_ref(), len)?,
                 _ => return Err(corrupt(format!("a {w}-byte float"))),
             };
             builder.add_buffer(values)
