@@ -54,6 +54,11 @@ Query sets:
             strings (one dictionary page per column chunk, ~50 data pages); `select max(s)
             from t where a1 < X` at 1/2, 1/8 and 1/128: the string column decoded at the
             selected rows.
+  types     The micro table at w = 8 plus float32 `f` (uniform in [0, 1): its dictionary
+            overflows, so most pages are PLAIN), float32 `fq` (64 quarter values:
+            dictionary pages), uint32 `u32` (the whole range) and uint64 `u64` (below 2^63):
+            a filter on each (`f < 0.125`, a double compared with a float column) and
+            `max` of all four at the rows `a1 < X` selects (1/8).
 
 Timing, as bench/sql.py: one fresh process per (engine, case, file) opens the files and
 plans the query untimed (`sift sql --runs N`: tables registered and the SQL planned; DuckDB:
@@ -192,10 +197,26 @@ SWEEP_DENOMS = (1, 4, 16, 128)
 REPEATED_DENOMS = (8, 128)
 STRINGS_DENOMS = (2, 8, 128)
 STRINGS_WIDTH = 8
+TYPES_SEED = 20240615
+TYPES_WIDTH = 8
+TYPES_DENOM = 8
+# The `types` queries: key, report label, SQL (`{x}`: the bound selecting 1/TYPES_DENOM).
+TYPES_QUERIES = (
+    ("f32-plain", "float32, PLAIN pages: `f < 0.125`",
+     "select count(*), max(f) from t where f < 0.125"),
+    ("f32-dict", "float32, dictionary: `fq between -2.5 and 3.25`",
+     "select count(*), max(fq) from t where fq between -2.5 and 3.25"),
+    ("u32", "uint32: `u32 > 4000000000`",
+     "select count(*), max(u32) from t where u32 > 4000000000"),
+    ("u64", "uint64: `u64 < 10^18`",
+     "select count(*), max(u64) from t where u64 < 1000000000000000000"),
+    ("select", f"all four at 1/{TYPES_DENOM} of the rows: `a1 < X`",
+     "select max(f), max(fq), max(u32), max(u64) from t where a1 < {x}"),
+)
 SMOKE_WIDTHS = (1, 16)
 SMOKE_DENOMS = (1, 8, 128)
 
-CASE_GROUPS = ("tpch", "micro", "sweep", "nulls", "repeated", "strings")
+CASE_GROUPS = ("tpch", "micro", "sweep", "nulls", "repeated", "strings", "types")
 
 # Polars SQL texts of the five TPC-H queries: the same queries as bench/tpch/qNN.sql with
 # the date arithmetic folded into literals and the joins written as JOIN ... ON (a comma
@@ -598,6 +619,7 @@ class MicroSpec:
     nulls: float = 0.0             # the fraction of each column's values that are null
     lists: bool = False
     strings: bool = False
+    types: bool = False            # + float32 f, fq, uint32 u32, uint64 u64
 
     @property
     def name(self) -> str:
@@ -605,7 +627,7 @@ class MicroSpec:
             "-nulls" if self.nulls == NULL_FRACTION else f"-nulls{self.nulls * 100:g}")
         return (f"w{self.width}" + nulls
                 + ("-list" if self.lists else "") + ("-strings" if self.strings else "")
-                + f"-{self.codec}")
+                + ("-types" if self.types else "") + f"-{self.codec}")
 
     @property
     def label(self) -> str:
@@ -616,6 +638,8 @@ class MicroSpec:
             s += ", + r list<int64>"
         if self.strings:
             s += f", + s utf8 ({STRING_DISTINCT:,} distinct)"
+        if self.types:
+            s += ", + float32 f, fq, uint32 u32, uint64 u64"
         return s + (", uncompressed" if self.codec == "none" else f", {self.codec}")
 
 
@@ -645,6 +669,15 @@ def micro_chunk(spec: MicroSpec, chunk: int, n: int):
                           for i in range(STRING_DISTINCT)])
         rng = np.random.default_rng([STRING_SEED, chunk])
         cols.append(pa.array(vocab[rng.integers(0, STRING_DISTINCT, size=n)], type=pa.utf8()))
+    if spec.types:
+        rng = np.random.default_rng([TYPES_SEED, chunk])
+        cols.append(pa.array(rng.random(n, dtype=np.float32), type=pa.float32()))
+        quarters = rng.integers(0, 64, size=n).astype(np.float32) / 4 - 8
+        cols.append(pa.array(quarters, type=pa.float32()))
+        cols.append(pa.array(rng.integers(0, 1 << 32, size=n, dtype=np.uint64)
+                             .astype(np.uint32), type=pa.uint32()))
+        cols.append(pa.array(rng.integers(0, 1 << 63, size=n, dtype=np.uint64),
+                             type=pa.uint64()))
     return cols, masks
 
 
@@ -656,6 +689,11 @@ def micro_schema(spec: MicroSpec):
         fields.append(pa.field("r", pa.list_(pa.int64()), nullable=False))
     if spec.strings:
         fields.append(pa.field("s", pa.utf8(), nullable=False))
+    if spec.types:
+        fields += [pa.field("f", pa.float32(), nullable=False),
+                   pa.field("fq", pa.float32(), nullable=False),
+                   pa.field("u32", pa.uint32(), nullable=False),
+                   pa.field("u64", pa.uint64(), nullable=False)]
     return pa.schema(fields)
 
 
@@ -674,6 +712,9 @@ def prepare_micro(spec: MicroSpec, rows: int, base: Path) -> tuple[Path, dict]:
               "seeds": [MICRO_SEED, NULL_SEED, LIST_SEED], "row_group": ROW_GROUP,
               "list_max_len": LIST_MAX_LEN, "list_value_bits": LIST_VALUE_BITS,
               "writer": f"pyarrow {pa.__version__}", "columns": MICRO_COLUMNS}
+    if spec.types:
+        # Only then: the other files' manifests (and caches) stay as they were.
+        params["types_seed"] = TYPES_SEED
     if path.is_file() and manifest_ok(man, params):
         return path, json.loads(man.read_text())
     log(f"writing micro file {path.name} ({rows:,} rows)")
@@ -713,7 +754,7 @@ def prepare_micro(spec: MicroSpec, rows: int, base: Path) -> tuple[Path, dict]:
 @dataclass
 class Case:
     id: str              # unique key in the results
-    group: str           # tpch | micro | sweep | nulls | repeated | strings
+    group: str           # tpch | micro | sweep | nulls | repeated | strings | types
     label: str           # report row label
     file: str            # file label (report) / file key
     sql: str
@@ -723,7 +764,7 @@ class Case:
     engines: tuple
     polars_sql: str
     lazy: dict
-    query: str = ""      # q01 ... / micro / repeated / strings
+    query: str = ""      # q01 ... / micro / repeated / strings / types
     width: int | None = None
     denom: int | None = None
     selected: int | None = None
@@ -798,6 +839,17 @@ def build_cases(args, tpch_files: dict | None, micro_files: dict) -> list[Case]:
     if "strings" in args.case_groups:
         file_cases("strings", MicroSpec(STRINGS_WIDTH, strings=True), STRINGS_DENOMS,
                    "singles", strings_sql, "rows", "strings")
+    spec = MicroSpec(TYPES_WIDTH, types=True)
+    if "types" in args.case_groups and spec in micro_files:
+        path, meta = micro_files[spec]
+        bound = meta["singles"][str(TYPES_DENOM)]
+        for key, label, sql in TYPES_QUERIES:
+            text = sql.format(x=bound["x"])
+            sel = key == "select"
+            cases.append(Case(f"types/{spec.name}/{key}", "types", label, spec.name, text,
+                              {"t": path}, "rows", False, no_pa, text, {"name": key},
+                              "types", spec.width, TYPES_DENOM if sel else None,
+                              bound["selected"] if sel else None, meta["params"]["rows"]))
     return cases
 
 
@@ -815,6 +867,8 @@ def micro_specs(args) -> list[MicroSpec]:
         specs.append(MicroSpec(REPEATED_WIDTH, lists=True))
     if "strings" in args.case_groups:
         specs.append(MicroSpec(STRINGS_WIDTH, strings=True))
+    if "types" in args.case_groups:
+        specs.append(MicroSpec(TYPES_WIDTH, types=True))
     return specs
 
 
@@ -1387,6 +1441,16 @@ def report(cases: list[Case], results: dict, args, files: dict, load: list[float
                 "strings (pyarrow writes one dictionary page per column chunk), uncompressed; "
                 "the string column decoded at the selected rows.", ""]
         out += case_table(st, results, "selectivity (actual)", frac_label)
+    ty = [c for c in cases if c.group == "types"]
+    if ty:
+        out += ["## Float and unsigned integer columns: best ms (first ms)", "",
+                f"The micro table at w = {TYPES_WIDTH} plus float32 `f` (uniform in [0, 1): "
+                "pyarrow's dictionary overflows, so most of its pages are PLAIN), float32 "
+                "`fq` (64 quarter values, dictionary pages), uint32 `u32` (the whole range) "
+                "and uint64 `u64` (below 2^63), uncompressed; `count(*)` and `max` of the "
+                "filtered column, and `max` of all four at the rows `a1 < X` selects "
+                f"(1/{TYPES_DENOM}).", ""]
+        out += case_table(ty, results, "column: query", lambda c: c.label)
     out += ["## Files", ""] + files_table(files)
     m, s = divmod(int(elapsed), 60)
     out += [f"Whole harness: {m} min {s} s.", "", "Machine:",

@@ -21,10 +21,10 @@
 # sift-cli` unless --no-build.
 # parquet.py options: --runs N (default 6), --engines a,b (sift, datafusion,
 # datafusion-pushdown, duckdb, polars, pyarrow), --cases (tpch, micro, sweep, nulls,
-# repeated, or TPC-H queries q1,q6,...), --micro-rows N (default 16777216), --widths 1,2,...
-# (sweep), --sweep-selectivities 1,4,16,128, --null-fractions 0.01,0.1,0.5, --smoke,
-# --timeout S (see `python
-# bench/parquet.py --help`).
+# repeated, strings, types, or TPC-H queries q1,q6,...), --micro-rows N (default
+# 16777216), --widths 1,2,... (sweep), --sweep-selectivities 1,4,16,128,
+# --null-fractions 0.01,0.1,0.5, --smoke, --timeout S (see `python bench/parquet.py
+# --help`).
 # Data: bench/data/parquet-sf{SF}/ and bench/data/parquet-micro-r{ROWS}/ (cached).
 # Results: bench/results/parquet-sf{SF}.{md,json} and bench/results/parquet-micro.png
 # (parquet-micro-r{ROWS}.png for other --micro-rows); with --engines or --cases, the same
