@@ -712,7 +712,7 @@ fn unsigned_root_range(
     }
     let root = ctx.enc.node(0)?;
     Ok(match it {
-        I::U32 => root
+        I::U32 if root.as_plain().is_some() => root
             .decode_native::<u32>(ctx, 0, count)?
             .map(|v| clipped(&v, range, u32::MAX.into())),
         I::U64 => root
@@ -734,9 +734,10 @@ fn native_root(
     use crate::column::IntType as I;
     let root = ctx.enc.node(0)?;
     Ok(match it {
-        // Unsigned 32-bit values in their own width (Parquet's UINT_32 pages read in
-        // place), which a 4-byte plain node of the cascade would read as signed.
-        I::U32 => root
+        // Unsigned 32-bit values plain in their own width (Parquet's UINT_32 pages read
+        // in place), which a 4-byte plain node of the cascade would read as signed; other
+        // roots of such a column hold the cascade's values, tested on their encoding.
+        I::U32 if root.as_plain().is_some() => root
             .decode_native::<u32>(ctx, 0, count)?
             .map(|v| v.into_iter().map(i128::from).collect()),
         I::U64 => root

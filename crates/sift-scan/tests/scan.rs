@@ -188,8 +188,47 @@ fn literal(batch: &RecordBatch, c: usize, l: &Lit) -> Literal {
                     .clone(),
             }
         }
-        Kind::Float => {
-            let x = row.map(|r| a.as_primitive::<Float64Type>().value(r));
+        Kind::UInt32 | Kind::UInt64 => {
+            let v: Option<u64> = row.map(|r| match COLS[c].1 {
+                Kind::UInt64 => a.as_primitive::<UInt64Type>().value(r),
+                _ => u64::from(a.as_primitive::<UInt32Type>().value(r)),
+            });
+            let hi: i128 = match COLS[c].1 {
+                Kind::UInt64 => u64::MAX.into(),
+                _ => u32::MAX.into(),
+            };
+            let extra = (p % 100) as i128;
+            match (l, v) {
+                (Lit::Present(_), Some(v)) => Literal::Int(v.into()),
+                (Lit::Between(_), Some(v)) if v < 1 << 50 => {
+                    Literal::Float(v as f64 + [0.5, 0.25, -0.25][p % 3])
+                }
+                (Lit::Between(_), Some(v)) => Literal::Float(v as f64),
+                (Lit::Out(_), _) => match p % 4 {
+                    0 => Literal::Int(hi + 1 + extra),
+                    1 => Literal::Int(-1 - extra),
+                    2 => Literal::Float(1e30),
+                    _ => Literal::Float(-1e30),
+                },
+                _ => [
+                    Literal::Int(u64::MAX.into()),
+                    Literal::Int(i64::MAX.into()),
+                    Literal::Int((1i128 << 63) + 1),
+                    Literal::Int(0),
+                    Literal::Float(-0.0),
+                    Literal::Int(u32::MAX.into()),
+                    Literal::Int(1 << 31),
+                    Literal::Float(2.0),
+                    Literal::Int(7),
+                ][p % 9]
+                    .clone(),
+            }
+        }
+        Kind::Float | Kind::Float32 => {
+            let x = row.map(|r| match COLS[c].1 {
+                Kind::Float32 => f64::from(a.as_primitive::<Float32Type>().value(r)),
+                _ => a.as_primitive::<Float64Type>().value(r),
+            });
             match (l, x) {
                 (Lit::Present(_), Some(x)) => Literal::Float(x),
                 (Lit::Between(_), Some(x)) if x.is_finite() => Literal::Float(x + 0.005),

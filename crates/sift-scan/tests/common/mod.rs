@@ -27,6 +27,9 @@ pub enum Kind {
     Float,
     Str,
     Bool,
+    Float32,
+    UInt32,
+    UInt64,
 }
 
 impl Kind {
@@ -38,12 +41,15 @@ impl Kind {
             Kind::Float => DataType::Float64,
             Kind::Str => DataType::Utf8,
             Kind::Bool => DataType::Boolean,
+            Kind::Float32 => DataType::Float32,
+            Kind::UInt32 => DataType::UInt32,
+            Kind::UInt64 => DataType::UInt64,
         }
     }
 }
 
 /// The generated table's columns.
-pub const COLS: [(&str, Kind); 15] = [
+pub const COLS: [(&str, Kind); 18] = [
     ("i_small", Kind::Int64),  // -20..=20
     ("i_runs", Kind::Int64),   // long runs of one value
     ("i_sorted", Kind::Int64), // non-decreasing
@@ -59,6 +65,9 @@ pub const COLS: [(&str, Kind); 15] = [
     ("s_uni", Kind::Str),      // non-ASCII words
     ("b", Kind::Bool),
     ("i_of_low", Kind::Int64), // a function of s_low: stored as a lookup when neither has nulls
+    ("f32", Kind::Float32),    // 2-digit decimals and the specials of f1, as 32-bit floats
+    ("u32", Kind::UInt32),     // small values mixed with 2^31 and u32::MAX
+    ("u64", Kind::UInt64),     // small values, 2^40, i64::MAX; u64::MAX in half the tables
 ];
 
 pub const NCOLS: usize = COLS.len();
@@ -253,6 +262,42 @@ impl TableSpec {
             .iter()
             .map(|s| LOW.iter().position(|l| l == s).unwrap_or(0) as i64 * 1000 - 3)
             .collect();
+        // A float NaN with a payload too; a signalling one (quiet bit clear).
+        let f32_specials = [
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7f80_0001),
+            -0.0,
+            0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ];
+        let f32s: Vec<f32> = (0..n)
+            .map(|_| {
+                if rng.below(12) == 0 {
+                    *rng.pick(&f32_specials)
+                } else {
+                    rng.range(-3000, 3000) as f32 / 100.0
+                }
+            })
+            .collect();
+        let u32s: Vec<u32> = (0..n)
+            .map(|_| match rng.below(8) {
+                0 => u32::MAX,
+                1 => 1 << 31,
+                2 => rng.next() as u32,
+                _ => rng.range(0, 60) as u32,
+            })
+            .collect();
+        // u64::MAX only in tables of even seeds: a Parquet dictionary holding it (beyond
+        // i64) is decoded by the `parquet` crate, the others are read in place.
+        let top = if self.seed % 2 == 0 { 4 } else { 3 };
+        let u64s: Vec<u64> = (0..n)
+            .map(|_| match rng.below(10) {
+                0 => [1 << 40, i64::MAX as u64, u64::MAX, rng.next() >> 1][rng.below(top) as usize],
+                _ => rng.range(0, 90) as u64,
+            })
+            .collect();
 
         fn prim<T: ArrowPrimitiveType>(
             vals: &[T::Native],
@@ -295,6 +340,9 @@ impl TableSpec {
                     .collect::<BooleanArray>(),
             ),
             prim::<Int64Type>(&i_of_low, |i| v(14, i)),
+            prim::<Float32Type>(&f32s, |i| v(15, i)),
+            prim::<UInt32Type>(&u32s, |i| v(16, i)),
+            prim::<UInt64Type>(&u64s, |i| v(17, i)),
         ];
         let fields: Vec<Field> = COLS
             .iter()
@@ -535,7 +583,10 @@ pub fn literal_cmp(a: &ArrayRef, op: CmpOp, lit: &Literal) -> BooleanArray {
             let wide = cast(a, &DataType::Decimal128(38, 0)).unwrap();
             kernel(op, &wide, &decimal_scalar(*v))
         }
-        (DataType::Int64 | DataType::Int32, Literal::Float(x)) => {
+        (
+            DataType::Int64 | DataType::Int32 | DataType::UInt32 | DataType::UInt64,
+            Literal::Float(x),
+        ) => {
             assert!(!x.is_nan(), "NaN literal on an integer column");
             if x.abs() >= 1e37 {
                 let beyond = if *x > 0.0 {
