@@ -164,7 +164,7 @@ impl Encoding for Plain {
     }
 
     /// A range of doubles (or of floats widened) is tested on the stored bytes, with no
-    /// values decoded: each value's order key compared with the range's, 64 to a word.
+    /// values decoded: each value's order key against the range's ([`keys_within`]).
     fn filter<V: Value, P: DomainPred<V>>(
         &self,
         ctx: &Ctx<'_>,

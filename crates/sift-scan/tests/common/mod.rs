@@ -291,7 +291,7 @@ impl TableSpec {
             .collect();
         // u64::MAX only in tables of even seeds: a Parquet dictionary holding it (beyond
         // i64) is decoded by the `parquet` crate, the others are read in place.
-        let top = if self.seed % 2 == 0 { 4 } else { 3 };
+        let top = if self.seed.is_multiple_of(2) { 4 } else { 3 };
         let u64s: Vec<u64> = (0..n)
             .map(|_| match rng.below(10) {
                 0 => [1 << 40, i64::MAX as u64, u64::MAX, rng.next() >> 1][rng.below(top) as usize],
