@@ -614,17 +614,14 @@ pub(crate) fn filter_values(
             if let Some(out) = crate::registry::filter_root(ctx, count, &range)? {
                 return Ok(out);
             }
-            if let Some(out) = unsigned_root_range(ctx, it, count, &range)? {
-                return Ok(out);
-            }
             if let Some(values) = native_root(ctx, it, count)? {
-                return Ok(eval_all(&values, |v| (*lo <= v && v <= *hi) != *negate));
+                return Ok(values.within(&range));
             }
             i64::filter(ctx, 0, count, 0, &range)
         }
         (K::Int(it), P::IntIn { values, negate }) => {
             if let Some(decoded) = native_root(ctx, it, count)? {
-                return Ok(eval_all(&decoded, |v| {
+                return Ok(eval_all(&decoded.wide(), |v| {
                     values.binary_search(&v).is_ok() != *negate
                 }));
             }
@@ -639,7 +636,7 @@ pub(crate) fn filter_values(
         }
         (K::Int(it), p @ P::IntBloom { bloom, lo, hi }) => {
             if let Some(decoded) = native_root(ctx, it, count)? {
-                return Ok(eval_all(&decoded, |v| p.matches_int(v)));
+                return Ok(eval_all(&decoded.wide(), |v| p.matches_int(v)));
             }
             let probe = BloomProbe {
                 bloom,
@@ -679,71 +676,68 @@ pub(crate) fn filter_values(
     }
 }
 
-/// `range` on an unsigned 32- or 64-bit root decoded in its own type (see [`native_root`]),
-/// by the SIMD range kernel on the values as they are: the range clipped to the type's.
-/// `None` for other roots and types.
-fn unsigned_root_range(
-    ctx: &Ctx<'_>,
-    it: crate::column::IntType,
-    count: usize,
-    range: &IntRange,
-) -> Result<Option<Bitmap>> {
-    use crate::column::IntType as I;
-    fn clipped<T: sift_bits::unpack::Lane + TryFrom<i128>>(
-        values: &[T],
-        range: &IntRange,
-        max: i128,
-    ) -> Bitmap {
-        let (lo, hi) = (range.wide.0.max(0), range.wide.1.min(max));
-        let (Ok(lo), Ok(hi)) = (T::try_from(lo), T::try_from(hi)) else {
-            // Nothing of the type lies in the range.
-            return crate::domain::uniform(values.len(), range.negate);
-        };
-        let mut out = Bitmap::default();
-        compare_values(
-            sift_bits::Level::active(),
-            values,
-            lo,
-            hi,
-            range.negate,
-            &mut out,
-        );
-        out
+/// A chunk root's values decoded in the column's own type (see [`native_root`]).
+enum Native {
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    I128(Vec<i128>),
+}
+
+impl Native {
+    /// The values as `i128`.
+    fn wide(self) -> Vec<i128> {
+        match self {
+            Native::U32(v) => v.into_iter().map(i128::from).collect(),
+            Native::U64(v) => v.into_iter().map(i128::from).collect(),
+            Native::I128(v) => v,
+        }
     }
-    let root = ctx.enc.node(0)?;
-    Ok(match it {
-        I::U32 if root.as_plain().is_some() => root
-            .decode_native::<u32>(ctx, 0, count)?
-            .map(|v| clipped(&v, range, u32::MAX.into())),
-        I::U64 => root
-            .decode_native::<u64>(ctx, 0, count)?
-            .map(|v| clipped(&v, range, u64::MAX.into())),
-        _ => None,
-    })
+
+    /// `range` on the values: unsigned ones by the SIMD range kernel on the values as they
+    /// are (the range clipped to the type's), others one by one.
+    fn within(self, range: &IntRange) -> Bitmap {
+        fn clipped<T: sift_bits::unpack::Lane + TryFrom<i128>>(
+            values: &[T],
+            range: &IntRange,
+            max: i128,
+        ) -> Bitmap {
+            let (lo, hi) = (range.wide.0.max(0), range.wide.1.min(max));
+            let (Ok(lo), Ok(hi)) = (T::try_from(lo), T::try_from(hi)) else {
+                // Nothing of the type lies in the range.
+                return crate::domain::uniform(values.len(), range.negate);
+            };
+            let mut out = Bitmap::default();
+            let level = sift_bits::Level::active();
+            compare_values(level, values, lo, hi, range.negate, &mut out);
+            out
+        }
+        match self {
+            Native::U32(v) => clipped(&v, range, u32::MAX.into()),
+            Native::U64(v) => clipped(&v, range, u64::MAX.into()),
+            Native::I128(v) => {
+                let ((lo, hi), negate) = (range.wide, range.negate);
+                eval_all(&v, |x| (lo <= x && x <= hi) != negate)
+            }
+        }
+    }
 }
 
 /// The values of a root that did not go through the `i64` cascade, decoded in the
 /// column's own type (`u64` beyond `i64::MAX`, wide decimals: bit-packed over their own
-/// range, or plain; `u32` plain in its own width), as `i128`; `None` for cascade roots,
-/// which hold `i64` values.
-fn native_root(
-    ctx: &Ctx<'_>,
-    it: crate::column::IntType,
-    count: usize,
-) -> Result<Option<Vec<i128>>> {
+/// range, or plain; `u32` plain in its own width); `None` for cascade roots, which hold
+/// `i64` values.
+fn native_root(ctx: &Ctx<'_>, it: crate::column::IntType, count: usize) -> Result<Option<Native>> {
     use crate::column::IntType as I;
     let root = ctx.enc.node(0)?;
     Ok(match it {
         // Unsigned 32-bit values plain in their own width (Parquet's UINT_32 pages read
         // in place), which a 4-byte plain node of the cascade would read as signed; other
         // roots of such a column hold the cascade's values, tested on their encoding.
-        I::U32 if root.as_plain().is_some() => root
-            .decode_native::<u32>(ctx, 0, count)?
-            .map(|v| v.into_iter().map(i128::from).collect()),
-        I::U64 => root
-            .decode_native::<u64>(ctx, 0, count)?
-            .map(|v| v.into_iter().map(i128::from).collect()),
-        I::I128 => root.decode_native::<i128>(ctx, 0, count)?,
+        I::U32 if root.as_plain().is_some() => {
+            root.decode_native::<u32>(ctx, 0, count)?.map(Native::U32)
+        }
+        I::U64 => root.decode_native::<u64>(ctx, 0, count)?.map(Native::U64),
+        I::I128 => root.decode_native::<i128>(ctx, 0, count)?.map(Native::I128),
         _ => None,
     })
 }

@@ -647,16 +647,14 @@ pub(crate) fn page_values(
 ) -> std::result::Result<Option<PageValues>, String> {
     let mut buffers = vec![values];
     let nodes = match (encoding, layout) {
-        (Encoding::PLAIN, Layout::Fixed { width, .. }) => vec![Node::Plain(Plain {
-            width: width as u32,
-            buffer: 0,
-        })],
+        (Encoding::PLAIN, Layout::Fixed { width } | Layout::Unsigned { width }) => {
+            vec![Node::Plain(Plain {
+                width: width as u32,
+                buffer: 0,
+            })]
+        }
         (Encoding::PLAIN, Layout::Float32) => vec![Node::Plain(Plain {
             width: 4,
-            buffer: 0,
-        })],
-        (Encoding::PLAIN, Layout::Unsigned { width }) => vec![Node::Plain(Plain {
-            width: width as u32,
             buffer: 0,
         })],
         (Encoding::PLAIN, Layout::BigEndian { width }) => {

@@ -132,19 +132,46 @@ fn literal(batch: &RecordBatch, c: usize, l: &Lit) -> Literal {
     let (Lit::Present(p) | Lit::Between(p) | Lit::Out(p) | Lit::Special(p)) = *l;
     let row = present_row(a.as_ref(), p);
     match COLS[c].1 {
-        Kind::Int64 | Kind::Int32 => {
-            let v: Option<i64> = row.map(|r| match COLS[c].1 {
-                Kind::Int64 => a.as_primitive::<Int64Type>().value(r),
-                _ => i64::from(a.as_primitive::<Int32Type>().value(r)),
+        Kind::Int64 | Kind::Int32 | Kind::UInt32 | Kind::UInt64 => {
+            let kind = COLS[c].1;
+            let v: Option<i128> = row.map(|r| match kind {
+                Kind::Int64 => a.as_primitive::<Int64Type>().value(r).into(),
+                Kind::Int32 => a.as_primitive::<Int32Type>().value(r).into(),
+                Kind::UInt32 => a.as_primitive::<UInt32Type>().value(r).into(),
+                _ => a.as_primitive::<UInt64Type>().value(r).into(),
             });
-            let (lo, hi): (i128, i128) = if COLS[c].1 == Kind::Int64 {
-                (i64::MIN.into(), i64::MAX.into())
-            } else {
-                (i32::MIN.into(), i32::MAX.into())
+            let (lo, hi): (i128, i128) = match kind {
+                Kind::Int64 => (i64::MIN.into(), i64::MAX.into()),
+                Kind::Int32 => (i32::MIN.into(), i32::MAX.into()),
+                Kind::UInt32 => (0, u32::MAX.into()),
+                _ => (0, u64::MAX.into()),
             };
             let extra = (p % 100) as i128;
+            let specials = match kind {
+                Kind::Int64 | Kind::Int32 => vec![
+                    Literal::Int(i64::MAX.into()),
+                    Literal::Int(i64::MIN.into()),
+                    Literal::Int(0),
+                    Literal::Float(-0.0),
+                    Literal::Int(i32::MAX.into()),
+                    Literal::Int(i32::MIN.into()),
+                    Literal::Float(2.0),
+                    Literal::Int(7),
+                ],
+                _ => vec![
+                    Literal::Int(u64::MAX.into()),
+                    Literal::Int(i64::MAX.into()),
+                    Literal::Int((1i128 << 63) + 1),
+                    Literal::Int(0),
+                    Literal::Float(-0.0),
+                    Literal::Int(u32::MAX.into()),
+                    Literal::Int(1 << 31),
+                    Literal::Float(2.0),
+                    Literal::Int(7),
+                ],
+            };
             match (l, v) {
-                (Lit::Present(_), Some(v)) => Literal::Int(v.into()),
+                (Lit::Present(_), Some(v)) => Literal::Int(v),
                 (Lit::Between(_), Some(v)) => {
                     if v.unsigned_abs() < 1 << 50 {
                         Literal::Float(v as f64 + [0.5, 0.25, -0.25][p % 3])
@@ -160,17 +187,7 @@ fn literal(batch: &RecordBatch, c: usize, l: &Lit) -> Literal {
                     2 => Literal::Float(1e30),
                     _ => Literal::Float(-1e30),
                 },
-                _ => [
-                    Literal::Int(i64::MAX.into()),
-                    Literal::Int(i64::MIN.into()),
-                    Literal::Int(0),
-                    Literal::Float(-0.0),
-                    Literal::Int(i32::MAX.into()),
-                    Literal::Int(i32::MIN.into()),
-                    Literal::Float(2.0),
-                    Literal::Int(7),
-                ][p % 8]
-                    .clone(),
+                _ => specials[p % specials.len()].clone(),
             }
         }
         Kind::Date => {
@@ -185,42 +202,6 @@ fn literal(batch: &RecordBatch, c: usize, l: &Lit) -> Literal {
                     Literal::Date(0),
                     Literal::Date(9000),
                 ][p % 3]
-                    .clone(),
-            }
-        }
-        Kind::UInt32 | Kind::UInt64 => {
-            let v: Option<u64> = row.map(|r| match COLS[c].1 {
-                Kind::UInt64 => a.as_primitive::<UInt64Type>().value(r),
-                _ => u64::from(a.as_primitive::<UInt32Type>().value(r)),
-            });
-            let hi: i128 = match COLS[c].1 {
-                Kind::UInt64 => u64::MAX.into(),
-                _ => u32::MAX.into(),
-            };
-            let extra = (p % 100) as i128;
-            match (l, v) {
-                (Lit::Present(_), Some(v)) => Literal::Int(v.into()),
-                (Lit::Between(_), Some(v)) if v < 1 << 50 => {
-                    Literal::Float(v as f64 + [0.5, 0.25, -0.25][p % 3])
-                }
-                (Lit::Between(_), Some(v)) => Literal::Float(v as f64),
-                (Lit::Out(_), _) => match p % 4 {
-                    0 => Literal::Int(hi + 1 + extra),
-                    1 => Literal::Int(-1 - extra),
-                    2 => Literal::Float(1e30),
-                    _ => Literal::Float(-1e30),
-                },
-                _ => [
-                    Literal::Int(u64::MAX.into()),
-                    Literal::Int(i64::MAX.into()),
-                    Literal::Int((1i128 << 63) + 1),
-                    Literal::Int(0),
-                    Literal::Float(-0.0),
-                    Literal::Int(u32::MAX.into()),
-                    Literal::Int(1 << 31),
-                    Literal::Float(2.0),
-                    Literal::Int(7),
-                ][p % 9]
                     .clone(),
             }
         }
