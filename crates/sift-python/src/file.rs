@@ -269,6 +269,7 @@ impl Scanner {
         d.set_item("values_decoded", s.values_decoded)?;
         d.set_item("bytes_read", s.bytes_read)?;
         d.set_item("parquet_pages_in_place", s.parquet_pages_in_place)?;
+        d.set_item("parquet_pages_unpacked", s.parquet_pages_unpacked)?;
         d.set_item("parquet_chunks_decoded", s.parquet_chunks_decoded)?;
         Ok(d)
     }

@@ -42,6 +42,8 @@ mod parquet_source;
 #[cfg(feature = "parquet")]
 mod parquet_thrift;
 #[cfg(feature = "parquet")]
+mod parquet_unpack;
+#[cfg(feature = "parquet")]
 mod parquet_zones;
 mod parse;
 mod prune;

@@ -109,6 +109,8 @@ pub(crate) struct ListRead {
     pub array: ArrayRef,
     /// Data pages read.
     pub pages: u64,
+    /// Of them, pages decoded to PLAIN values first (DELTA, BYTE_STREAM_SPLIT).
+    pub unpacked: u64,
     /// Stored bytes read: the pages read (with the offset index), else the whole chunk.
     pub bytes: u64,
 }
@@ -180,6 +182,7 @@ pub(crate) fn read_list(
     let mut levels = Levels::new(&shape);
     let mut selected = Bitmap::zeros(0);
     let mut values: Vec<ValuePage> = Vec::new();
+    let mut unpacked = 0u64;
     let (mut row, mut page_no, mut data_page) = (0usize, 0usize, 0usize);
     // Whether the next page read must open a row: the first, and any after a skipped one.
     let mut must_open = true;
@@ -288,9 +291,14 @@ pub(crate) fn read_list(
         selected.append(&rows.slice(row..row + opened));
         row += opened;
         let present = levels.present().count_ones_in(first..first + count);
-        let Some((nodes, buffers)) =
-            crate::parquet_pages::page_values(encoding, shape.layout, body, dictionary.as_ref())
-                .map_err(|e| perr(&e))?
+        let Some((nodes, buffers)) = crate::parquet_pages::page_values(
+            encoding,
+            shape.layout,
+            body,
+            count,
+            dictionary.as_ref(),
+        )
+        .map_err(|e| perr(&e))?
         else {
             return Ok(None);
         };
@@ -299,6 +307,7 @@ pub(crate) fn read_list(
                 "the levels promise {present} values, the page holds none"
             )));
         }
+        unpacked += u64::from(crate::parquet_unpack::unpacks(encoding));
         values.push(ValuePage {
             encoding: ColumnEncoding {
                 validity: Validity::AllValid,
@@ -319,6 +328,7 @@ pub(crate) fn read_list(
     Ok(Some(ListRead {
         array: assemble(&shape, &starts, &levels, &selected, &values, place)?,
         pages: values.len() as u64,
+        unpacked,
         bytes: stored,
     }))
 }

@@ -13,7 +13,9 @@
 //!   its bytes): a dictionary page's values, decoded once per column chunk so that string
 //!   predicates run once per dictionary entry, or a PLAIN page's, of which a selection
 //!   copies only the selected strings;
-//! - definition levels (nullable columns) are a `hybrid` validity of 1-bit levels.
+//! - definition levels (nullable columns) are a `hybrid` validity of 1-bit levels;
+//! - a page in a DELTA encoding or BYTE_STREAM_SPLIT is decoded when read into the bytes
+//!   of a PLAIN page of the same values ([`crate::parquet_unpack`]) and read as that.
 //!
 //! [`ChunkPages`] reads the pages' headers and decompresses their bodies (with the
 //! `parquet` crate's codecs; page v1 and v2); what this module adds is reading their
@@ -47,6 +49,8 @@ use crate::scan::Read;
 pub(crate) struct PagedColumn {
     data_type: DataType,
     pages: Vec<EncodedPage>,
+    /// Of the pages, those decoded to PLAIN values first (DELTA, BYTE_STREAM_SPLIT).
+    unpacked: usize,
     /// The rows asked for (the column's rows are these, in order).
     rows: usize,
     /// What errors name: file, row group, column.
@@ -298,12 +302,20 @@ pub(crate) fn reads_in_place(
 }
 
 /// Whether every one of a column chunk's `encodings` is one whose pages this module reads
-/// in place (values PLAIN or dictionary-encoded, levels RLE).
+/// (values PLAIN or dictionary-encoded, read in place, or in a DELTA encoding or
+/// BYTE_STREAM_SPLIT, decoded to PLAIN values first; levels RLE).
 pub(crate) fn encodings_in_place(mut encodings: impl Iterator<Item = Encoding>) -> bool {
     encodings.all(|e| {
         matches!(
             e,
-            Encoding::PLAIN | Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY | Encoding::RLE
+            Encoding::PLAIN
+                | Encoding::PLAIN_DICTIONARY
+                | Encoding::RLE_DICTIONARY
+                | Encoding::RLE
+                | Encoding::DELTA_BINARY_PACKED
+                | Encoding::DELTA_LENGTH_BYTE_ARRAY
+                | Encoding::DELTA_BYTE_ARRAY
+                | Encoding::BYTE_STREAM_SPLIT
         )
     })
 }
@@ -356,6 +368,7 @@ impl PagedColumn {
             .map_err(|e| err(&e))?;
         let mut dictionary: Option<(DictValues, usize)> = None;
         let mut out = Vec::new();
+        let mut unpacked = 0usize;
         let mut row = 0usize;
         let mut page_no = 0usize;
         loop {
@@ -428,22 +441,27 @@ impl PagedColumn {
                     "pages hold more than the row group's {rows} rows"
                 )));
             }
-            let Some((nodes, mut buffers)) =
-                page_values(encoding, layout, values, dictionary.as_ref()).map_err(|e| perr(&e))?
-            else {
-                return Ok(None);
-            };
-            let encoding = with_validity(nodes, levels, &mut buffers);
-            page_no += 1;
-            row = page_rows.end;
             let wanted: Vec<Range<usize>> =
                 crate::prune::intersect(want, std::slice::from_ref(&page_rows))
                     .into_iter()
                     .map(|r| r.start - page_rows.start..r.end - page_rows.start)
                     .collect();
+            // A page read only to count its rows (no offset index) is not decoded.
             if wanted.is_empty() {
+                page_no += 1;
+                row = page_rows.end;
                 continue;
             }
+            let Some((nodes, mut buffers)) =
+                page_values(encoding, layout, values, count, dictionary.as_ref())
+                    .map_err(|e| perr(&e))?
+            else {
+                return Ok(None);
+            };
+            unpacked += usize::from(crate::parquet_unpack::unpacks(encoding));
+            let encoding = with_validity(nodes, levels, &mut buffers);
+            page_no += 1;
+            row = page_rows.end;
             out.push(EncodedPage {
                 rows: page_rows,
                 encoding,
@@ -473,6 +491,7 @@ impl PagedColumn {
         let mut column = PagedColumn {
             data_type: field.data_type().clone(),
             pages: out,
+            unpacked,
             rows: asked,
             place,
         };
@@ -536,6 +555,11 @@ impl PagedColumn {
     /// The data pages.
     pub(crate) fn pages(&self) -> usize {
         self.pages.len()
+    }
+
+    /// The data pages decoded to PLAIN values first (DELTA, BYTE_STREAM_SPLIT).
+    pub(crate) fn unpacked(&self) -> usize {
+        self.unpacked
     }
 
     /// Whether predicates are evaluated on the encoded pages (else on decoded values).
@@ -637,14 +661,20 @@ impl AsRef<[u8]> for LeWords {
 pub(crate) type PageValues = (Vec<Node>, Vec<Bytes>);
 
 /// The encoding tree (root first) and buffers of a data page's values, `values` its bytes
-/// after the levels, for a column of `layout` whose chunk's dictionary page (if read) is
-/// `dictionary`; `Ok(None)` for an encoding this module does not read in place.
+/// after the levels (at most `count` values), for a column of `layout` whose chunk's
+/// dictionary page (if read) is `dictionary`; `Ok(None)` for an encoding this module does
+/// not read. Pages of the DELTA encodings and BYTE_STREAM_SPLIT are decoded into the
+/// PLAIN layout first ([`unpack`](crate::parquet_unpack::unpack)).
 pub(crate) fn page_values(
     encoding: Encoding,
     layout: Layout,
     values: Bytes,
+    count: usize,
     dictionary: Option<&(DictValues, usize)>,
 ) -> std::result::Result<Option<PageValues>, String> {
+    if let Some(plain) = crate::parquet_unpack::unpack(encoding, layout, &values, count)? {
+        return page_values(Encoding::PLAIN, layout, plain, count, dictionary);
+    }
     let mut buffers = vec![values];
     let nodes = match (encoding, layout) {
         (Encoding::PLAIN, Layout::Fixed { width } | Layout::Unsigned { width }) => {
@@ -914,7 +944,9 @@ mod tests {
     fn damaged_pages_are_refused_with_what_is_wrong() {
         let read = |encoding, layout, bytes: &[u8]| {
             let values = Bytes::copy_from_slice(bytes);
-            page_values(encoding, layout, values, None).err().unwrap()
+            page_values(encoding, layout, values, 8, None)
+                .err()
+                .unwrap()
         };
         let decimals = Layout::BigEndian { width: 7 };
         let err = read(Encoding::PLAIN, decimals, &[0; 10]);
@@ -925,7 +957,7 @@ mod tests {
         assert!(err.contains("runs take 9 bytes, 2 are there"), "{err}");
         // Whole values, and a length the page holds, are read.
         let ok = |encoding, layout, bytes: &[u8]| {
-            page_values(encoding, layout, Bytes::copy_from_slice(bytes), None).unwrap()
+            page_values(encoding, layout, Bytes::copy_from_slice(bytes), 8, None).unwrap()
         };
         assert!(ok(Encoding::PLAIN, decimals, &[0; 14]).is_some());
         assert!(ok(Encoding::RLE, Layout::Bits, &[2, 0, 0, 0, 2, 1]).is_some());

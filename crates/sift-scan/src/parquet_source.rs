@@ -302,14 +302,14 @@ impl ParquetSource {
     }
 
     /// Column `col` of row group `b` at `rows` (all if `None`): its pages as Sift chunks
-    /// when every page read is one `parquet_pages.rs` reads in place, else decoded; with
-    /// the stored bytes read.
+    /// when every page read is one `parquet_pages.rs` reads, else decoded; with the
+    /// stored bytes read, and the data pages read and of them decoded to PLAIN first.
     fn read_column(
         &self,
         b: usize,
         col: usize,
         rows: Option<&[Range<usize>]>,
-    ) -> Result<(ParquetColumn, u64, u64)> {
+    ) -> Result<(ParquetColumn, u64, (u64, u64))> {
         let md = self.meta.metadata();
         let leaves = self.leaves(col).unwrap_or(0..0);
         let field = self.meta.schema().field(col);
@@ -322,7 +322,7 @@ impl ParquetSource {
             let chunk = self.leaf_chunk(b, leaves.start, &place)?;
             let leaf = (b, leaves.start);
             if let Some(p) = PagedColumn::read(chunk, md, leaf, field, rows, place)? {
-                let pages = p.pages() as u64;
+                let pages = (p.pages() as u64, p.unpacked() as u64);
                 return Ok((
                     ParquetColumn::Paged(p),
                     self.chunk_bytes(b, col, rows),
@@ -331,10 +331,11 @@ impl ParquetSource {
             }
         }
         if let Some(list) = self.read_list(b, col, rows, None)? {
-            return Ok((ParquetColumn::List(list.array), list.bytes, list.pages));
+            let pages = (list.pages, list.unpacked);
+            return Ok((ParquetColumn::List(list.array), list.bytes, pages));
         }
         let (array, bytes) = self.decode(b, col, false, rows)?;
-        Ok((ParquetColumn::Decoded(array), bytes, 0))
+        Ok((ParquetColumn::Decoded(array), bytes, (0, 0)))
     }
 
     /// List column `col` of row group `b` at the rows asked for (`rows`, all if `None`),
@@ -651,6 +652,7 @@ pub(crate) struct ParquetBlock<'a> {
 struct Counts {
     bytes: u64,
     pages_in_place: u64,
+    pages_unpacked: u64,
     chunks_decoded: u64,
 }
 
@@ -724,12 +726,13 @@ impl ParquetBlock<'_> {
             .get(col)
             .ok_or_else(|| Error::Invalid(format!("no column {col}")))?;
         if cell.get().is_none() {
-            let (column, bytes, pages) =
+            let (column, bytes, (pages, unpacked)) =
                 self.source
                     .read_column(self.rg, col, self.rows.as_deref())?;
             let mut c = self.counts.get();
             c.bytes += bytes;
             c.pages_in_place += pages;
+            c.pages_unpacked += unpacked;
             if let ParquetColumn::Decoded(_) = column {
                 c.chunks_decoded += 1;
             }
@@ -793,6 +796,7 @@ impl ParquetBlock<'_> {
             let mut c = self.counts.get();
             c.bytes += list.bytes;
             c.pages_in_place += list.pages;
+            c.pages_unpacked += list.unpacked;
             self.counts.set(c);
             return Ok(Some(list.array));
         }
@@ -819,6 +823,7 @@ impl ParquetBlock<'_> {
         let c = self.counts.get();
         stats.bytes_read += c.bytes;
         stats.parquet_pages_in_place += c.pages_in_place;
+        stats.parquet_pages_unpacked += c.pages_unpacked;
         stats.parquet_chunks_decoded += c.chunks_decoded;
     }
 }

@@ -26,6 +26,9 @@ pub struct ScanStats {
     /// Parquet data pages read in place as Sift chunks (filters on their encoded values,
     /// selections decoding only selected values).
     pub parquet_pages_in_place: u64,
+    /// Of those, pages stored in a DELTA encoding or BYTE_STREAM_SPLIT: decoded into the
+    /// values a PLAIN page holds when read, then read as such.
+    pub parquet_pages_unpacked: u64,
     /// Parquet column chunks decoded by the `parquet` crate's Arrow reader instead (their
     /// pages use encodings or types not read in place, or only some rows were wanted).
     pub parquet_chunks_decoded: u64,
@@ -47,6 +50,7 @@ impl ScanStats {
         self.values_decoded += other.values_decoded;
         self.bytes_read += other.bytes_read;
         self.parquet_pages_in_place += other.parquet_pages_in_place;
+        self.parquet_pages_unpacked += other.parquet_pages_unpacked;
         self.parquet_chunks_decoded += other.parquet_chunks_decoded;
         self.requests += other.requests;
         self.bytes_fetched += other.bytes_fetched;
@@ -69,8 +73,20 @@ impl fmt::Display for ScanStats {
         if self.parquet_pages_in_place + self.parquet_chunks_decoded > 0 {
             write!(
                 f,
-                "; Parquet: {} pages read in place, {} column chunks decoded by the parquet crate",
-                self.parquet_pages_in_place, self.parquet_chunks_decoded
+                "; Parquet: {} pages read in place",
+                self.parquet_pages_in_place
+            )?;
+            if self.parquet_pages_unpacked > 0 {
+                write!(
+                    f,
+                    " ({} of them decoded to PLAIN values first)",
+                    self.parquet_pages_unpacked
+                )?;
+            }
+            write!(
+                f,
+                ", {} column chunks decoded by the parquet crate",
+                self.parquet_chunks_decoded
             )?;
         }
         if self.requests > 0 {

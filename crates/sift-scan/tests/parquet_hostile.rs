@@ -1,11 +1,14 @@
 //! Damaged Parquet files through the scan engine: Sift's own page reader (dictionary and
-//! PLAIN pages read in place, definition levels, decompression), the row-group and page
-//! pruning by the file's statistics, page index and Bloom filters, and the `parquet`
-//! crate's reader for what is not read in place (nested columns, DELTA pages).
+//! PLAIN pages read in place, DELTA and BYTE_STREAM_SPLIT pages decoded, definition
+//! levels, decompression), the row-group and page pruning by the file's statistics, page
+//! index and Bloom filters, and the `parquet` crate's reader for what Sift does not read
+//! (nested columns).
 //!
 //! A small table with flat, nullable, dictionary, decimal and nested columns is written
-//! three ways (pages v1 with dictionaries and a page index; pages v2, snappy, no
-//! dictionaries; zstd with dictionaries falling back to PLAIN). Each is then damaged:
+//! four ways (pages v1 with dictionaries and a page index; pages v2, snappy, no
+//! dictionaries, which arrow-rs writes DELTA_BINARY_PACKED and DELTA_BYTE_ARRAY; zstd
+//! with dictionaries falling back to PLAIN; pages v1, no dictionaries, integers, floats and
+//! decimals BYTE_STREAM_SPLIT and strings DELTA_LENGTH_BYTE_ARRAY). Each is then damaged:
 //! truncated, with bytes changed anywhere, at the start of every page (its header and
 //! levels) and in the footer. Every damaged file is opened and scanned with filters of
 //! every kind, projections and dictionary reads; each scan must end in `Ok` or in an
@@ -87,8 +90,8 @@ fn batch() -> RecordBatch {
     .unwrap()
 }
 
-/// The three files' layouts.
-fn layouts() -> [(&'static str, ParquetLayout); 3] {
+/// The four files' layouts.
+fn layouts() -> [(&'static str, ParquetLayout); 4] {
     let base = ParquetLayout::new(1000, 250);
     [
         (
@@ -114,6 +117,14 @@ fn layouts() -> [(&'static str, ParquetLayout); 3] {
             ParquetLayout {
                 dictionary: Some(200),
                 compression: Compression::ZSTD(ZstdLevel::default()),
+                ..base
+            },
+        ),
+        (
+            "v1-split-delta-lengths",
+            ParquetLayout {
+                dictionary: None,
+                delta: Some(true),
                 ..base
             },
         ),

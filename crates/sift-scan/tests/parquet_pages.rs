@@ -155,6 +155,59 @@ fn plain_pages_filter_and_select_in_place() {
     }
 }
 
+/// Pages stored in the DELTA encodings (integers DELTA_BINARY_PACKED, strings and binary
+/// DELTA_LENGTH_BYTE_ARRAY or DELTA_BYTE_ARRAY) and BYTE_STREAM_SPLIT (floats, and
+/// integers in the second file), on version-1 and version-2 pages: each decoded to PLAIN
+/// values when read, then filtered and selected as PLAIN pages are, no column chunk left to
+/// the `parquet` crate.
+#[test]
+fn delta_and_split_pages_are_decoded_page_by_page() {
+    use parquet::basic::Encoding::*;
+    use parquet::file::properties::WriterVersion;
+    use parquet::schema::types::ColumnPath;
+    let dir = tempfile::tempdir().unwrap();
+    let batch = batch();
+    let files = [
+        (
+            "delta-v1",
+            WriterVersion::PARQUET_1_0,
+            [DELTA_BINARY_PACKED, DELTA_BYTE_ARRAY],
+        ),
+        (
+            "split-v2",
+            WriterVersion::PARQUET_2_0,
+            [BYTE_STREAM_SPLIT, DELTA_LENGTH_BYTE_ARRAY],
+        ),
+    ];
+    for (name, version, [ints, strings]) in files {
+        let mut props = WriterProperties::builder()
+            .set_dictionary_enabled(false)
+            .set_writer_version(version)
+            .set_data_page_row_count_limit(3000)
+            .set_write_batch_size(1000);
+        for field in batch.schema().fields() {
+            let encoding = match field.data_type() {
+                DataType::Float64 => BYTE_STREAM_SPLIT,
+                DataType::Utf8 | DataType::Binary => strings,
+                _ => ints,
+            };
+            props = props.set_column_encoding(ColumnPath::from(field.name().as_str()), encoding);
+        }
+        let table = write(
+            &dir.path().join(format!("{name}.parquet")),
+            &batch,
+            props.build(),
+        );
+        for filter in &filters() {
+            let stats = scan(&table, &batch, filter);
+            assert!(
+                stats.parquet_pages_unpacked > 0,
+                "{name}, {filter}: no page decoded to PLAIN values ({stats})"
+            );
+        }
+    }
+}
+
 /// With a page index, a filter on a sorted column reads only the pages holding candidate
 /// rows: the other pages of every column are skipped unread (their bytes not counted).
 #[test]
@@ -208,9 +261,33 @@ fn decimal_values() -> Vec<Option<i64>> {
 /// Decimal columns as Parquet stores them: `d9` (precision 9, INT32), `d18` (INT64) and
 /// `flba` (precision 16 as a 7-byte FIXED_LEN_BYTE_ARRAY, big-endian, as pyarrow writes
 /// decimals), all nullable, with dictionary pages that fall back to PLAIN mid-chunk: read
-/// in place, filtered exactly, against arrow-rs.
+/// in place, filtered exactly, against arrow-rs. Then again stored BYTE_STREAM_SPLIT, and
+/// DELTA_BINARY_PACKED (integers) or DELTA_BYTE_ARRAY (the byte arrays), decoded to PLAIN
+/// values page by page.
 #[test]
 fn decimal_pages_filter_and_select_in_place() {
+    use parquet::basic::Encoding;
+    for (ints, bytes) in [
+        (None, None),
+        (
+            Some(Encoding::BYTE_STREAM_SPLIT),
+            Some(Encoding::BYTE_STREAM_SPLIT),
+        ),
+        (
+            Some(Encoding::DELTA_BINARY_PACKED),
+            Some(Encoding::DELTA_BYTE_ARRAY),
+        ),
+    ] {
+        decimal_pages(ints, bytes);
+    }
+}
+
+/// [`decimal_pages_filter_and_select_in_place`] with the integer columns' values stored
+/// as `ints` and the byte arrays' as `bytes` (dictionaries off), or dictionary-encoded.
+fn decimal_pages(
+    int_encoding: Option<parquet::basic::Encoding>,
+    bytes_encoding: Option<parquet::basic::Encoding>,
+) {
     use parquet::data_type::FixedLenByteArray;
     use parquet::file::writer::SerializedFileWriter;
     use parquet::schema::parser::parse_message_type;
@@ -235,14 +312,18 @@ fn decimal_pages_filter_and_select_in_place() {
         ("d18", Arc::new(d18) as ArrayRef),
     ])
     .unwrap();
-    let props = || {
-        WriterProperties::builder()
+    let props = |encoding: Option<parquet::basic::Encoding>| {
+        let props = WriterProperties::builder()
             .set_dictionary_page_size_limit(4 << 10)
             .set_data_page_row_count_limit(1000)
-            .set_write_batch_size(500)
-            .build()
+            .set_write_batch_size(500);
+        match encoding {
+            Some(e) => props.set_dictionary_enabled(false).set_encoding(e),
+            None => props,
+        }
+        .build()
     };
-    let int_table = write(&dir.path().join("ints.parquet"), &ints, props());
+    let int_table = write(&dir.path().join("ints.parquet"), &ints, props(int_encoding));
 
     // The FIXED_LEN_BYTE_ARRAY column, through the column writer.
     let flba_path = dir.path().join("flba.parquet");
@@ -251,7 +332,8 @@ fn decimal_pages_filter_and_select_in_place() {
             .unwrap(),
     );
     let file = std::fs::File::create(&flba_path).unwrap();
-    let mut writer = SerializedFileWriter::new(file, schema, Arc::new(props())).unwrap();
+    let props = Arc::new(props(bytes_encoding));
+    let mut writer = SerializedFileWriter::new(file, schema, props).unwrap();
     let mut group = writer.next_row_group().unwrap();
     let mut column = group.next_column().unwrap().unwrap();
     let present: Vec<FixedLenByteArray> = values
@@ -541,18 +623,24 @@ fn floats_are_read_in_place() {
             .set_write_batch_size(1000)
             .build()
     };
-    // Version 2 pages, PLAIN (the writer's default for `id` there is DELTA_BINARY_PACKED,
-    // which the crate decodes).
+    // Version 2 pages, PLAIN (the writer's default for `id` there is DELTA_BINARY_PACKED).
     let plain = WriterProperties::builder()
         .set_dictionary_enabled(false)
         .set_writer_version(parquet::file::properties::WriterVersion::PARQUET_2_0)
         .set_encoding(parquet::basic::Encoding::PLAIN)
         .set_data_page_row_count_limit(3000)
         .build();
+    // Every column's bytes split into streams, decoded to PLAIN values page by page.
+    let split = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_encoding(parquet::basic::Encoding::BYTE_STREAM_SPLIT)
+        .set_data_page_row_count_limit(3000)
+        .build();
     for (name, props) in [
         ("dictionary", dictionary(1 << 20)),
         ("overflow", dictionary(4096)),
         ("plain", plain),
+        ("split", split),
     ] {
         let table = write(&dir.path().join(format!("{name}.parquet")), &batch, props);
         for f in filters {

@@ -421,6 +421,11 @@ pub struct ParquetLayout {
     pub dictionary: Option<usize>,
     /// Data pages v2 (levels uncompressed, outside the compressed values) instead of v1.
     pub pages_v2: bool,
+    /// With dictionaries off, values stored in the DELTA encodings and BYTE_STREAM_SPLIT
+    /// instead of PLAIN: integers DELTA_BINARY_PACKED, strings and binary DELTA_BYTE_ARRAY,
+    /// floats and decimals BYTE_STREAM_SPLIT; with `Some(true)`, integers
+    /// BYTE_STREAM_SPLIT and strings DELTA_LENGTH_BYTE_ARRAY instead.
+    pub delta: Option<bool>,
     pub compression: parquet::basic::Compression,
 }
 
@@ -434,13 +439,14 @@ impl ParquetLayout {
             bloom_filters: false,
             dictionary: Some(1024 * 1024),
             pages_v2: false,
+            delta: None,
             compression: parquet::basic::Compression::UNCOMPRESSED,
         }
     }
 
     /// A layout picked by `seed`: pages of 7 to 300 rows, each statistics level, Bloom
-    /// filters on or off, dictionaries off, whole or falling back to PLAIN, pages v1 or
-    /// v2, and every codec.
+    /// filters on or off, dictionaries off (values PLAIN, or DELTA and BYTE_STREAM_SPLIT),
+    /// whole or falling back to PLAIN, pages v1 or v2, and every codec.
     pub fn from_seed(seed: u64, group_rows: usize) -> Self {
         use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
         use parquet::file::properties::EnabledStatistics;
@@ -467,6 +473,12 @@ impl ParquetLayout {
             Compression::GZIP(GzipLevel::default()),
             Compression::BROTLI(BrotliLevel::default()),
         ]);
+        // Drawn last, so that each seed's other choices stay what they were before.
+        let delta = match (dictionary, rng.below(3)) {
+            (None, 0) => Some(false),
+            (None, 1) => Some(true),
+            _ => None,
+        };
         ParquetLayout {
             group_rows,
             page_rows,
@@ -474,6 +486,7 @@ impl ParquetLayout {
             bloom_filters,
             dictionary,
             pages_v2,
+            delta,
             compression,
         }
     }
@@ -487,7 +500,7 @@ pub fn write_parquet_layout(
     layout: ParquetLayout,
 ) {
     use parquet::file::properties::WriterVersion;
-    let props = parquet::file::properties::WriterProperties::builder()
+    let mut props = parquet::file::properties::WriterProperties::builder()
         .set_max_row_group_row_count(Some(layout.group_rows))
         .set_data_page_row_count_limit(layout.page_rows)
         .set_write_batch_size(layout.page_rows)
@@ -500,9 +513,30 @@ pub fn write_parquet_layout(
         } else {
             WriterVersion::PARQUET_1_0
         })
-        .set_compression(layout.compression)
-        .build();
-    write_parquet_with(path, schema, batches, props);
+        .set_compression(layout.compression);
+    if let (Some(alternate), None) = (layout.delta, layout.dictionary) {
+        use parquet::basic::Encoding::*;
+        for field in schema.fields() {
+            let encoding = match (field.data_type(), alternate) {
+                (DataType::Float16 | DataType::Float32 | DataType::Float64, _) => BYTE_STREAM_SPLIT,
+                (DataType::Decimal128(..), _) => BYTE_STREAM_SPLIT,
+                (
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::Utf8View,
+                    false,
+                ) => DELTA_BYTE_ARRAY,
+                (
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::Utf8View,
+                    true,
+                ) => DELTA_LENGTH_BYTE_ARRAY,
+                (dt, false) if dt.is_integer() || dt.is_temporal() => DELTA_BINARY_PACKED,
+                (dt, true) if dt.is_integer() || dt.is_temporal() => BYTE_STREAM_SPLIT,
+                _ => continue,
+            };
+            let path = parquet::schema::types::ColumnPath::from(field.name().as_str());
+            props = props.set_column_encoding(path, encoding);
+        }
+    }
+    write_parquet_with(path, schema, batches, props.build());
 }
 
 pub fn write_parquet_with(
