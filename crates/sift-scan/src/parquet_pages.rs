@@ -562,6 +562,12 @@ impl PagedColumn {
         self.unpacked
     }
 
+    /// Whether every page read holds dictionary codes (or no values): a predicate is then
+    /// decided once per dictionary entry, and testing every row costs a scan of codes.
+    pub(crate) fn dictionary_encoded(&self) -> bool {
+        (self.pages.iter()).all(|p| matches!(p.encoding.nodes.first(), Some(Node::Dict(_)) | None))
+    }
+
     /// Whether predicates are evaluated on the encoded pages (else on decoded values).
     pub(crate) fn filters_encoded(&self) -> bool {
         (0..self.pages.len()).all(|i| self.chunk(i).filters_encoded())
