@@ -175,7 +175,12 @@ TPCH_ORDERED = {"q01": True, "q06": False, "q12": True, "q14": False, "q19": Fal
 TPCH_FILES = {"pyarrow-none": ("pyarrow uncompressed", "pyarrow", "none"),
               "pyarrow-snappy": ("pyarrow snappy", "pyarrow", "snappy"),
               "pyarrow-zstd": ("pyarrow zstd", "pyarrow", "zstd"),
-              "duckdb": ("DuckDB COPY defaults (snappy)", "duckdb", "snappy")}
+              "duckdb": ("DuckDB COPY defaults (snappy)", "duckdb", "snappy"),
+              # Format version 2: DELTA_BINARY_PACKED keys and prices, DELTA_LENGTH_BYTE_ARRAY
+              # comments, where the dictionary does not pay.
+              "duckdb-v2": ("DuckDB COPY, PARQUET_VERSION V2 (snappy)", "duckdb-v2", "snappy")}
+# The COPY options of each DuckDB-written file.
+DUCKDB_COPY = {"duckdb": "(FORMAT parquet)", "duckdb-v2": "(FORMAT parquet, PARQUET_VERSION V2)"}
 
 MICRO_ROWS = 1 << 24
 MICRO_COLUMNS = 20
@@ -552,7 +557,8 @@ def parquet_meta(path: Path) -> dict:
 
 def prepare_tpch(scale: float, base: Path) -> dict[str, dict[str, Path]]:
     """{file key: {table: path}}: tpchgen-cli's lineitem, orders and part at `scale`,
-    rewritten by pyarrow (none, snappy, zstd) and by DuckDB's COPY (its defaults)."""
+    rewritten by pyarrow (none, snappy, zstd) and by DuckDB's COPY (its defaults, and
+    format version 2)."""
     import harness
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -581,7 +587,7 @@ def prepare_tpch(scale: float, base: Path) -> dict[str, dict[str, Path]]:
         else:
             import duckdb
             params = {"source": gen, "writer": f"duckdb {duckdb.__version__}",
-                      "copy": "(FORMAT parquet)"}
+                      "copy": DUCKDB_COPY[writer]}
         if not (manifest_ok(d / "manifest.json", params)
                 and all((d / f"{t}.parquet").is_file() for t in TPCH_TABLES)):
             tmp = base / f"{key}.tmp"
@@ -603,7 +609,7 @@ def prepare_tpch(scale: float, base: Path) -> dict[str, dict[str, Path]]:
                     s = str(src / f"{t}.parquet").replace("'", "''")
                     o = str(tmp / f"{t}.parquet").replace("'", "''")
                     con.execute(f"COPY (select * from read_parquet('{s}')) TO '{o}' "
-                                "(FORMAT parquet)")
+                                f"{DUCKDB_COPY[writer]}")
                     con.close()
             (tmp / "manifest.json").write_text(json.dumps({"params": params}, indent=1) + "\n")
             shutil.rmtree(d, ignore_errors=True)

@@ -3,7 +3,7 @@
 # pyarrow and DataFusion's own Parquet reader with its filter pushdown off and on
 # (arrow-rs's RowFilter), every engine single-threaded on one core (taskset -c 0):
 #   - TPC-H Q1, Q6, Q12, Q14, Q19 on lineitem/orders/part written by pyarrow (uncompressed,
-#     snappy, zstd) and by DuckDB's COPY;
+#     snappy, zstd) and by DuckDB's COPY (defaults, and format version 2: DELTA pages);
 #   - the Parquet-Select micro-benchmark (20 int64 columns, `select max(a10), max(a11),
 #     max(a12) from t where a1 < X and a2 < Y` at selectivities 1/1 ... 1/128): w = 5
 #     uncompressed and snappy, a bit-width sweep, nullable variants (1 %, 10 %, 50 % of
