@@ -20,10 +20,16 @@ use parquet::encodings::decoding::{Decoder, DeltaBitPackDecoder};
 use crate::parquet_pages::Layout;
 use crate::parquet_source::guarded;
 
-/// The most bytes the strings of one page may decode to: the offsets of an Arrow string
-/// array are 32-bit, and a DELTA_BYTE_ARRAY page can repeat a long prefix for every value
-/// in a few bytes, so its own size does not bound what it decodes to.
-const MAX_STRING_BYTES: usize = i32::MAX as usize;
+/// The most bytes the values of a DELTA_BYTE_ARRAY page of `page` bytes may decode to. Its
+/// own size does not bound them (a long prefix repeated for every value takes a few bits
+/// each), so a damaged page could ask for gigabytes: a page may decode to 1,024 times its
+/// size, or 256 MiB (a page of 20,000 copies of a 12 KiB string), whichever is more, and
+/// never past what 32-bit Arrow offsets address.
+fn string_budget(page: usize) -> usize {
+    page.saturating_mul(1024)
+        .max(256 << 20)
+        .min(i32::MAX as usize)
+}
 
 /// Whether pages stored as `encoding` are decoded here before they are read.
 pub(crate) fn unpacks(encoding: Encoding) -> bool {
@@ -70,7 +76,7 @@ pub(crate) fn unpack(
         }
         (Encoding::DELTA_LENGTH_BYTE_ARRAY, Layout::Bytes) => {
             let (lengths, used) = all_deltas(values, count)?;
-            let mut out = Strings::new(Frame::Lengths, lengths.len());
+            let mut out = Strings::new(Frame::Lengths, lengths.len(), values.len());
             let mut data = &values[used..];
             for (i, &len) in lengths.iter().enumerate() {
                 let bytes = take(&mut data, len, i)?;
@@ -168,7 +174,7 @@ fn prefixed(values: &Bytes, count: usize, frame: Frame) -> Result<Strings, Strin
             suffixes.len()
         ));
     }
-    let mut out = Strings::new(frame, prefixes.len());
+    let mut out = Strings::new(frame, prefixes.len(), values.len());
     let mut data = &rest[used..];
     for (i, (&prefix, &len)) in prefixes.iter().zip(&suffixes).enumerate() {
         let suffix = take(&mut data, len, i)?;
@@ -199,6 +205,8 @@ enum Frame {
 struct Strings {
     frame: Frame,
     bytes: Vec<u8>,
+    /// The most bytes `bytes` may hold ([`string_budget`]).
+    budget: usize,
     /// Where the last value's bytes are in `bytes`.
     last: std::ops::Range<usize>,
     /// Values written.
@@ -206,7 +214,8 @@ struct Strings {
 }
 
 impl Strings {
-    fn new(frame: Frame, values: usize) -> Strings {
+    /// For `values` values of a page of `page` bytes.
+    fn new(frame: Frame, values: usize, page: usize) -> Strings {
         let per_value = match frame {
             Frame::Lengths => 4,
             Frame::Fixed(width) => width,
@@ -214,6 +223,7 @@ impl Strings {
         Strings {
             frame,
             bytes: Vec::with_capacity(values.saturating_mul(per_value)),
+            budget: string_budget(page),
             last: 0..0,
             values: 0,
         }
@@ -234,9 +244,11 @@ impl Strings {
     fn frame(&mut self, len: usize) -> Result<(), String> {
         let value = self.values;
         self.values += 1;
-        if self.bytes.len() + 4 + len > MAX_STRING_BYTES {
+        if self.bytes.len() + 4 + len > self.budget {
             return Err(format!(
-                "the page's values pass {MAX_STRING_BYTES} bytes at value {value}"
+                "the page's values pass {} bytes at value {value}, more than a page of \
+                 this size decodes to",
+                self.budget
             ));
         }
         match self.frame {
@@ -412,6 +424,22 @@ mod tests {
         assert!(
             err.unwrap_err()
                 .contains("3 prefix lengths and 2 suffix lengths")
+        );
+        // Each value the whole one before it and one byte more: 40,000 values of a 40 kB
+        // page would take 800 MB; the values stop at 256 MiB.
+        let n = 40_000;
+        let prefixes: Vec<i32> = (0..n).collect();
+        let growing = page(&prefixes, &vec![1; n as usize], &vec![b'x'; n as usize]);
+        let err = unpack(
+            Encoding::DELTA_BYTE_ARRAY,
+            Layout::Bytes,
+            &growing,
+            n as usize,
+        );
+        let err = err.unwrap_err();
+        assert!(
+            err.contains("pass 268435456 bytes at value 23165,"),
+            "{err}"
         );
     }
 
