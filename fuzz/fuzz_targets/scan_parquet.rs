@@ -1,12 +1,13 @@
 //! Arbitrary bytes as a Parquet file, scanned: the footer and page index, row-group and
-//! page pruning, Sift's own page reader (dictionary and PLAIN pages, definition levels,
-//! decompression), the `parquet` crate's reader behind it and the whole-file Thrift check
-//! (`ParquetFile::check_all`) must return, never panic, hang or allocate out of proportion
-//! to the input. Seed it with the Parquet test corpus (in `fuzz/`): `cargo fuzz run
-//! scan_parquet corpus/scan_parquet seeds ../testdata/damaged-parquet`, `seeds` holding
-//! the files of `../testdata/parquet-testing/data` but `large_string_map.brotli.parquet`,
-//! a valid file whose map column decodes from 4 KB to gigabytes (minutes under the
-//! sanitizer, past libFuzzer's timeout).
+//! page pruning, Sift's own page reader (dictionary, PLAIN, DELTA and BYTE_STREAM_SPLIT
+//! pages, definition levels, decompression), the `parquet` crate's reader behind it and
+//! the whole-file Thrift check (`ParquetFile::check_all`) must return, never panic, hang
+//! or allocate out of proportion to the input. Seed it with the Parquet test corpus (in
+//! `fuzz/`): `cargo fuzz run scan_parquet corpus/scan_parquet seeds
+//! ../testdata/damaged-parquet`, `seeds` holding the files of
+//! `../testdata/parquet-testing/data` but `large_string_map.brotli.parquet`, a valid file
+//! whose map column decodes from 4 KB to gigabytes (minutes under the sanitizer, past
+//! libFuzzer's timeout).
 #![no_main]
 
 use std::path::PathBuf;
