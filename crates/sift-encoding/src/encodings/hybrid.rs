@@ -84,6 +84,14 @@ const SPAN: usize = 8192;
 /// row in 32 took 24.0 ms gathered and 22.3 ms unpacked, one in 64 21.5 ms either way.
 const GATHER_EVERY: usize = 48;
 
+/// [`GATHER_EVERY`] for [`Hybrid::extremes`] of byte codes: a span folded through the
+/// entries' ranks is unpacked but nothing is compacted, so folding every span costs about
+/// as much as gathering one value in 256. In the Parquet-Select micro (5-bit codes, three
+/// columns' extremes, one core, best of 10, alternated three times), gathering from one
+/// row in 48 down took 20.3–20.4 ms at one row in 64 and 17.0–17.5 at one in 128, folding
+/// 15.2–16.1 and 15.0–15.6; at one in 1,024 gathering is ahead, 14.0 against 14.2–14.8.
+const EXTREMES_GATHER_EVERY: usize = 256;
+
 /// Whether `ones` selected values of `len` are few enough to gather one by one
 /// ([`GATHER_EVERY`]).
 fn gathered(ones: usize, len: usize) -> bool {
@@ -1142,7 +1150,7 @@ impl Hybrid {
         table: &[i64],
         memo: Option<&DictionaryMemo>,
     ) -> Result<Option<Option<(i64, i64)>>> {
-        let dense = sel.is_none_or(|s| !gathered(s.count_ones(), count));
+        let dense = sel.is_none_or(|s| s.count_ones() * EXTREMES_GATHER_EVERY > count);
         if self.bits <= 8 && table.len() <= 256 && dense {
             let ranks = match memo {
                 Some(m) => m.ranks(table.len(), || EntryRanks::new(table)),
