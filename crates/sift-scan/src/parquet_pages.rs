@@ -308,15 +308,8 @@ pub(crate) fn encodings_in_place(mut encodings: impl Iterator<Item = Encoding>) 
     encodings.all(|e| {
         matches!(
             e,
-            Encoding::PLAIN
-                | Encoding::PLAIN_DICTIONARY
-                | Encoding::RLE_DICTIONARY
-                | Encoding::RLE
-                | Encoding::DELTA_BINARY_PACKED
-                | Encoding::DELTA_LENGTH_BYTE_ARRAY
-                | Encoding::DELTA_BYTE_ARRAY
-                | Encoding::BYTE_STREAM_SPLIT
-        )
+            Encoding::PLAIN | Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY | Encoding::RLE
+        ) || crate::parquet_unpack::unpacks(e)
     })
 }
 
