@@ -141,6 +141,21 @@ impl Rng {
     pub fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
         &v[self.below(v.len() as u64) as usize]
     }
+    /// `n` values, each one of `specials` one time in `one_in`, else drawn by `usual`.
+    pub fn sprinkled<T: Copy>(
+        &mut self,
+        n: usize,
+        one_in: u64,
+        specials: &[T],
+        mut usual: impl FnMut(&mut Rng) -> T,
+    ) -> Vec<T> {
+        (0..n)
+            .map(|_| match self.below(one_in) {
+                0 => *self.pick(specials),
+                _ => usual(self),
+            })
+            .collect()
+    }
 }
 
 impl TableSpec {
@@ -215,24 +230,8 @@ impl TableSpec {
             f64::INFINITY,
             f64::NEG_INFINITY,
         ];
-        let f1: Vec<f64> = (0..n)
-            .map(|_| {
-                if rng.below(16) == 0 {
-                    *rng.pick(&specials)
-                } else {
-                    rng.range(-2000, 2000) as f64 / 100.0
-                }
-            })
-            .collect();
-        let f2: Vec<f64> = (0..n)
-            .map(|_| {
-                if rng.below(6) == 0 {
-                    *rng.pick(&specials)
-                } else {
-                    rng.range(-500, 500) as f64 / 100.0
-                }
-            })
-            .collect();
+        let f1 = rng.sprinkled(n, 16, &specials, |r| r.range(-2000, 2000) as f64 / 100.0);
+        let f2 = rng.sprinkled(n, 6, &specials, |r| r.range(-500, 500) as f64 / 100.0);
         let s_low: Vec<String> = (0..n).map(|_| rng.pick(&LOW).to_string()).collect();
         let s_uniq: Vec<String> = (0..n)
             .map(|i| {
@@ -272,15 +271,9 @@ impl TableSpec {
             f32::INFINITY,
             f32::NEG_INFINITY,
         ];
-        let f32s: Vec<f32> = (0..n)
-            .map(|_| {
-                if rng.below(12) == 0 {
-                    *rng.pick(&f32_specials)
-                } else {
-                    rng.range(-3000, 3000) as f32 / 100.0
-                }
-            })
-            .collect();
+        let f32s = rng.sprinkled(n, 12, &f32_specials, |r| {
+            r.range(-3000, 3000) as f32 / 100.0
+        });
         let u32s: Vec<u32> = (0..n)
             .map(|_| match rng.below(8) {
                 0 => u32::MAX,
