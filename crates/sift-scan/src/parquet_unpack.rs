@@ -351,6 +351,16 @@ mod tests {
             299,
         );
         assert!(err.unwrap_err().contains("of 300 values in a page of 299"));
+        // Cut short: the crate's decoder names the miniblock it cannot read whole.
+        let cut = page.slice(..page.len() / 2);
+        let err = unpack(
+            Encoding::DELTA_BINARY_PACKED,
+            Layout::Fixed { width: 4 },
+            &cut,
+            300,
+        );
+        let err = err.unwrap_err();
+        assert!(err.contains("values from miniblock"), "{err}");
     }
 
     #[test]
@@ -452,7 +462,11 @@ mod tests {
         }
         let joined = join_streams(&split, 4).unwrap();
         assert_eq!(joined, bytemuck::cast_slice::<u32, u8>(&values));
-        assert!(join_streams(&split[1..], 4).is_err());
+        let err = join_streams(&split[1..], 4).unwrap_err();
+        assert!(
+            err.contains("a BYTE_STREAM_SPLIT page of 4-byte values holds 11 bytes"),
+            "{err}"
+        );
         assert_eq!(join_streams(&[], 8).unwrap(), Vec::<u8>::new());
     }
 }
