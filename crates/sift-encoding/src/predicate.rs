@@ -610,7 +610,13 @@ pub(crate) fn filter_values(
         (K::Int(it), P::IntRange { lo, hi, negate }) => {
             let range = IntRange::new(*lo, *hi, *negate);
             // The root's own evaluation first: bit-packed codes over a base compare in the
-            // code domain whatever the type's width (decimal128 and u64 columns too).
+            // code domain whatever the type's width (decimal128 and u64 columns too); a
+            // plain root's values compare as signed, so unsigned and 16-byte ones in their
+            // own width are tested as they are before.
+            let plain = ctx.enc.node(0)?.as_plain().is_some();
+            if plain && let Some(values) = native_root(ctx, it, count)? {
+                return Ok(values.within(&range));
+            }
             if let Some(out) = crate::registry::filter_root(ctx, count, &range)? {
                 return Ok(out);
             }
