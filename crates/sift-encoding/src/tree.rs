@@ -76,11 +76,13 @@ impl ColumnEncoding {
     /// Whether a selective decode of the chunk reads only the parts of its buffers that
     /// hold selected rows (bit-packed roots without a validity tree), rather than all.
     pub fn row_addressable(&self) -> bool {
-        !matches!(self.validity, Validity::Encoded { .. })
-            && self
-                .nodes
-                .first()
-                .is_some_and(|r| r.row_addressable(self, 0))
+        !matches!(self.validity, Validity::Encoded { .. }) && self.values_addressable()
+    }
+
+    /// Whether the chunk's values are read where they lie by a selective decode, its
+    /// validity aside (what selecting a row costs rather than what it reads).
+    pub fn values_addressable(&self) -> bool {
+        (self.nodes.first()).is_some_and(|r| r.row_addressable(self, 0))
     }
 
     /// A short human-readable description of the tree, e.g. `dict(bytes(for8), for5)`.

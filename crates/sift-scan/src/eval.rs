@@ -1,9 +1,10 @@
 //! Evaluating a bound filter on one block, and decoding the projected rows.
 //!
 //! The pipeline of Parquet-Select §4: the first predicate of a conjunction runs on the
-//! encoded chunk (`Chunk::filter`); later ones see the rows still selected and, when those
-//! are few, select their codes first (`Chunk::decode_selected`, PEXT) and
-//! evaluate only them, depositing the verdicts back (`sift_bits::levels::deposit`). An OR
+//! encoded chunk (`Chunk::filter`); later ones see the rows still selected and, where the
+//! cost model (`order.rs`) says those are few enough, select their codes first
+//! (`Chunk::decode_selected`, PEXT) and evaluate only them, depositing the verdicts back
+//! (`sift_bits::levels::deposit`); a Parquet column decides so page by page. An OR
 //! evaluates each branch only on the rows the branches before it left unmatched.
 
 use std::sync::Arc;
@@ -17,24 +18,10 @@ use sift_encoding::{Bitmap, ValuePredicate};
 use crate::bind::{Bound, Leaf, LeafOp};
 use crate::error::{Error, Result};
 use crate::expr::CmpOp;
-use crate::order::Order;
+use crate::order::{LeafCost, Order};
 use crate::scan::Read;
 use crate::source::{BlockData, ColumnData};
 use crate::stats::ScanStats;
-
-/// Below this fraction of selected rows, a later predicate selects its codes first and
-/// evaluates only those; above it, it scans the encoded chunk and intersects. The packed
-/// compare costs 0.01–0.2 cycles per row (sift-bits BENCHMARKS.md §5); selecting, decoding
-/// and evaluating one row through Arrow costs several cycles, so the break-even is at a few
-/// percent. The value is an estimate, not tuned per query.
-const SELECT_FIRST_BELOW: f64 = 0.02;
-
-/// [`SELECT_FIRST_BELOW`] for a join's Bloom filter on Parquet pages of values (not
-/// dictionary codes): testing every row there costs a copy of its value and a probe, about
-/// 1.3 ns a row (TPC-H Q19's join filter on `l_partkey`, DELTA or PLAIN pages), where
-/// testing only the rows still selected costs a few ns each.
-#[cfg(feature = "parquet")]
-const PROBE_FIRST_BELOW: f64 = 0.25;
 
 /// Rows per mini-block for payload accounting: a projected chunk stored as bit-packed
 /// codes is read only where a mini-block has a selected row.
@@ -86,7 +73,7 @@ impl BlockEval<'_, '_> {
     fn leaf(&mut self, l: &Leaf, input: Option<&Bitmap>) -> Result<Bitmap> {
         let rows_in = input.map_or(self.rows, Bitmap::count_ones);
         let out = match &l.op {
-            LeafOp::Value(p) => self.value_leaf(l.column, p, input)?,
+            LeafOp::Value(p) => self.value_leaf(l.id, l.column, p, input)?,
             LeafOp::Null { negated } => {
                 let valid = match self.data.column(l.column)? {
                     ColumnData::Encoded(c) => c
@@ -137,8 +124,10 @@ impl BlockEval<'_, '_> {
         Ok(out)
     }
 
+    #[cfg_attr(not(feature = "parquet"), allow(unused_variables))]
     fn value_leaf(
         &mut self,
+        leaf: usize,
         col: usize,
         p: &ValuePredicate,
         input: Option<&Bitmap>,
@@ -157,27 +146,16 @@ impl BlockEval<'_, '_> {
             }
             #[cfg(feature = "parquet")]
             ColumnData::Paged(c) => {
-                let below = match p {
-                    ValuePredicate::IntBloom { .. } if !c.dictionary_encoded() => PROBE_FIRST_BELOW,
-                    _ => SELECT_FIRST_BELOW,
-                };
-                let sparse = input.filter(|s| (s.count_ones() as f64) < below * self.rows as f64);
-                if c.filters_encoded() && sparse.is_none() {
-                    return Ok(and_input(c.filter(p)?, input));
-                }
                 let sel = input.filter(|s| s.count_ones() != self.rows);
-                let values = c.decode_rows(sel)?;
-                self.stats.values_decoded += values.len() as u64;
-                let verdicts = matches(p, &values)?;
-                match sel {
-                    Some(_) => self.deposit(verdicts, input),
-                    None => Ok(and_input(verdicts, input)),
-                }
+                let (rows, decoded, cost) = c.filter_within(p, sel)?;
+                self.stats.values_decoded += decoded as u64;
+                self.order.observe_cost(leaf, cost);
+                Ok(rows)
             }
             ColumnData::Encoded(c) => {
                 let view = c.view();
-                let sparse = input
-                    .filter(|s| (s.count_ones() as f64) < SELECT_FIRST_BELOW * self.rows as f64);
+                let cost = LeafCost::of(&c.meta.encoding, Some(p));
+                let sparse = input.filter(|s| cost.select_first(s.count_ones(), self.rows));
                 if view.filters_encoded() && sparse.is_none() {
                     self.stats.bytes_read += c.stored_bytes();
                     let bm = view.filter(p).map_err(|e| self.decode_error(col, e))?;
@@ -443,7 +421,7 @@ pub(crate) fn concat_pieces(mut pieces: Vec<ArrayRef>) -> Result<ArrayRef> {
     Ok(arrow_select::concat::concat(&refs)?)
 }
 
-fn and_input(mut bm: Bitmap, input: Option<&Bitmap>) -> Bitmap {
+pub(crate) fn and_input(mut bm: Bitmap, input: Option<&Bitmap>) -> Bitmap {
     if let Some(s) = input {
         bm.and_assign(s);
     }
@@ -498,7 +476,7 @@ fn common_type(a: ArrayRef, b: ArrayRef) -> Result<(ArrayRef, ArrayRef)> {
 }
 
 /// The rows of a decoded array whose value matches `p` (see `ValuePredicate::eval_array`).
-fn matches(p: &ValuePredicate, a: &ArrayRef) -> Result<Bitmap> {
+pub(crate) fn matches(p: &ValuePredicate, a: &ArrayRef) -> Result<Bitmap> {
     p.eval_array(a.as_ref()).map_err(|e| match e {
         sift_encoding::EncodingError::Arrow(e) => Error::Arrow(e),
         e => Error::Type(e.to_string()),

@@ -39,6 +39,7 @@ use sift_encoding::{
 };
 
 use crate::error::{Error, Result};
+use crate::order::LeafCost;
 use crate::parquet_page_reader::ChunkPages;
 use crate::parquet_source::guarded;
 use crate::scan::Read;
@@ -545,6 +546,19 @@ impl PagedColumn {
         self.rows
     }
 
+    /// An error unless `sel` (if given) holds one bit per row read.
+    fn check_selection(&self, sel: Option<&Bitmap>) -> Result<()> {
+        match sel {
+            Some(s) if s.len() != self.rows() => Err(Error::Invalid(format!(
+                "{}: a selection of {} rows over {}",
+                self.place,
+                s.len(),
+                self.rows()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// The data pages.
     pub(crate) fn pages(&self) -> usize {
         self.pages.len()
@@ -555,27 +569,60 @@ impl PagedColumn {
         self.unpacked
     }
 
-    /// Whether every page read holds dictionary codes (or no values): a predicate is then
-    /// decided once per dictionary entry, and testing every row costs a scan of codes.
-    pub(crate) fn dictionary_encoded(&self) -> bool {
-        (self.pages.iter()).all(|p| matches!(p.encoding.nodes.first(), Some(Node::Dict(_)) | None))
-    }
-
-    /// Whether predicates are evaluated on the encoded pages (else on decoded values).
-    pub(crate) fn filters_encoded(&self) -> bool {
-        (0..self.pages.len()).all(|i| self.chunk(i).filters_encoded())
-    }
-
-    /// The rows whose value is non-null and satisfies `p`: evaluated once on the column
-    /// chunk's dictionary, whose verdicts every dictionary-encoded page reuses.
-    pub(crate) fn filter(&self, p: &ValuePredicate) -> Result<Bitmap> {
-        let mut out = Bitmap::zeros(0);
+    /// The rows of `sel` (every row if `None`) whose value is non-null and satisfies
+    /// `p`, page by page: a page is filtered on its encoded values, or, where the cost
+    /// model says its rows still selected cost less tested alone, only their values are
+    /// decoded and tested. Returns the rows, the number of values decoded, and the cost of
+    /// `p` per row over the pages (weighed by their rows), for ordering the next row
+    /// group's filters.
+    pub(crate) fn filter_within(
+        &self,
+        p: &ValuePredicate,
+        sel: Option<&Bitmap>,
+    ) -> Result<(Bitmap, usize, LeafCost)> {
+        self.check_selection(sel)?;
         let memo = DictionaryMemo::default();
+        let (mut out, mut decoded, mut at) = (Bitmap::zeros(0), 0, 0);
+        let mut costs = Vec::with_capacity(self.pages.len());
         for (i, page) in self.pages.iter().enumerate() {
-            let bm = self.chunk(i).filter_memo(p, &memo);
-            page.append_wanted(&bm.map_err(|e| self.error(i, e))?, &mut out);
+            let asked = page
+                .wanted
+                .iter()
+                .map(ExactSizeIterator::len)
+                .sum::<usize>();
+            let from = at;
+            at += asked;
+            let rows = page.rows.len();
+            let n = sel.map_or(asked, |s| s.count_ones_in(from..at));
+            let cost = LeafCost::of(&page.encoding, Some(p));
+            costs.push((cost, rows));
+            if n == 0 {
+                out.append(&Bitmap::zeros(asked));
+                continue;
+            }
+            let chunk = self
+                .chunk(i)
+                .with_memo(shared_memo(&memo, self.pages.len()));
+            // Rows scanned are cut to `sel` once, at the end.
+            let tested = if chunk.filters_encoded() && !cost.select_first(n, rows) {
+                chunk.filter_memo(p, &memo).map_err(|e| self.error(i, e))?
+            } else {
+                let s = page.selection(sel, from).filter(|s| n < s.len());
+                let values = crate::eval::decode_as(&chunk, s.as_ref(), Read::Values)
+                    .map_err(|e| self.error(i, e))?;
+                decoded += values.len();
+                let verdicts = crate::eval::matches(p, &values)?;
+                match s {
+                    Some(s) => {
+                        sift_bits::levels::deposit(&verdicts, &s).map_err(|e| self.error(i, e))?
+                    }
+                    None => verdicts,
+                }
+            };
+            page.append_wanted(&tested, &mut out);
         }
-        Ok(out)
+        let out = crate::eval::and_input(out, sel);
+        Ok((out, decoded, LeafCost::weighed(&costs)))
     }
 
     /// The rows that are not null; `None` when every row is valid.
@@ -594,27 +641,13 @@ impl PagedColumn {
     }
 
     /// All rows (`sel` = `None`) or the rows set in `sel`, decoding only the selected
-    /// values of the pages holding selected rows.
-    pub(crate) fn decode_rows(&self, sel: Option<&Bitmap>) -> Result<ArrayRef> {
-        crate::eval::concat_pieces(self.decode_pieces(sel, Read::Values)?)
-    }
-
-    /// [`decode_rows`](Self::decode_rows) as one array per page with selected rows (an
-    /// empty array when no page has any), in order: what a scan hands on as it is, so
+    /// values of the pages holding selected rows, as one array per page with selected rows
+    /// (an empty array when no page has any), in order: what a scan hands on as it is, so
     /// that a row group's pages are not copied into one array. Each page is decoded as
     /// `read` asks where it can be (a decimal column's pages as `Int64` arrays of their
     /// unscaled values, as the pages hold them).
     pub(crate) fn decode_pieces(&self, sel: Option<&Bitmap>, read: Read) -> Result<Vec<ArrayRef>> {
-        if let Some(s) = sel
-            && s.len() != self.rows()
-        {
-            return Err(Error::Invalid(format!(
-                "{}: a selection of {} rows over {}",
-                self.place,
-                s.len(),
-                self.rows()
-            )));
-        }
+        self.check_selection(sel)?;
         // Each page's rows to decode (`None`: all), and how many of them.
         let mut at = 0;
         let selections: Vec<(Option<Bitmap>, usize)> = (self.pages.iter())

@@ -242,6 +242,58 @@ fn pages_without_candidate_rows_are_skipped() {
     }
 }
 
+/// A column chunk whose dictionary overflows after a few pages (dictionary pages, then
+/// PLAIN ones), filtered where few rows are still selected: each page is decided on its
+/// own, the PLAIN pages testing only the selected rows' values, the dictionary pages
+/// scanning their codes (selecting in a run stream walks every code anyway).
+#[test]
+fn pages_of_one_chunk_scan_or_select_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = batch();
+    let props = WriterProperties::builder()
+        .set_dictionary_page_size_limit(32 * 1024)
+        .set_data_page_row_count_limit(2000)
+        .set_write_batch_size(1000)
+        .build();
+    let path = dir.path().join("fallback.parquet");
+    let table = write(&path, &batch, props);
+    let file = std::fs::File::open(&path).unwrap();
+    let reader = parquet::file::reader::SerializedFileReader::new(file).unwrap();
+    let pages = parquet::file::reader::FileReader::get_row_group(&reader, 0)
+        .unwrap()
+        .get_column_page_reader(1)
+        .unwrap();
+    let encodings: Vec<_> = pages
+        .map(|p| p.unwrap())
+        .filter(|p| p.page_type() == parquet::basic::PageType::DATA_PAGE)
+        .map(|p| p.encoding())
+        .collect();
+    assert!(
+        encodings.contains(&parquet::basic::Encoding::PLAIN)
+            && encodings.contains(&parquet::basic::Encoding::RLE_DICTIONARY),
+        "{encodings:?}"
+    );
+    // `small = 3` selects about one row in 45; `big > 0` then sees only those.
+    let expr = parse_filter("small = 3 and big > 0").unwrap();
+    let selected = common::filter_batch(&batch, Some(&parse_filter("small = 3").unwrap()));
+    let want = common::filter_batch(&batch, Some(&expr))
+        .project(&[0])
+        .unwrap();
+    let mut scan = table.scan().project(["id"]).filter(expr).build().unwrap();
+    let got: Vec<RecordBatch> = scan.by_ref().map(|b| b.unwrap()).collect();
+    let got = arrow::compute::concat_batches(&want.schema(), &got).unwrap();
+    assert_eq!(got, want);
+    let stats = scan.stats();
+    // Beside the projected ids: values of `big` decoded for some selected rows (its PLAIN
+    // pages), not for all of them (its dictionary pages).
+    let tested = stats.values_decoded - want.num_rows() as u64;
+    assert!(
+        tested > 0 && tested < selected.num_rows() as u64,
+        "{tested} of {} selected rows ({stats})",
+        selected.num_rows()
+    );
+}
+
 /// Unscaled decimal values of the decimal test columns: both signs, every byte width.
 fn decimal_values() -> Vec<Option<i64>> {
     (0..ROWS)
