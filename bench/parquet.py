@@ -56,9 +56,10 @@ Query sets:
             selected rows.
   types     The micro table at w = 8 plus float32 `f` (uniform in [0, 1): its dictionary
             overflows, so most pages are PLAIN), float32 `fq` (64 quarter values:
-            dictionary pages), uint32 `u32` (the whole range) and uint64 `u64` (below 2^63):
-            a filter on each (`f < 0.125`, a double compared with a float column) and
-            `max` of all four at the rows `a1 < X` selects (1/8).
+            dictionary pages), uint32 `u32` (the whole range), uint64 `u64` (below 2^63)
+            and int64 `i64` (below 2^40: PLAIN pages after the dictionary overflows): a
+            filter on each (`f < 0.125`, a double compared with a float column) and `max`
+            of the first four at the rows `a1 < X` selects (1/8).
 
 Timing, as bench/sql.py: one fresh process per (engine, case, file) opens the files and
 plans the query untimed (`sift sql --runs N`: tables registered and the SQL planned; DuckDB:
@@ -215,6 +216,8 @@ TYPES_QUERIES = (
      "select count(*), max(u32) from t where u32 > 4000000000"),
     ("u64", "uint64: `u64 < 10^18`",
      "select count(*), max(u64) from t where u64 < 1000000000000000000"),
+    ("i64-plain", "int64, PLAIN pages: `i64 < 2^37`",
+     "select count(*), max(i64) from t where i64 < 137438953472"),
     ("select", f"all four at 1/{TYPES_DENOM} of the rows: `a1 < X`",
      "select max(f), max(fq), max(u32), max(u64) from t where a1 < {x}"),
 )
@@ -625,7 +628,7 @@ class MicroSpec:
     nulls: float = 0.0             # the fraction of each column's values that are null
     lists: bool = False
     strings: bool = False
-    types: bool = False            # + float32 f, fq, uint32 u32, uint64 u64
+    types: bool = False            # + float32 f, fq, uint32 u32, uint64 u64, int64 i64
 
     @property
     def name(self) -> str:
@@ -645,7 +648,7 @@ class MicroSpec:
         if self.strings:
             s += f", + s utf8 ({STRING_DISTINCT:,} distinct)"
         if self.types:
-            s += ", + float32 f, fq, uint32 u32, uint64 u64"
+            s += ", + float32 f, fq, uint32 u32, uint64 u64, int64 i64"
         return s + (", uncompressed" if self.codec == "none" else f", {self.codec}")
 
 
@@ -684,6 +687,8 @@ def micro_chunk(spec: MicroSpec, chunk: int, n: int):
                              .astype(np.uint32), type=pa.uint32()))
         cols.append(pa.array(rng.integers(0, 1 << 63, size=n, dtype=np.uint64),
                              type=pa.uint64()))
+        cols.append(pa.array(rng.integers(0, 1 << 40, size=n, dtype=np.int64),
+                             type=pa.int64()))
     return cols, masks
 
 
@@ -699,7 +704,8 @@ def micro_schema(spec: MicroSpec):
         fields += [pa.field("f", pa.float32(), nullable=False),
                    pa.field("fq", pa.float32(), nullable=False),
                    pa.field("u32", pa.uint32(), nullable=False),
-                   pa.field("u64", pa.uint64(), nullable=False)]
+                   pa.field("u64", pa.uint64(), nullable=False),
+                   pa.field("i64", pa.int64(), nullable=False)]
     return pa.schema(fields)
 
 
@@ -721,6 +727,7 @@ def prepare_micro(spec: MicroSpec, rows: int, base: Path) -> tuple[Path, dict]:
     if spec.types:
         # Only then: the other files' manifests (and caches) stay as they were.
         params["types_seed"] = TYPES_SEED
+        params["types_columns"] = [f.name for f in micro_schema(spec)][MICRO_COLUMNS:]
     if path.is_file() and manifest_ok(man, params):
         return path, json.loads(man.read_text())
     log(f"writing micro file {path.name} ({rows:,} rows)")
@@ -1452,10 +1459,11 @@ def report(cases: list[Case], results: dict, args, files: dict, load: list[float
         out += ["## Float and unsigned integer columns: best ms (first ms)", "",
                 f"The micro table at w = {TYPES_WIDTH} plus float32 `f` (uniform in [0, 1): "
                 "pyarrow's dictionary overflows, so most of its pages are PLAIN), float32 "
-                "`fq` (64 quarter values, dictionary pages), uint32 `u32` (the whole range) "
-                "and uint64 `u64` (below 2^63), uncompressed; `count(*)` and `max` of the "
-                "filtered column, and `max` of all four at the rows `a1 < X` selects "
-                f"(1/{TYPES_DENOM}).", ""]
+                "`fq` (64 quarter values, dictionary pages), uint32 `u32` (the whole range), "
+                "uint64 `u64` (below 2^63) and int64 `i64` (below 2^40: most pages PLAIN), "
+                "uncompressed; `count(*)` and `max` of the filtered column, and `max` of "
+                f"`f`, `fq`, `u32` and `u64` at the rows `a1 < X` selects (1/{TYPES_DENOM}).",
+                ""]
         out += case_table(ty, results, "column: query", lambda c: c.label)
     out += ["## Files", ""] + files_table(files)
     m, s = divmod(int(elapsed), 60)
