@@ -50,8 +50,6 @@ use crate::scan::Read;
 pub(crate) struct PagedColumn {
     data_type: DataType,
     pages: Vec<EncodedPage>,
-    /// Of the pages, those decoded to PLAIN values first (DELTA, BYTE_STREAM_SPLIT).
-    unpacked: usize,
     /// The rows asked for (the column's rows are these, in order).
     rows: usize,
     /// What errors name: file, row group, column.
@@ -66,6 +64,45 @@ struct EncodedPage {
     buffers: Vec<Bytes>,
     /// The rows asked for, as ranges of the page's rows, ascending.
     wanted: Vec<Range<usize>>,
+    /// Values still in a DELTA or BYTE_STREAM_SPLIT encoding, whose PLAIN bytes take
+    /// buffer 0 once decoded.
+    packed: Option<Packed>,
+}
+
+/// A data page's values in an encoding decoded into the PLAIN layout
+/// ([`unpack`](crate::parquet_unpack::unpack)) the first time they are read: a page read
+/// for its levels alone, or holding no selected row, is never decoded.
+struct Packed {
+    encoding: Encoding,
+    layout: Layout,
+    bytes: Bytes,
+    count: usize,
+    /// The page's number in its column chunk, for errors.
+    page: usize,
+    plain: std::cell::OnceCell<std::result::Result<Bytes, String>>,
+}
+
+impl Packed {
+    /// The values as a PLAIN page holds them, decoded on first use.
+    fn plain(&self) -> std::result::Result<&Bytes, &str> {
+        let plain = self.plain.get_or_init(|| {
+            let values = page_values(
+                self.encoding,
+                self.layout,
+                self.bytes.clone(),
+                self.count,
+                None,
+            )?;
+            match values.and_then(|(_, buffers)| buffers.into_iter().next()) {
+                Some(plain) => Ok(plain),
+                None => Err(format!(
+                    "{:?} values that are not decoded here",
+                    self.encoding
+                )),
+            }
+        });
+        plain.as_ref().map_err(String::as_str)
+    }
 }
 
 impl EncodedPage {
@@ -362,7 +399,6 @@ impl PagedColumn {
             .map_err(|e| err(&e))?;
         let mut dictionary: Option<(DictValues, usize)> = None;
         let mut out = Vec::new();
-        let mut unpacked = 0usize;
         let mut row = 0usize;
         let mut page_no = 0usize;
         loop {
@@ -446,13 +482,26 @@ impl PagedColumn {
                 row = page_rows.end;
                 continue;
             }
+            // Values to decode into the PLAIN layout first are so when read; until then
+            // the page's tree is a PLAIN page's, its values buffer empty.
+            let packed = crate::parquet_unpack::applies(encoding, layout).then(|| Packed {
+                encoding,
+                layout,
+                bytes: values.clone(),
+                count,
+                page: page_no,
+                plain: std::cell::OnceCell::new(),
+            });
+            let (read_as, values) = match packed {
+                Some(_) => (Encoding::PLAIN, Bytes::new()),
+                None => (encoding, values),
+            };
             let Some((nodes, mut buffers)) =
-                page_values(encoding, layout, values, count, dictionary.as_ref())
+                page_values(read_as, layout, values, count, dictionary.as_ref())
                     .map_err(|e| perr(&e))?
             else {
                 return Ok(None);
             };
-            unpacked += usize::from(crate::parquet_unpack::unpacks(encoding));
             let encoding = with_validity(nodes, levels, &mut buffers);
             page_no += 1;
             row = page_rows.end;
@@ -461,6 +510,7 @@ impl PagedColumn {
                 encoding,
                 buffers,
                 wanted,
+                packed,
             });
         }
         if row != rows {
@@ -485,7 +535,6 @@ impl PagedColumn {
         let mut column = PagedColumn {
             data_type: field.data_type().clone(),
             pages: out,
-            unpacked,
             rows: asked,
             place,
         };
@@ -505,7 +554,7 @@ impl PagedColumn {
                 continue;
             };
             let rows = self.pages[i].rows.len();
-            let valid = self.chunk(i).validity().map_err(|e| self.error(i, e))?;
+            let valid = self.levels(i).validity().map_err(|e| self.error(i, e))?;
             let ones = valid.as_ref().map_or(rows, Bitmap::count_ones);
             let page = &mut self.pages[i];
             if ones == rows {
@@ -516,6 +565,7 @@ impl PagedColumn {
                     validity: Validity::AllNull,
                     nodes: Vec::new(),
                 };
+                page.packed = None;
             } else if let (Some(valid), Some(Node::Hybrid(levels))) =
                 (valid, page.encoding.nodes.get(root as usize))
             {
@@ -532,7 +582,27 @@ impl PagedColumn {
         Ok(())
     }
 
-    fn chunk(&self, i: usize) -> Chunk<'_> {
+    /// Page `i` as a Sift chunk, its values decoded into the PLAIN layout first where
+    /// they are still packed.
+    fn chunk(&self, i: usize) -> Result<Chunk<'_>> {
+        let p = &self.pages[i];
+        let mut buffers: Vec<&[u8]> = p.buffers.iter().map(|b| b.as_ref()).collect();
+        if let Some(packed) = &p.packed {
+            let plain = packed.plain().map_err(|e| {
+                Error::Parquet(format!("{}: page {}: {e}", self.place, packed.page))
+            })?;
+            buffers[0] = plain.as_ref();
+        }
+        Ok(Chunk::new(
+            &p.encoding,
+            &self.data_type,
+            p.rows.len(),
+            buffers,
+        ))
+    }
+
+    /// Page `i` as a Sift chunk for its validity alone (packed values left as they are).
+    fn levels(&self, i: usize) -> Chunk<'_> {
         let p = &self.pages[i];
         let buffers = p.buffers.iter().map(|b| b.as_ref()).collect();
         Chunk::new(&p.encoding, &self.data_type, p.rows.len(), buffers)
@@ -564,9 +634,11 @@ impl PagedColumn {
         self.pages.len()
     }
 
-    /// The data pages decoded to PLAIN values first (DELTA, BYTE_STREAM_SPLIT).
+    /// The data pages decoded to PLAIN values first (DELTA, BYTE_STREAM_SPLIT), so far.
     pub(crate) fn unpacked(&self) -> usize {
-        self.unpacked
+        (self.pages.iter())
+            .filter(|p| p.packed.as_ref().is_some_and(|k| k.plain.get().is_some()))
+            .count()
     }
 
     /// The rows of `sel` (every row if `None`) whose value is non-null and satisfies
@@ -601,7 +673,7 @@ impl PagedColumn {
                 continue;
             }
             let chunk = self
-                .chunk(i)
+                .chunk(i)?
                 .with_memo(shared_memo(&memo, self.pages.len()));
             // Rows scanned are cut to `sel` once, at the end.
             let tested = if chunk.filters_encoded() && !cost.select_first(n, rows) {
@@ -630,7 +702,7 @@ impl PagedColumn {
         let mut out = Bitmap::zeros(0);
         let mut any_null = false;
         for (i, page) in self.pages.iter().enumerate() {
-            let v = self.chunk(i).validity().map_err(|e| self.error(i, e))?;
+            let v = self.levels(i).validity().map_err(|e| self.error(i, e))?;
             any_null |= v.is_some();
             page.append_wanted(
                 &v.unwrap_or_else(|| Bitmap::ones(page.rows.len())),
@@ -663,13 +735,12 @@ impl PagedColumn {
         let memo = shared_memo(&memo, decoded);
         let mut parts = Vec::with_capacity(self.pages.len());
         for (i, (s, n)) in selections.iter().enumerate() {
-            let chunk = self.chunk(i).with_memo(memo);
-            let decode = |s: Option<&Bitmap>| crate::eval::decode_as(&chunk, s, read);
-            let part = match s {
-                _ if *n == 0 => continue,
-                Some(s) if *n < s.len() => decode(Some(s)),
-                _ => decode(None),
-            };
+            if *n == 0 {
+                continue;
+            }
+            let chunk = self.chunk(i)?.with_memo(memo);
+            let s = s.as_ref().filter(|s| *n < s.len());
+            let part = crate::eval::decode_as(&chunk, s, read);
             parts.push(part.map_err(|e| self.error(i, e))?);
         }
         if parts.is_empty() {

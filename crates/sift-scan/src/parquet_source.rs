@@ -322,7 +322,8 @@ impl ParquetSource {
             let chunk = self.leaf_chunk(b, leaves.start, &place)?;
             let leaf = (b, leaves.start);
             if let Some(p) = PagedColumn::read(chunk, md, leaf, field, rows, place)? {
-                let pages = (p.pages() as u64, p.unpacked() as u64);
+                // Its packed pages are counted as they are decoded (`account`).
+                let pages = (p.pages() as u64, 0);
                 return Ok((
                     ParquetColumn::Paged(p),
                     self.chunk_bytes(b, col, rows),
@@ -821,9 +822,15 @@ impl ParquetBlock<'_> {
     /// Adds what reading columns did to `stats`.
     pub(crate) fn account(&self, stats: &mut crate::stats::ScanStats) {
         let c = self.counts.get();
+        let unpacked: usize = (self.columns.iter())
+            .filter_map(|c| match c.get() {
+                Some(ParquetColumn::Paged(p)) => Some(p.unpacked()),
+                _ => None,
+            })
+            .sum();
         stats.bytes_read += c.bytes;
         stats.parquet_pages_in_place += c.pages_in_place;
-        stats.parquet_pages_unpacked += c.pages_unpacked;
+        stats.parquet_pages_unpacked += c.pages_unpacked + unpacked as u64;
         stats.parquet_chunks_decoded += c.chunks_decoded;
     }
 }

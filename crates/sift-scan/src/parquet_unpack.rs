@@ -42,6 +42,12 @@ pub(crate) fn unpacks(encoding: Encoding) -> bool {
     )
 }
 
+/// Whether [`unpack`] decodes pages of `encoding` for a column of `layout` (it answers
+/// `Ok(None)`, reading nothing, exactly where it does not).
+pub(crate) fn applies(encoding: Encoding, layout: Layout) -> bool {
+    !matches!(unpack(encoding, layout, &Bytes::new(), 0), Ok(None))
+}
+
 /// The bytes of a PLAIN page holding the same values as `values`, the values of a data
 /// page of at most `count` values stored as `encoding` for a column of `layout`; `Ok(None)`
 /// when `encoding` is not one decoded here (PLAIN and dictionary pages are read as they

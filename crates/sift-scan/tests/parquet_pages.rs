@@ -294,6 +294,39 @@ fn pages_of_one_chunk_scan_or_select_each() {
     );
 }
 
+/// DELTA pages are decoded when their values are read: projecting a DELTA column at rows
+/// of its first pages decodes those pages only, where the pages hold no index to skip the
+/// others unread (no statistics, no page index).
+#[test]
+fn delta_pages_without_selected_rows_stay_packed() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = batch();
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_column_encoding("big".into(), parquet::basic::Encoding::DELTA_BINARY_PACKED)
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::None)
+        .set_data_page_row_count_limit(2000)
+        .set_write_batch_size(1000)
+        .build();
+    let table = write(&dir.path().join("delta.parquet"), &batch, props);
+    let read = |filter: &str| {
+        let expr = parse_filter(filter).unwrap();
+        let want = common::filter_batch(&batch, Some(&expr))
+            .project(&[1])
+            .unwrap();
+        let mut scan = table.scan().project(["big"]).filter(expr).build().unwrap();
+        let got: Vec<RecordBatch> = scan.by_ref().map(|b| b.unwrap()).collect();
+        let got = arrow::compute::concat_batches(&want.schema(), &got).unwrap();
+        assert_eq!(got, want, "{filter}");
+        scan.stats().parquet_pages_unpacked
+    };
+    let first = read("id < 3000");
+    let all = read("id >= 0");
+    // 40,000 rows in pages of about 2,000; rows 0..3000 lie in the first two.
+    assert!(all >= 15, "{all} pages decoded for every row");
+    assert!((1..=3).contains(&first), "{first} of {all} pages decoded");
+}
+
 /// Unscaled decimal values of the decimal test columns: both signs, every byte width.
 fn decimal_values() -> Vec<Option<i64>> {
     (0..ROWS)
