@@ -74,12 +74,28 @@ fn write(path: &Path, batch: &RecordBatch, props: WriterProperties) -> Table {
 
 /// Scans `filter` projecting every column; checks rows and that pages were read in place.
 fn scan(table: &Table, batch: &RecordBatch, expr: &Expr) -> ScanStats {
+    scan_projected(table, batch, expr, None).0
+}
+
+/// [`scan`] projecting every column, or only the column at index `column` of `batch`;
+/// returns the scan's statistics and the number of rows it returned.
+fn scan_projected(
+    table: &Table,
+    batch: &RecordBatch,
+    expr: &Expr,
+    column: Option<usize>,
+) -> (ScanStats, usize) {
     let filter = expr.to_string();
     let expr = expr.clone();
-    let want = common::filter_batch(batch, Some(&expr));
-    let mut scan = table.scan().filter(expr).build().unwrap();
+    let mut want = common::filter_batch(batch, Some(&expr));
+    let mut builder = table.scan();
+    if let Some(c) = column {
+        want = want.project(&[c]).unwrap();
+        builder = builder.project([batch.schema().field(c).name().clone()]);
+    }
+    let mut scan = builder.filter(expr).build().unwrap();
     let got: Vec<RecordBatch> = scan.by_ref().map(|b| b.unwrap()).collect();
-    let got = arrow::compute::concat_batches(&batch.schema(), &got).unwrap();
+    let got = arrow::compute::concat_batches(&want.schema(), &got).unwrap();
     assert_eq!(got, want, "filter {filter}");
     let stats = scan.stats().clone();
     assert!(
@@ -90,7 +106,7 @@ fn scan(table: &Table, batch: &RecordBatch, expr: &Expr) -> ScanStats {
         stats.parquet_chunks_decoded, 0,
         "{filter}: a chunk fell back ({stats})"
     );
-    stats
+    (stats, want.num_rows())
 }
 
 fn filters() -> Vec<Expr> {
@@ -276,17 +292,10 @@ fn pages_of_one_chunk_scan_or_select_each() {
     // `small = 3` selects about one row in 45; `big > 0` then sees only those.
     let expr = parse_filter("small = 3 and big > 0").unwrap();
     let selected = common::filter_batch(&batch, Some(&parse_filter("small = 3").unwrap()));
-    let want = common::filter_batch(&batch, Some(&expr))
-        .project(&[0])
-        .unwrap();
-    let mut scan = table.scan().project(["id"]).filter(expr).build().unwrap();
-    let got: Vec<RecordBatch> = scan.by_ref().map(|b| b.unwrap()).collect();
-    let got = arrow::compute::concat_batches(&want.schema(), &got).unwrap();
-    assert_eq!(got, want);
-    let stats = scan.stats();
+    let (stats, returned) = scan_projected(&table, &batch, &expr, Some(0));
     // Beside the projected ids: values of `big` decoded for some selected rows (its PLAIN
     // pages), not for all of them (its dictionary pages).
-    let tested = stats.values_decoded - want.num_rows() as u64;
+    let tested = stats.values_decoded - returned as u64;
     assert!(
         tested > 0 && tested < selected.num_rows() as u64,
         "{tested} of {} selected rows ({stats})",
@@ -311,14 +320,9 @@ fn delta_pages_without_selected_rows_stay_packed() {
     let table = write(&dir.path().join("delta.parquet"), &batch, props);
     let read = |filter: &str| {
         let expr = parse_filter(filter).unwrap();
-        let want = common::filter_batch(&batch, Some(&expr))
-            .project(&[1])
-            .unwrap();
-        let mut scan = table.scan().project(["big"]).filter(expr).build().unwrap();
-        let got: Vec<RecordBatch> = scan.by_ref().map(|b| b.unwrap()).collect();
-        let got = arrow::compute::concat_batches(&want.schema(), &got).unwrap();
-        assert_eq!(got, want, "{filter}");
-        scan.stats().parquet_pages_unpacked
+        scan_projected(&table, &batch, &expr, Some(1))
+            .0
+            .parquet_pages_unpacked
     };
     let first = read("id < 3000");
     let all = read("id >= 0");
