@@ -114,11 +114,14 @@ impl FloatBits {
     /// gives every pattern back.
     pub(crate) fn from_f32_bits(bits: u32) -> FloatBits {
         let x = f32::from_bits(bits);
-        if !x.is_nan() {
-            return FloatBits(f64::from(x).to_bits());
-        }
         let (sign, payload) = (u64::from(bits >> 31), u64::from(bits & 0x7f_ffff));
-        FloatBits(sign << 63 | 0x7ff << 52 | payload << 29)
+        let nan = sign << 63 | 0x7ff << 52 | payload << 29;
+        // Both computed and one kept, without a branch, so that a slice widens in vectors.
+        FloatBits(std::hint::select_unpredictable(
+            x.is_nan(),
+            nan,
+            f64::from(x).to_bits(),
+        ))
     }
 
     /// The 4-byte float of a double made by [`from_f32_bits`](Self::from_f32_bits),

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use sift_bits::Bitmap;
+use sift_bits::unpack::Lane;
 
 use crate::byte_values::ByteValues;
 use crate::domain::{Domain, FloatBits, Value};
@@ -50,21 +51,22 @@ impl Plain {
     }
 }
 
-/// Which of the `W`-byte values of `bytes` have an order key (`key`, a `u64` ordered as
-/// the values are) in `lo..=hi` (xor `negate`): 1,024 values at a time, their keys
-/// computed in one pass without a branch (it vectorises) into a buffer that stays in
-/// cache, then tested by the SIMD range kernel. Written here because the values lie
-/// unaligned in a page's bytes, in widths and orders (signed, floats) the kernel does not
-/// take as they are.
-fn keys_within<const W: usize>(
+/// Which of the `W`-byte values of `bytes` have an order key (`key`, an unsigned lane
+/// ordered as the values are: `u32` for 4-byte values, `u64` for 8-byte ones) in
+/// `lo..=hi` (xor `negate`): 1,024 values at a time, their keys computed in one pass
+/// without a branch (it vectorises) into a buffer that stays in cache, then tested by the
+/// SIMD range kernel. Written here because the values lie unaligned in a page's bytes, in
+/// widths and orders (signed, floats) the kernel does not take as they are. Keys as wide
+/// as the values keep twice as many 4-byte values in a vector as 64-bit keys would.
+fn keys_within<const W: usize, K: Lane>(
     bytes: &[u8],
-    (lo, hi, negate): (u64, u64, bool),
-    key: impl Fn([u8; W]) -> u64,
+    (lo, hi, negate): (K, K, bool),
+    key: impl Fn([u8; W]) -> K,
 ) -> Bitmap {
     const BLOCK: usize = 1024;
     let n = bytes.len() / W;
     let level = sift_bits::Level::active();
-    let (mut words, mut keys, mut out) = (Vec::new(), [0u64; BLOCK], Bitmap::default());
+    let (mut words, mut keys, mut out) = (Vec::new(), [K::default(); BLOCK], Bitmap::default());
     words.reserve(n.div_ceil(64));
     for block in bytes.chunks(BLOCK * W) {
         let m = block.len() / W;
@@ -85,22 +87,22 @@ fn keys_within<const W: usize>(
 
 /// The order key of each `W`-byte value of `block` into `keys`.
 #[inline(always)]
-fn order_keys<const W: usize>(block: &[u8], keys: &mut [u64], key: &impl Fn([u8; W]) -> u64) {
+fn order_keys<const W: usize, K: Lane>(block: &[u8], keys: &mut [K], key: &impl Fn([u8; W]) -> K) {
     for (k, v) in keys.iter_mut().zip(block.chunks_exact(W)) {
         *k = key(v.try_into().unwrap_or([0; W]));
     }
 }
 
-/// [`order_keys`] compiled for AVX-512 (eight values a vector instead of two).
+/// [`order_keys`] compiled for AVX-512 (a 512-bit vector of keys at a time).
 ///
 /// # Safety
 /// The CPU must support AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn order_keys_avx512<const W: usize>(
+unsafe fn order_keys_avx512<const W: usize, K: Lane>(
     block: &[u8],
-    keys: &mut [u64],
-    key: &impl Fn([u8; W]) -> u64,
+    keys: &mut [K],
+    key: &impl Fn([u8; W]) -> K,
 ) {
     order_keys(block, keys, key);
 }
@@ -114,17 +116,79 @@ fn float_order_key(x: f64) -> u64 {
     if x.is_nan() { u64::MAX } else { key }
 }
 
+/// A 4-byte float's order key in its own width, without a branch: ordered as
+/// [`float_order_key`] orders the float widened (negative: every bit flipped; else the
+/// sign bit set; NaN above all).
+#[inline(always)]
+fn float32_order_key(b: u32) -> u32 {
+    let key = b ^ (0u32.wrapping_sub(b >> 31) | 1 << 31);
+    if b & !(1 << 31) > 0x7f80_0000 {
+        u32::MAX
+    } else {
+        key
+    }
+}
+
+/// The widened [`float_order_key`] of the float whose [`float32_order_key`] is `k`. Keys
+/// no float has (those below negative infinity's and between positive infinity's and
+/// NaN's) take their neighbours' key, so that the map is monotone over every `u32`.
+fn widened_order_key(k: u32) -> u64 {
+    const NEG_INFINITY: u32 = 0x007f_ffff;
+    const INFINITY: u32 = 0xff80_0000;
+    if k == u32::MAX {
+        return u64::MAX;
+    }
+    let k = k.clamp(NEG_INFINITY, INFINITY);
+    let bits = if k >> 31 == 1 { k ^ 1 << 31 } else { !k };
+    float_order_key(f64::from(f32::from_bits(bits)))
+}
+
+/// The range of [`float32_order_key`]s whose floats, widened, have a [`float_order_key`]
+/// in `lo..=hi`: the same floats, as widening keeps their order. Found by bisection on
+/// the monotone [`widened_order_key`], so that no rounding of a double to a float has to
+/// be reasoned about; an empty range comes out as `lo > hi`.
+fn float32_key_range(lo: u64, hi: u64) -> (u32, u32) {
+    // The first key whose widened key is at least `lo`, and the first above `hi`.
+    let first_at_least = |bound: u64, inclusive: bool| {
+        let (mut a, mut b) = (0u64, 1u64 << 32);
+        while a < b {
+            let mid = a + (b - a) / 2;
+            let w = widened_order_key(mid as u32);
+            if w < bound || (inclusive && w == bound) {
+                a = mid + 1;
+            } else {
+                b = mid;
+            }
+        }
+        a
+    };
+    let (start, end) = (first_at_least(lo, false), first_at_least(hi, true));
+    match (u32::try_from(start), end.checked_sub(1)) {
+        (Ok(s), Some(e)) if start < end => (s, e as u32),
+        _ => (1, 0),
+    }
+}
+
 /// A signed integer's order key: its bits with the sign bit flipped.
 #[inline(always)]
 fn int_order_key(v: i64) -> u64 {
     (v as u64) ^ (1 << 63)
 }
 
-/// Which of the signed `W`-byte integers of `bytes` lie in `lo..=hi` (xor `negate`).
-fn ints_within<const W: usize>(
+/// [`int_order_key`] of a 4-byte integer, in its own width.
+#[inline(always)]
+fn int32_order_key(v: i64) -> u32 {
+    (v as u32) ^ (1 << 31)
+}
+
+/// Which of the signed `W`-byte integers of `bytes` (`value` reads one) lie in `lo..=hi`
+/// (xor `negate`), tested by their order keys (`key`: [`int_order_key`], or
+/// [`int32_order_key`] for 4-byte values).
+fn ints_within<const W: usize, K: Lane>(
     bytes: &[u8],
     (lo, hi, negate): (i128, i128, bool),
     value: impl Fn([u8; W]) -> i64,
+    key: impl Fn(i64) -> K,
 ) -> Bitmap {
     // The range clipped to the width's values; empty when nothing of the width is in it.
     let bits = 8 * W as u32;
@@ -136,8 +200,16 @@ fn ints_within<const W: usize>(
     if lo > hi {
         return crate::domain::uniform(bytes.len() / W, negate);
     }
-    let range = (int_order_key(lo), int_order_key(hi), negate);
-    keys_within::<W>(bytes, range, |v| int_order_key(value(v)))
+    keys_within::<W, K>(bytes, (key(lo), key(hi), negate), |v| key(value(v)))
+}
+
+/// Which of the 4-byte floats of `bytes` have, widened, a [`float_order_key`] in
+/// `lo..=hi` (xor `negate`): tested on their keys in their own width.
+fn floats32_within(bytes: &[u8], (lo, hi, negate): (u64, u64, bool)) -> Bitmap {
+    let (lo, hi) = float32_key_range(lo, hi);
+    keys_within::<4, u32>(bytes, (lo, hi, negate), |v| {
+        float32_order_key(u32::from_le_bytes(v))
+    })
 }
 
 /// 4-byte floats (by their bits) as the double domain's values, widened exactly.
@@ -214,9 +286,13 @@ impl Encoding for Plain {
                     let bits = self.decode_native::<u64>(ctx, id, count)?;
                     bits.and_then(|b| V::from_floats(b.into_iter().map(FloatBits).collect()))
                 }
+                // Widened as they are read, in one pass.
                 4 => {
-                    let bits = self.decode_native::<u32>(ctx, id, count)?;
-                    bits.and_then(|b| V::from_floats(widen(b)))
+                    let (floats, _) = self.bytes(ctx, count)?.as_chunks::<4>();
+                    let floats = floats
+                        .iter()
+                        .map(|&b| FloatBits::from_f32_bits(u32::from_le_bytes(b)));
+                    V::from_floats(floats.collect())
                 }
                 _ => None,
             }),
@@ -241,21 +317,23 @@ impl Encoding for Plain {
         Ok(
             match (V::DOMAIN, self.width, p.key_range(), p.int_range()) {
                 (Domain::Float, 8, Some(range), _) => {
-                    Some(keys_within::<8>(bytes()?, range, |v| {
+                    Some(keys_within::<8, u64>(bytes()?, range, |v| {
                         float_order_key(f64::from_le_bytes(v))
                     }))
                 }
-                (Domain::Float, 4, Some(range), _) => {
-                    Some(keys_within::<4>(bytes()?, range, |v| {
-                        float_order_key(f64::from(f32::from_le_bytes(v)))
-                    }))
-                }
-                (Domain::Int, 8, _, Some(range)) => {
-                    Some(ints_within::<8>(bytes()?, range, i64::from_le_bytes))
-                }
-                (Domain::Int, 4, _, Some(range)) => Some(ints_within::<4>(bytes()?, range, |v| {
-                    i64::from(i32::from_le_bytes(v))
-                })),
+                (Domain::Float, 4, Some(range), _) => Some(floats32_within(bytes()?, range)),
+                (Domain::Int, 8, _, Some(range)) => Some(ints_within::<8, u64>(
+                    bytes()?,
+                    range,
+                    i64::from_le_bytes,
+                    int_order_key,
+                )),
+                (Domain::Int, 4, _, Some(range)) => Some(ints_within::<4, u32>(
+                    bytes()?,
+                    range,
+                    |v| i64::from(i32::from_le_bytes(v)),
+                    int32_order_key,
+                )),
                 _ => None,
             },
         )
@@ -370,6 +448,28 @@ mod tests {
         ]
     }
 
+    /// A 4-byte float by bit pattern, often a special one (zeros, infinities, NaNs of
+    /// either sign, the smallest subnormal and normal).
+    fn bits32() -> impl Strategy<Value = u32> {
+        prop_oneof![
+            any::<u32>(),
+            any::<i16>().prop_map(|i| f32::from(i).to_bits()),
+            prop::sample::select(vec![
+                0.0f32.to_bits(),
+                (-0.0f32).to_bits(),
+                f32::INFINITY.to_bits(),
+                f32::NEG_INFINITY.to_bits(),
+                f32::NAN.to_bits(),
+                0xff80_0001,
+                1,
+                0x8000_0001,
+                f32::MIN_POSITIVE.to_bits(),
+                f32::MAX.to_bits(),
+                f32::MIN.to_bits(),
+            ]),
+        ]
+    }
+
     proptest! {
         /// The range test on stored signed 8- and 4-byte integers equals the test of each
         /// value, for ranges drawn from the values, around the widths' ends and beyond
@@ -404,10 +504,18 @@ mod tests {
             for level in sift_bits::Level::supported() {
                 let (got8, got4) = sift_bits::with_level(level, || {
                     (
-                        ints_within::<8>(&bytes8, (lo, hi, negate), i64::from_le_bytes),
-                        ints_within::<4>(&bytes4, (lo, hi, negate), |v| {
-                            i64::from(i32::from_le_bytes(v))
-                        }),
+                        ints_within::<8, u64>(
+                            &bytes8,
+                            (lo, hi, negate),
+                            i64::from_le_bytes,
+                            int_order_key,
+                        ),
+                        ints_within::<4, u32>(
+                            &bytes4,
+                            (lo, hi, negate),
+                            |v| i64::from(i32::from_le_bytes(v)),
+                            int32_order_key,
+                        ),
                     )
                 });
                 prop_assert_eq!(&got8, &want8, "{:?}", level);
@@ -416,17 +524,20 @@ mod tests {
         }
 
         /// The range test on stored doubles and floats equals `float_key` of each value
-        /// (floats widened) tested one by one, for ranges drawn from the values' own keys
-        /// and at random, negated or not, at every level the CPU supports.
+        /// (floats widened) tested one by one, for ranges drawn from the values' own keys,
+        /// at random (mostly between two floats' widened keys) and at the ends of the keys,
+        /// negated or not, at every level the CPU supports.
         #[test]
         fn keys_within_equals_the_key_of_each_value(
             values in prop::collection::vec(bits64(), 0..2500),
+            narrow in prop::collection::vec(bits32(), 0..2500),
             ends in (any::<prop::sample::Index>(), any::<prop::sample::Index>(), any::<u64>()),
-            pick in 0..3u8,
+            edge in prop::sample::select(vec![0, u64::MAX, u64::MAX - 1, float_key(f64::INFINITY), float_key(f64::NEG_INFINITY), float_key(0.0), float_key(-0.0)]),
+            pick in 0..4u8,
             negate in any::<bool>(),
         ) {
             let doubles: Vec<f64> = values.iter().map(|&b| f64::from_bits(b)).collect();
-            let floats: Vec<f32> = values.iter().map(|&b| f32::from_bits(b as u32)).collect();
+            let floats: Vec<f32> = narrow.iter().map(|&b| f32::from_bits(b)).collect();
             let bytes8: Vec<u8> = doubles.iter().flat_map(|x| x.to_le_bytes()).collect();
             let bytes4: Vec<u8> = floats.iter().flat_map(|x| x.to_le_bytes()).collect();
             let keys8: Vec<u64> = doubles.iter().map(|&x| float_key(x)).collect();
@@ -435,21 +546,40 @@ mod tests {
                 let (lo, hi) = match (pick, keys.is_empty()) {
                     (0, false) => (keys[ends.0.index(keys.len())], keys[ends.1.index(keys.len())]),
                     (1, false) => (keys[ends.0.index(keys.len())], ends.2),
+                    (2, _) => (edge.min(ends.2), edge.max(ends.2)),
                     _ => (ends.2.min(!ends.2), ends.2.max(!ends.2)),
                 };
                 let want = Bitmap::from_bools(keys.iter().map(|&k| (lo <= k && k <= hi) != negate));
                 for level in sift_bits::Level::supported() {
                     let got = sift_bits::with_level(level, || match wide {
-                        true => keys_within::<8>(bytes, (lo, hi, negate), |v| {
+                        true => keys_within::<8, u64>(bytes, (lo, hi, negate), |v| {
                             float_order_key(f64::from_le_bytes(v))
                         }),
-                        false => keys_within::<4>(bytes, (lo, hi, negate), |v| {
-                            float_order_key(f64::from(f32::from_le_bytes(v)))
-                        }),
+                        false => floats32_within(bytes, (lo, hi, negate)),
                     });
-                    prop_assert_eq!(&got, &want, "{:?}", level);
+                    prop_assert_eq!(&got, &want, "{:?} {} {}", level, lo, hi);
                 }
             }
+        }
+    }
+
+    /// Every float's key in its own width maps back to its widened key (the bisection of
+    /// `float32_key_range` relies on it), tried on a stride through all bit patterns.
+    #[test]
+    fn float32_keys_widen_to_the_widened_floats_keys() {
+        for bits in (0..=u32::MAX).step_by(65_521).chain([
+            0x8000_0000,
+            0x7f80_0000,
+            0xff80_0000,
+            0xff80_0001,
+            u32::MAX,
+        ]) {
+            let x = f32::from_bits(bits);
+            assert_eq!(
+                widened_order_key(float32_order_key(bits)),
+                float_key(f64::from(x)),
+                "{bits:#x}"
+            );
         }
     }
 }
