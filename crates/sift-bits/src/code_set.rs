@@ -32,22 +32,18 @@ pub struct CodeSet {
 impl CodeSet {
     /// The codes `c` with `mask[c]`, out of `mask.len()` entries.
     pub fn new(mask: &[bool]) -> Self {
-        // 64 entries to a word, without a branch on each (a dictionary's verdicts on a
-        // range of unsorted values are as unpredictable as the values).
-        let bits = mask
-            .chunks(64)
-            .map(|m| {
-                m.iter()
-                    .enumerate()
-                    .fold(0u64, |w, (i, &b)| w | u64::from(b) << i)
-            })
-            .collect();
+        Self::from_bitmap(&crate::Bitmap::from_bools(mask.iter().copied()))
+    }
+
+    /// The codes whose bit of `mask` is set, out of `mask.len()` entries (the verdicts on
+    /// a dictionary as a filter leaves them).
+    pub fn from_bitmap(mask: &crate::Bitmap) -> Self {
         let mut table = [BEYOND; 256];
         for (c, t) in table.iter_mut().enumerate().take(mask.len()) {
-            *t = if mask[c] { HIT } else { 0 };
+            *t = if mask.get(c) { HIT } else { 0 };
         }
         Self {
-            bits,
+            bits: mask.words().to_vec(),
             len: mask.len(),
             table,
         }

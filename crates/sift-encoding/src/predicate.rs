@@ -291,9 +291,9 @@ pub(crate) trait DomainPred<V: Value>: Sized {
     }
 }
 
-/// The codes `c` of a dictionary whose entry matched (`mask[c]`), evaluated on the codes
-/// of a chunk: what a predicate becomes once it has been evaluated once per dictionary
-/// entry. A code beyond the dictionary matches nothing and is remembered, so that the
+/// The codes `c` of a dictionary whose entry matched (bit `c` of the verdicts), evaluated
+/// on the codes of a chunk: what a predicate becomes once it has been evaluated once per
+/// dictionary entry. A code beyond the dictionary matches nothing and is remembered, so that the
 /// dictionary reports the corruption after the filter.
 pub(crate) struct CodeMask {
     pub set: sift_bits::code_set::CodeSet,
@@ -301,9 +301,9 @@ pub(crate) struct CodeMask {
 }
 
 impl CodeMask {
-    pub(crate) fn new(mask: &[bool]) -> Self {
+    pub(crate) fn new(mask: &Bitmap) -> Self {
         CodeMask {
-            set: sift_bits::code_set::CodeSet::new(mask),
+            set: sift_bits::code_set::CodeSet::from_bitmap(mask),
             out_of_range: std::cell::Cell::new(false),
         }
     }
@@ -336,8 +336,8 @@ impl DomainPred<i64> for CodeMask {
 /// [`Chunk::with_memo`]: crate::Chunk::with_memo
 #[derive(Default)]
 pub struct DictionaryMemo {
-    /// The matching entries (`mask[c]`).
-    mask: Kept<[bool]>,
+    /// The matching entries (bit `c` for entry `c`).
+    mask: Kept<Bitmap>,
     /// The same as a code set, once one is needed.
     set: std::cell::RefCell<Option<std::rc::Rc<CodeMask>>>,
     /// The decoded entries (an `Rc<Vec<V>>` of the domain they were decoded as, or strings
@@ -393,12 +393,12 @@ impl DictionaryMemo {
     pub(crate) fn mask(
         &self,
         len: usize,
-        compute: impl FnOnce() -> Result<Vec<bool>>,
-    ) -> Result<std::rc::Rc<[bool]>> {
+        compute: impl FnOnce() -> Result<Bitmap>,
+    ) -> Result<std::rc::Rc<Bitmap>> {
         if let Some(mask) = self.mask.get(len) {
             return Ok(mask);
         }
-        let mask: std::rc::Rc<[bool]> = compute()?.into();
+        let mask = std::rc::Rc::new(compute()?);
         self.mask.keep(len, mask.clone());
         *self.set.borrow_mut() = None;
         Ok(mask)
@@ -434,7 +434,7 @@ impl DictionaryMemo {
     }
 
     /// The kept verdicts as a code set (built on first use).
-    pub(crate) fn code_set(&self, mask: &[bool]) -> std::rc::Rc<CodeMask> {
+    pub(crate) fn code_set(&self, mask: &Bitmap) -> std::rc::Rc<CodeMask> {
         self.set
             .borrow_mut()
             .get_or_insert_with(|| std::rc::Rc::new(CodeMask::new(mask)))

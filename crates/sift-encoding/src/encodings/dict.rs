@@ -124,6 +124,17 @@ fn sparse(codes: &[u64], len: usize) -> Option<(Bitmap, Vec<u64>)> {
     Some((used, codes))
 }
 
+/// The first and the last set bit of `bits`, if any.
+fn first_and_last_one(bits: &Bitmap) -> Option<(usize, usize)> {
+    let words = bits.words();
+    let first = words.iter().position(|&w| w != 0)?;
+    let last = words.iter().rposition(|&w| w != 0)?;
+    Some((
+        64 * first + words[first].trailing_zeros() as usize,
+        64 * last + 63 - words[last].leading_zeros() as usize,
+    ))
+}
+
 impl Dict {
     /// The entry count, checked against the `count` values it serves. A dictionary shared
     /// by several chunks (a Parquet column chunk's dictionary page, read with each of its
@@ -337,45 +348,43 @@ impl Dict {
         ctx: &Ctx<'_>,
         id: NodeId,
         len: usize,
-        compute: impl FnOnce() -> Result<Vec<bool>>,
-    ) -> Result<std::rc::Rc<[bool]>> {
+        compute: impl FnOnce() -> Result<Bitmap>,
+    ) -> Result<std::rc::Rc<Bitmap>> {
         match Self::memo(ctx, id) {
             Some(memo) => memo.mask(len, compute),
-            None => Ok(compute()?.into()),
+            None => compute().map(std::rc::Rc::new),
         }
     }
 
-    /// The values whose entries matched as `mask`: a contiguous set of codes (or the
-    /// complement of one) becomes a range evaluated on the codes' own encoding; any other
-    /// set is looked up code by code.
+    /// The values whose entries matched as `mask` (a bit per entry): a contiguous set of
+    /// codes (or the complement of one) becomes a range evaluated on the codes' own
+    /// encoding; any other set is looked up code by code.
     fn filter_codes(
         &self,
         ctx: &Ctx<'_>,
         id: NodeId,
         count: usize,
         depth: usize,
-        mask: &[bool],
+        mask: &Bitmap,
     ) -> Result<Bitmap> {
         let codes = ctx.child(id, self.codes)?;
         let depth = depth + 1;
-        let first = mask.iter().position(|&m| m);
-        let last = mask.iter().rposition(|&m| m);
-        let (Some(first), Some(last)) = (first, last) else {
+        let Some((first, last)) = first_and_last_one(mask) else {
             return Ok(Bitmap::zeros(count));
         };
-        let n = mask.len();
-        if mask[first..=last].iter().all(|&m| m) {
+        if mask.count_ones_in(first..last + 1) == last + 1 - first {
             let range = IntRange::new(first as i128, last as i128, false);
             return i64::filter(ctx, codes, count, depth, &range);
         }
         // The complement: trues at both ends, one run of falses inside.
-        if mask[0] && mask[n - 1] {
-            let f0 = mask.iter().position(|&m| !m).unwrap_or(n);
-            let f1 = mask.iter().rposition(|&m| !m).unwrap_or(0);
-            if f0 <= f1 && mask[f0..=f1].iter().all(|&m| !m) {
-                let range = IntRange::new(f0 as i128, f1 as i128, true);
-                return i64::filter(ctx, codes, count, depth, &range);
-            }
+        let n = mask.len();
+        if mask.get(0)
+            && mask.get(n - 1)
+            && let Some((f0, f1)) = first_and_last_one(&mask.not())
+            && mask.count_ones_in(f0..f1 + 1) == 0
+        {
+            let range = IntRange::new(f0 as i128, f1 as i128, true);
+            return i64::filter(ctx, codes, count, depth, &range);
         }
         // Any other set: tested code by code on the codes' own encoding where it can
         // (without materialising the codes), else on the decoded codes.
@@ -515,7 +524,13 @@ impl Encoding for Dict {
         let mask = self.verdicts(ctx, id, len, || {
             let values = ctx.child(id, self.values)?;
             let verdicts = V::filter(ctx, values, len, depth + 1, p)?;
-            Ok((0..len).map(|i| verdicts.get(i)).collect())
+            if verdicts.len() != len {
+                return Err(corrupt(format!(
+                    "{} verdicts on a dictionary of {len} entries",
+                    verdicts.len()
+                )));
+            }
+            Ok(verdicts)
         })?;
         self.filter_codes(ctx, id, count, depth, &mask).map(Some)
     }
@@ -532,7 +547,7 @@ impl Encoding for Dict {
         let len = self.checked_len(ctx, count)?;
         let mask = self.verdicts(ctx, id, len, || {
             let dict = self.byte_entries(ctx, id, len, depth)?;
-            Ok((0..len).map(|i| m(dict.value(i))).collect())
+            Ok(Bitmap::from_bools((0..len).map(|i| m(dict.value(i)))))
         })?;
         self.filter_codes(ctx, id, count, depth, &mask).map(Some)
     }
