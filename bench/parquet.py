@@ -1301,13 +1301,21 @@ def targets(cases: list[Case], results: dict, args) -> list[tuple[str, str, str]
 
 def collect_problems(cases: list[Case], results: dict) -> list[str]:
     out = []
+    # Engines that could not run (a binary not built, a package missing): one line per
+    # engine and reason, so that a report with empty cells never says all is well.
+    missing: dict[tuple[str, str], int] = {}
     for c in cases:
         for e in c.engines:
             r = results.get(c.id, {}).get(e, {})
             if "error" in r:
                 out.append(f"- {c.id} / {e}: FAILED: {r['error']}")
+            elif "unavailable" in r:
+                key = (e, str(r["unavailable"]))
+                missing[key] = missing.get(key, 0) + 1
             elif bad(r):
                 out.append(f"- {c.id} / {e}: **WRONG RESULT** {r['correct']}")
+    for (e, why), n in missing.items():
+        out.append(f"- {e}: not measured in {n} case(s): {why}")
     return out
 
 
