@@ -104,13 +104,14 @@ impl std::fmt::Debug for ValuePredicate {
 
 /// The position of `x` in SQL's float order as an unsigned key: IEEE total order on
 /// numbers (−0.0 just below +0.0), and every NaN, whatever its sign and payload, equal to
-/// the others and above every number (as DuckDB and PostgreSQL order them).
+/// the others and above every number (as DuckDB and PostgreSQL order them). Computed
+/// without a branch, so that a loop of keys (a page's PLAIN doubles) vectorises.
+#[inline]
 pub fn float_key(x: f64) -> u64 {
-    if x.is_nan() {
-        return u64::MAX;
-    }
     let b = x.to_bits();
-    if b >> 63 == 1 { !b } else { b | (1 << 63) }
+    // Negative: every bit flipped; else the sign bit set; NaN above all.
+    let key = b ^ (0u64.wrapping_sub(b >> 63) | 1 << 63);
+    if x.is_nan() { u64::MAX } else { key }
 }
 
 /// The inverse of [`float_key`].

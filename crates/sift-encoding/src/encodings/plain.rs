@@ -14,7 +14,7 @@ use crate::domain::{Domain, FloatBits, Value};
 use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
 use crate::error::Result;
-use crate::predicate::DomainPred;
+use crate::predicate::{DomainPred, float_key};
 use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
 use crate::wire::{Reader, Writer};
 
@@ -107,17 +107,8 @@ unsafe fn order_keys_avx512<const W: usize, K: Lane>(
     order_keys(block, keys, key);
 }
 
-/// The [`float_key`](crate::predicate::float_key) of `x`, without a branch.
-#[inline(always)]
-fn float_order_key(x: f64) -> u64 {
-    let b = x.to_bits();
-    // Negative: every bit flipped; else the sign bit set; NaN above all.
-    let key = b ^ (0u64.wrapping_sub(b >> 63) | 1 << 63);
-    if x.is_nan() { u64::MAX } else { key }
-}
-
 /// A 4-byte float's order key in its own width, without a branch: ordered as
-/// [`float_order_key`] orders the float widened (negative: every bit flipped; else the
+/// [`float_key`] orders the float widened (negative: every bit flipped; else the
 /// sign bit set; NaN above all).
 #[inline(always)]
 fn float32_order_key(b: u32) -> u32 {
@@ -129,7 +120,7 @@ fn float32_order_key(b: u32) -> u32 {
     }
 }
 
-/// The widened [`float_order_key`] of the float whose [`float32_order_key`] is `k`. Keys
+/// The widened [`float_key`] of the float whose [`float32_order_key`] is `k`. Keys
 /// no float has (those below negative infinity's and between positive infinity's and
 /// NaN's) take their neighbours' key, so that the map is monotone over every `u32`.
 fn widened_order_key(k: u32) -> u64 {
@@ -140,10 +131,10 @@ fn widened_order_key(k: u32) -> u64 {
     }
     let k = k.clamp(NEG_INFINITY, INFINITY);
     let bits = if k >> 31 == 1 { k ^ 1 << 31 } else { !k };
-    float_order_key(f64::from(f32::from_bits(bits)))
+    float_key(f64::from(f32::from_bits(bits)))
 }
 
-/// The range of [`float32_order_key`]s whose floats, widened, have a [`float_order_key`]
+/// The range of [`float32_order_key`]s whose floats, widened, have a [`float_key`]
 /// in `lo..=hi`: the same floats, as widening keeps their order. Found by bisection on
 /// the monotone [`widened_order_key`], so that no rounding of a double to a float has to
 /// be reasoned about; an empty range comes out as `lo > hi`.
@@ -203,7 +194,7 @@ fn ints_within<const W: usize, K: Lane>(
     keys_within::<W, K>(bytes, (key(lo), key(hi), negate), |v| key(value(v)))
 }
 
-/// Which of the 4-byte floats of `bytes` have, widened, a [`float_order_key`] in
+/// Which of the 4-byte floats of `bytes` have, widened, a [`float_key`] in
 /// `lo..=hi` (xor `negate`): tested on their keys in their own width.
 fn floats32_within(bytes: &[u8], (lo, hi, negate): (u64, u64, bool)) -> Bitmap {
     let (lo, hi) = float32_key_range(lo, hi);
@@ -338,7 +329,7 @@ impl Encoding for Plain {
             match (V::DOMAIN, self.width, p.key_range(), p.int_range()) {
                 (Domain::Float, 8, Some(range), _) => {
                     Some(keys_within::<8, u64>(bytes()?, range, |v| {
-                        float_order_key(f64::from_le_bytes(v))
+                        float_key(f64::from_le_bytes(v))
                     }))
                 }
                 (Domain::Float, 4, Some(range), _) => Some(floats32_within(bytes()?, range)),
@@ -449,7 +440,6 @@ impl Encoding for Plain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::predicate::float_key;
     use proptest::prelude::*;
 
     /// A float by bit pattern, often a special one (zeros, infinities, NaNs).
@@ -573,7 +563,7 @@ mod tests {
                 for level in sift_bits::Level::supported() {
                     let got = sift_bits::with_level(level, || match wide {
                         true => keys_within::<8, u64>(bytes, (lo, hi, negate), |v| {
-                            float_order_key(f64::from_le_bytes(v))
+                            float_key(f64::from_le_bytes(v))
                         }),
                         false => floats32_within(bytes, (lo, hi, negate)),
                     });
