@@ -168,15 +168,10 @@ impl BlockEval<'_, '_> {
                     Some(s) => payload_bytes(&c, s),
                     None => c.stored_bytes(),
                 };
-                let values = view
-                    .decode_rows(sel)
-                    .map_err(|e| self.decode_error(col, e))?;
-                self.stats.values_decoded += values.len() as u64;
-                let verdicts = matches(p, &values)?;
-                match sel {
-                    Some(_) => self.deposit(verdicts, input),
-                    None => Ok(and_input(verdicts, input)),
-                }
+                // `sel` is `None` only where every row is still selected.
+                let (rows, decoded) = test_decoded(&view, p, sel, |e| self.decode_error(col, e))?;
+                self.stats.values_decoded += decoded as u64;
+                Ok(rows)
             }
         }
     }
@@ -473,6 +468,25 @@ fn common_type(a: ArrayRef, b: ArrayRef) -> Result<(ArrayRef, ArrayRef)> {
         arrow_cast::cast(&a, &target)?,
         arrow_cast::cast(&b, &target)?,
     ))
+}
+
+/// `p` tested on the values of `chunk` at the rows of `sel` alone (every row if `None`):
+/// those values decoded, tested through Arrow, and the verdicts put back on their rows.
+/// Returns the rows that satisfy `p` and the number of values decoded; `error` places a
+/// decoding error in its file.
+pub(crate) fn test_decoded(
+    chunk: &sift_encoding::Chunk<'_>,
+    p: &ValuePredicate,
+    sel: Option<&Bitmap>,
+    error: impl Fn(String) -> Error,
+) -> Result<(Bitmap, usize)> {
+    let values = chunk.decode_rows(sel).map_err(|e| error(e.to_string()))?;
+    let verdicts = matches(p, &values)?;
+    let rows = match sel {
+        Some(s) => sift_bits::levels::deposit(&verdicts, s).map_err(|e| error(e.to_string()))?,
+        None => verdicts,
+    };
+    Ok((rows, values.len()))
 }
 
 /// The rows of a decoded array whose value matches `p` (see `ValuePredicate::eval_array`).

@@ -680,16 +680,10 @@ impl PagedColumn {
                 chunk.filter_memo(p, &memo).map_err(|e| self.error(i, e))?
             } else {
                 let s = page.selection(sel, from).filter(|s| n < s.len());
-                let values = crate::eval::decode_as(&chunk, s.as_ref(), Read::Values)
-                    .map_err(|e| self.error(i, e))?;
-                decoded += values.len();
-                let verdicts = crate::eval::matches(p, &values)?;
-                match s {
-                    Some(s) => {
-                        sift_bits::levels::deposit(&verdicts, &s).map_err(|e| self.error(i, e))?
-                    }
-                    None => verdicts,
-                }
+                let (rows, n) =
+                    crate::eval::test_decoded(&chunk, p, s.as_ref(), |e| self.error(i, e))?;
+                decoded += n;
+                rows
             };
             page.append_wanted(&tested, &mut out);
         }
