@@ -1193,7 +1193,10 @@ mod tests {
                 let got = sift_bits::with_level(level, || compact_unaligned::<u32>(&bytes[offset..], &sel));
                 prop_assert_eq!(got.unwrap(), want.clone(), "{:?}", level);
             }
-            prop_assert!(compact_unaligned::<u32>(&bytes[offset..], &Bitmap::zeros(values.len() + 1)).is_err());
+            let wrong = Bitmap::zeros(values.len() + 1);
+            let err = compact_unaligned::<u32>(&bytes[offset..], &wrong).unwrap_err().to_string();
+            let want = format!("a selection of {} rows for {} values", values.len() + 1, values.len());
+            prop_assert!(err.contains(&want), "{}", err);
         }
     }
 
