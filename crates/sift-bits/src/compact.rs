@@ -49,8 +49,10 @@ pub fn filter_into<T: Lane>(
 /// the building block of [`filter_into`] for callers that filter block by block. `dst` needs
 /// [`SLACK`] values of room past the number of set bits (with less, the SIMD path stops
 /// early and the scalar loop finishes, dropping what does not fit). Returns the number of
-/// values written.
+/// values written. Words past the last value are not read (a caller may hand the rest of a
+/// longer selection).
 pub fn compact_words<T: Lane>(level: Level, values: &[T], bm: &[u64], dst: &mut [T]) -> usize {
+    let bm = &bm[..bm.len().min(values.len().div_ceil(64))];
     let (words_done, mut k) = T::compact_simd(level, values, bm, dst);
     for (c, &b) in bm.iter().enumerate().skip(words_done) {
         let mut b = b;

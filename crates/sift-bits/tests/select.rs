@@ -174,3 +174,24 @@ fn compact_without_slack_still_exact() {
         }
     }
 }
+
+#[test]
+fn compact_ignores_words_past_the_values() {
+    // A block of a longer selection handed the selection's remaining words: the words
+    // past the block's values select nothing.
+    let mut rng = Rng(9);
+    for level in Level::supported() {
+        for len in [0, 1, 63, 64, 130, 1000] {
+            let sel = rng.bitmap(4096, 0.4);
+            let vals: Vec<u32> = (0..len as u32).collect();
+            let want: Vec<u32> = sel
+                .iter_ones()
+                .take_while(|&i| i < len)
+                .map(|i| i as u32)
+                .collect();
+            let mut dst = vec![0u32; want.len() + sift_bits::compact::SLACK];
+            let k = sift_bits::compact::compact_words(level, &vals, sel.words(), &mut dst);
+            assert_eq!(&dst[..k], want, "{level:?}, {len} values");
+        }
+    }
+}
