@@ -694,8 +694,19 @@ pub(crate) fn decode_rows(
                 .collect();
             builder.add_buffer(Buffer::from_vec(scatter(bits, nulls.as_ref(), len)?))
         }
-        // 4-byte floats under another root than plain (a Parquet dictionary read in
-        // place): decoded in the double domain, which widened them exactly, and narrowed.
+        // 4-byte floats under a dictionary of plain 4-byte entries (a Parquet dictionary
+        // read in place): the entries are looked up as the integer domain reads 4-byte
+        // values, sign-extended, so each value's low 32 bits are its float's bits, with no
+        // widening of every entry to a double and narrowing of every value back.
+        PhysicalKind::Float(4) if plain_dictionary(enc, 4)? => {
+            let bits: Vec<u32> = values_of::<i64>(&ctx, all_count, sel.as_ref())?
+                .into_iter()
+                .map(|v| v as u32)
+                .collect();
+            builder.add_buffer(Buffer::from_vec(scatter(bits, nulls.as_ref(), len)?))
+        }
+        // 4-byte floats under another root than plain: decoded in the double domain, which
+        // widens them exactly, and narrowed.
         PhysicalKind::Float(4) if enc.node(0)?.as_plain().is_none() => {
             let bits: Vec<u32> = values_of::<FloatBits>(&ctx, all_count, sel.as_ref())?
                 .into_iter()
@@ -834,6 +845,17 @@ fn pair_array<T: arrow_buffer::ArrowNativeType>(dt: &DataType, pair: Vec<T>) -> 
         .len(2)
         .add_buffer(Buffer::from_vec(pair));
     Ok(make_array(data.build()?))
+}
+
+/// Whether the root of `enc` is a dictionary whose entries are plain `width`-byte values.
+fn plain_dictionary(enc: &ColumnEncoding, width: u32) -> Result<bool> {
+    Ok(match enc.node(0)? {
+        Node::Dict(d) => enc
+            .node(d.values)?
+            .as_plain()
+            .is_some_and(|(w, _)| w == width),
+        _ => false,
+    })
 }
 
 /// The values of `bytes` (little-endian `T`s, not aligned to `T`: a page's values lie

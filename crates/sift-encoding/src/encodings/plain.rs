@@ -292,9 +292,12 @@ impl Encoding for Plain {
             // Narrower values are signed (Parquet's INT32 pages read in place).
             Domain::Int => {
                 let wide: Option<Vec<i64>> = match self.width {
-                    4 => self
-                        .decode_native::<i32>(ctx, id, count)?
-                        .map(|v| v.into_iter().map(i64::from).collect()),
+                    // Widened as they are read: one pass, no 4-byte copy first.
+                    4 => {
+                        let (values, _) = self.bytes(ctx, count)?.as_chunks::<4>();
+                        let widen = |&b: &[u8; 4]| i64::from(i32::from_le_bytes(b));
+                        Some(values.iter().map(widen).collect())
+                    }
                     _ => self.decode_native::<i64>(ctx, id, count)?,
                 };
                 Ok(wide.and_then(V::from_ints))
