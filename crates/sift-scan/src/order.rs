@@ -40,6 +40,13 @@ pub(crate) struct LeafCost {
 }
 
 impl LeafCost {
+    /// What a test that reads nothing costs (a constant, a column the block lacks).
+    const FREE: Self = Self {
+        scan: 0.0,
+        per_value: 0.0,
+        addressable: true,
+    };
+
     /// The cost of `p` (`None`: a test of validity only) on values encoded as `enc`.
     pub(crate) fn of(enc: &ColumnEncoding, p: Option<&ValuePredicate>) -> Self {
         let per_entry = matches!(enc.nodes.first(), Some(Node::Dict(_)));
@@ -214,7 +221,7 @@ impl Order {
     /// costed once read; before, the cost seen on the row group before stands in.
     fn cost(&self, b: &Bound, data: &BlockData<'_>) -> LeafCost {
         let l = match b {
-            Bound::Const(_) => return LeafCost::sum(std::iter::empty()),
+            Bound::Const(_) => return LeafCost::FREE,
             Bound::And(v) | Bound::Or(v) => {
                 return LeafCost::sum(v.iter().map(|c| self.cost(c, data)));
             }
@@ -228,9 +235,7 @@ impl Order {
         match data {
             BlockData::Sift { file, block } => file
                 .chunk_meta(*block, l.column)
-                .map_or(LeafCost::sum(std::iter::empty()), |c| {
-                    LeafCost::of(&c.encoding, p)
-                }),
+                .map_or(LeafCost::FREE, |c| LeafCost::of(&c.encoding, p)),
             #[cfg(feature = "parquet")]
             BlockData::Parquet(_) => self
                 .costs
