@@ -445,42 +445,46 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A float by bit pattern, often a special one (zeros, infinities, NaNs).
-    fn bits64() -> impl Strategy<Value = u64> {
+    /// A float by bit pattern (`from_i16`: a small integer's float's bits), often one of
+    /// `specials`.
+    fn float_bits<B>(from_i16: fn(i16) -> B, specials: Vec<B>) -> impl Strategy<Value = B>
+    where
+        B: Arbitrary + Clone + std::fmt::Debug + 'static,
+    {
         prop_oneof![
-            any::<u64>(),
-            any::<i16>().prop_map(|i| f64::from(i).to_bits()),
-            prop::sample::select(vec![
-                0.0f64.to_bits(),
-                (-0.0f64).to_bits(),
-                f64::INFINITY.to_bits(),
-                f64::NEG_INFINITY.to_bits(),
-                f64::NAN.to_bits(),
-                0xfff0_0000_0000_0001,
-            ]),
+            any::<B>(),
+            any::<i16>().prop_map(from_i16),
+            prop::sample::select(specials),
         ]
     }
 
-    /// A 4-byte float by bit pattern, often a special one (zeros, infinities, NaNs of
-    /// either sign, the smallest subnormal and normal).
+    /// An 8-byte float by bit pattern, often a special one (zeros, infinities, NaNs of
+    /// either sign, the smallest subnormal and normal, the extremes).
+    fn bits64() -> impl Strategy<Value = u64> {
+        let specials = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+        let specials = specials.map(f64::to_bits).into_iter().chain([
+            0xfff0_0000_0000_0001,
+            1,
+            0x8000_0000_0000_0001,
+            f64::MIN_POSITIVE.to_bits(),
+            f64::MAX.to_bits(),
+            f64::MIN.to_bits(),
+        ]);
+        float_bits(|i| f64::from(i).to_bits(), specials.collect())
+    }
+
+    /// A 4-byte float by bit pattern, often a special one (as [`bits64`]).
     fn bits32() -> impl Strategy<Value = u32> {
-        prop_oneof![
-            any::<u32>(),
-            any::<i16>().prop_map(|i| f32::from(i).to_bits()),
-            prop::sample::select(vec![
-                0.0f32.to_bits(),
-                (-0.0f32).to_bits(),
-                f32::INFINITY.to_bits(),
-                f32::NEG_INFINITY.to_bits(),
-                f32::NAN.to_bits(),
-                0xff80_0001,
-                1,
-                0x8000_0001,
-                f32::MIN_POSITIVE.to_bits(),
-                f32::MAX.to_bits(),
-                f32::MIN.to_bits(),
-            ]),
-        ]
+        let specials = [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+        let specials = specials.map(f32::to_bits).into_iter().chain([
+            0xff80_0001,
+            1,
+            0x8000_0001,
+            f32::MIN_POSITIVE.to_bits(),
+            f32::MAX.to_bits(),
+            f32::MIN.to_bits(),
+        ]);
+        float_bits(|i| f32::from(i).to_bits(), specials.collect())
     }
 
     proptest! {
