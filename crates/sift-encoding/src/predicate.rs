@@ -614,7 +614,11 @@ pub(crate) fn filter_values(
             // code domain whatever the type's width (decimal128 and u64 columns too); a
             // plain root's values compare as signed, so unsigned and 16-byte ones in their
             // own width are tested as they are before.
-            let plain = ctx.enc.node(0)?.as_plain().is_some();
+            let root = ctx.enc.node(0)?;
+            if let Some(out) = unsigned_plain_within(ctx, root, it, count, &range)? {
+                return Ok(out);
+            }
+            let plain = root.as_plain().is_some();
             if plain && let Some(values) = native_root(ctx, it, count)? {
                 return Ok(values.within(&range));
             }
@@ -708,9 +712,7 @@ impl Native {
             range: &IntRange,
             max: i128,
         ) -> Bitmap {
-            let (lo, hi) = (range.wide.0.max(0), range.wide.1.min(max));
-            let (Ok(lo), Ok(hi)) = (T::try_from(lo), T::try_from(hi)) else {
-                // Nothing of the type lies in the range.
+            let Some((lo, hi)) = range.clipped::<T>(max) else {
                 return crate::domain::uniform(values.len(), range.negate);
             };
             let mut out = Bitmap::default();
@@ -727,6 +729,42 @@ impl Native {
             }
         }
     }
+}
+
+impl IntRange {
+    /// The range clipped to the unsigned type `T` whose largest value is `max`; `None`
+    /// when no value of the type lies in it.
+    fn clipped<T: TryFrom<i128>>(&self, max: i128) -> Option<(T, T)> {
+        let (lo, hi) = (self.wide.0.max(0), self.wide.1.min(max));
+        T::try_from(lo).ok().zip(T::try_from(hi).ok())
+    }
+}
+
+/// `range` on a plain root of unsigned 4- or 8-byte integers in their own width
+/// (Parquet's UINT_32 and UINT_64 pages read in place), tested on the stored bytes with no
+/// value decoded; `None` for any other root or type.
+fn unsigned_plain_within(
+    ctx: &Ctx<'_>,
+    root: &crate::registry::Node,
+    it: crate::column::IntType,
+    count: usize,
+    range: &IntRange,
+) -> Result<Option<Bitmap>> {
+    use crate::column::IntType as I;
+    let crate::registry::Node::Plain(plain) = root else {
+        return Ok(None);
+    };
+    let bounds = match (it, plain.width) {
+        (I::U32, 4) => range
+            .clipped::<u32>(u32::MAX.into())
+            .map(|(lo, hi)| (lo.into(), hi.into())),
+        (I::U64, 8) => range.clipped::<u64>(u64::MAX.into()),
+        _ => return Ok(None),
+    };
+    let Some((lo, hi)) = bounds else {
+        return Ok(Some(crate::domain::uniform(count, range.negate)));
+    };
+    plain.unsigned_within(ctx, count, (lo, hi, range.negate))
 }
 
 /// The values of a root that did not go through the `i64` cascade, decoded in the
@@ -786,9 +824,13 @@ mod tests {
                 };
                 let bufs = [bytes.as_slice()];
                 let ctx = Ctx::new(&enc, &bufs);
-                let got = filter_values(&ctx, crate::PhysicalKind::Int(it), stored.len(), &pred).unwrap();
                 let want = Bitmap::from_bools(stored.iter().map(|&v| pred.matches_int(v.into())));
-                prop_assert_eq!(got, want, "{:?}", it);
+                for level in sift_bits::Level::supported() {
+                    let got = sift_bits::with_level(level, || {
+                        filter_values(&ctx, crate::PhysicalKind::Int(it), stored.len(), &pred)
+                    });
+                    prop_assert_eq!(got.unwrap(), want.clone(), "{:?} at {:?}", it, level);
+                }
             }
         }
 

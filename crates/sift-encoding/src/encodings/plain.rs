@@ -45,6 +45,32 @@ impl Plain {
         Ok(out)
     }
 
+    /// Which of the first `count` values, unsigned integers of the node's width (4 or 8
+    /// bytes), lie in `lo..=hi` (xor `negate`), tested on the stored bytes, where an
+    /// unsigned value is its own order key ([`keys_within`]); `None` for another width or
+    /// bounds beyond a 4-byte node's values.
+    pub(crate) fn unsigned_within(
+        &self,
+        ctx: &Ctx<'_>,
+        count: usize,
+        (lo, hi, negate): (u64, u64, bool),
+    ) -> Result<Option<Bitmap>> {
+        let bytes = self.bytes(ctx, count)?;
+        Ok(match (self.width, u32::try_from(lo), u32::try_from(hi)) {
+            (8, _, _) => Some(keys_within::<8, u64>(
+                bytes,
+                (lo, hi, negate),
+                u64::from_le_bytes,
+            )),
+            (4, Ok(lo), Ok(hi)) => Some(keys_within::<4, u32>(
+                bytes,
+                (lo, hi, negate),
+                u32::from_le_bytes,
+            )),
+            _ => None,
+        })
+    }
+
     /// The first `count` values' bytes, checked to be present.
     fn bytes<'a>(&self, ctx: &Ctx<'a>, count: usize) -> Result<&'a [u8]> {
         ctx.bufs.fixed(self.buffer, count, self.width)
