@@ -751,20 +751,28 @@ fn unsigned_plain_within(
     range: &IntRange,
 ) -> Result<Option<Bitmap>> {
     use crate::column::IntType as I;
+    use crate::encodings::plain::Plain;
+    /// The range clipped to the `W`-byte unsigned values, each tested as its own key.
+    fn within<const W: usize, K: sift_bits::unpack::Lane + TryFrom<i128>>(
+        plain: &Plain,
+        ctx: &Ctx<'_>,
+        count: usize,
+        range: &IntRange,
+        key: fn([u8; W]) -> K,
+    ) -> Result<Bitmap> {
+        match range.clipped::<K>((1i128 << (8 * W)) - 1) {
+            Some((lo, hi)) => plain.keys_within::<W, K>(ctx, count, (lo, hi, range.negate), key),
+            None => Ok(crate::domain::uniform(count, range.negate)),
+        }
+    }
     let crate::registry::Node::Plain(plain) = root else {
         return Ok(None);
     };
-    let bounds = match (it, plain.width) {
-        (I::U32, 4) => range
-            .clipped::<u32>(u32::MAX.into())
-            .map(|(lo, hi)| (lo.into(), hi.into())),
-        (I::U64, 8) => range.clipped::<u64>(u64::MAX.into()),
-        _ => return Ok(None),
-    };
-    let Some((lo, hi)) = bounds else {
-        return Ok(Some(crate::domain::uniform(count, range.negate)));
-    };
-    plain.unsigned_within(ctx, count, (lo, hi, range.negate))
+    match (it, plain.width) {
+        (I::U32, 4) => within(plain, ctx, count, range, u32::from_le_bytes).map(Some),
+        (I::U64, 8) => within(plain, ctx, count, range, u64::from_le_bytes).map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// The values of a root that did not go through the `i64` cascade, decoded in the

@@ -45,30 +45,17 @@ impl Plain {
         Ok(out)
     }
 
-    /// Which of the first `count` values, unsigned integers of the node's width (4 or 8
-    /// bytes), lie in `lo..=hi` (xor `negate`), tested on the stored bytes, where an
-    /// unsigned value is its own order key ([`keys_within`]); `None` for another width or
-    /// bounds beyond a 4-byte node's values.
-    pub(crate) fn unsigned_within(
+    /// Which of the first `count` values have an order key (`key`) in `lo..=hi` (xor
+    /// `negate`), tested on the stored bytes ([`keys_within`]): for values the caller
+    /// knows the order of (unsigned integers of the node's width are their own keys).
+    pub(crate) fn keys_within<const W: usize, K: Lane>(
         &self,
         ctx: &Ctx<'_>,
         count: usize,
-        (lo, hi, negate): (u64, u64, bool),
-    ) -> Result<Option<Bitmap>> {
-        let bytes = self.bytes(ctx, count)?;
-        Ok(match (self.width, u32::try_from(lo), u32::try_from(hi)) {
-            (8, _, _) => Some(keys_within::<8, u64>(
-                bytes,
-                (lo, hi, negate),
-                u64::from_le_bytes,
-            )),
-            (4, Ok(lo), Ok(hi)) => Some(keys_within::<4, u32>(
-                bytes,
-                (lo, hi, negate),
-                u32::from_le_bytes,
-            )),
-            _ => None,
-        })
+        bounds: (K, K, bool),
+        key: impl Fn([u8; W]) -> K,
+    ) -> Result<Bitmap> {
+        Ok(keys_within::<W, K>(self.bytes(ctx, count)?, bounds, key))
     }
 
     /// The first `count` values' bytes, checked to be present.
