@@ -179,6 +179,12 @@ fn int_order_key(v: i64) -> u64 {
     (v as u64) ^ (1 << 63)
 }
 
+/// A stored 4-byte signed integer, widened.
+#[inline(always)]
+fn int32_value(b: [u8; 4]) -> i64 {
+    i64::from(i32::from_le_bytes(b))
+}
+
 /// [`int_order_key`] of a 4-byte integer, in its own width.
 #[inline(always)]
 fn int32_order_key(v: i64) -> u32 {
@@ -308,8 +314,7 @@ impl Encoding for Plain {
                     // Widened as they are read: one pass, no 4-byte copy first.
                     4 => {
                         let (values, _) = self.bytes(ctx, count)?.as_chunks::<4>();
-                        let widen = |&b: &[u8; 4]| i64::from(i32::from_le_bytes(b));
-                        Some(values.iter().map(widen).collect())
+                        Some(values.iter().map(|&b| int32_value(b)).collect())
                     }
                     _ => self.decode_native::<i64>(ctx, id, count)?,
                 };
@@ -358,7 +363,7 @@ impl Encoding for Plain {
                 (Domain::Int, 4, _, Some(range)) => Some(ints_within::<4, u32>(
                     bytes()?,
                     range,
-                    |v| i64::from(i32::from_le_bytes(v)),
+                    int32_value,
                     int32_order_key,
                 )),
                 _ => None,
@@ -543,7 +548,7 @@ mod tests {
                         ints_within::<4, u32>(
                             &bytes4,
                             (lo, hi, negate),
-                            |v| i64::from(i32::from_le_bytes(v)),
+                            int32_value,
                             int32_order_key,
                         ),
                     )
