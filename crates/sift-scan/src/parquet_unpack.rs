@@ -141,13 +141,22 @@ fn deltas(
 }
 
 /// The integers of a DELTA_BINARY_PACKED stream at the start of `values` (at most
-/// `count`) and the bytes the stream takes.
+/// `count`) and the bytes the stream takes, which the callers' data follows: a stream
+/// whose blocks end past `values` is an error (the crate's decoder reports the end its
+/// last block's bit widths give, which a damaged page may put anywhere).
 fn all_deltas(values: &Bytes, count: usize) -> Result<(Vec<i64>, usize), String> {
     let mut out = Vec::new();
     let used = deltas(values, count, |part, n| {
         out.reserve_exact(n);
         out.extend_from_slice(part)
     })?;
+    if used > values.len() {
+        return Err(format!(
+            "a DELTA_BINARY_PACKED stream of {} values ends at byte {used}, past the {} bytes it is read from",
+            out.len(),
+            values.len()
+        ));
+    }
     Ok((out, used))
 }
 
