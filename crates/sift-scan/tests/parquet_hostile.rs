@@ -449,6 +449,32 @@ fn fuzzer_findings_are_errors() {
     }
 }
 
+/// A DELTA_BYTE_ARRAY page whose suffix lengths' stream, by its last block's bit widths,
+/// ends past the page (found by the fuzzer): refused with the stream's end and the bytes it
+/// was read from, the file, column and page named, where the page was once sliced there.
+#[test]
+fn delta_streams_ending_past_their_page_are_refused() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/damaged-parquet/delta-stream-past-the-page.parquet");
+    let table = Table::open(&path).unwrap();
+    let scan = table
+        .scan()
+        .project(["c_preferred_cust_flag"])
+        .build()
+        .unwrap();
+    let e = scan
+        .collect::<sift_scan::Result<Vec<_>>>()
+        .unwrap_err()
+        .to_string();
+    for part in [
+        path.display().to_string().as_str(),
+        "column c_preferred_cust_flag: page 0",
+        "a DELTA_BINARY_PACKED stream of 971 values ends at byte 866, past the 806 bytes it is read from",
+    ] {
+        assert!(e.contains(part), "{e}");
+    }
+}
+
 /// A list of 2^31 - 1 booleans as a Thrift field no reader knows (id 100): 9 bytes.
 const BOOLEAN_BOMB: [u8; 9] = [0x09, 0xC8, 0x01, 0xF1, 0xFF, 0xFF, 0xFF, 0xFF, 0x07];
 
