@@ -32,19 +32,77 @@ pub(crate) struct BlockEval<'a, 'b> {
     pub rows: usize,
     pub stats: &'b mut ScanStats,
     pub order: &'b mut Order,
+    /// The columns the scan returns, and how ([`Read`]), each at the same index.
+    #[cfg_attr(not(feature = "parquet"), allow(dead_code))]
+    projection: &'b [usize],
+    #[cfg_attr(not(feature = "parquet"), allow(dead_code))]
+    reads: &'b [Read],
+    /// Whether the test evaluated next is the last of the filter: its rows are the
+    /// filter's unless the filter selects none.
+    tail: bool,
+    /// A returned column read while its test was evaluated (see [`ReadEarly`]).
+    early: Option<ReadEarly>,
 }
 
-impl BlockEval<'_, '_> {
+/// A Parquet column that the filter's last test reads and the scan returns, decoded page
+/// by page right after each page is tested, at the rows that test leaves: the page's
+/// bytes are then still in cache, where decoding them once the whole row group is tested
+/// reads them from memory a second time (`f < 0.125` and `max(f)` on PLAIN float pages:
+/// the value read took about as long as the test). Used when the rows finally selected
+/// are those rows (the filter's, with no limit cutting them).
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
+pub(crate) struct ReadEarly {
+    col: usize,
+    read: Read,
+    rows: Bitmap,
+    pieces: Vec<ArrayRef>,
+}
+
+impl<'a, 'b> BlockEval<'a, 'b> {
+    /// Evaluates on `rows` rows of `data`, for a scan returning the columns `projection`,
+    /// each read as `reads` says at the same index.
+    pub(crate) fn new(
+        data: &'b BlockData<'a>,
+        rows: usize,
+        stats: &'b mut ScanStats,
+        order: &'b mut Order,
+        (projection, reads): (&'b [usize], &'b [Read]),
+    ) -> Self {
+        BlockEval {
+            data,
+            rows,
+            stats,
+            order,
+            projection,
+            reads,
+            tail: false,
+            early: None,
+        }
+    }
+
+    /// The rows of `input` (all rows if `None`) where the filter `b` is true.
+    pub(crate) fn filter(&mut self, b: &Bound, input: Option<&Bitmap>) -> Result<Bitmap> {
+        self.tail = true;
+        let out = self.eval(b, input);
+        self.tail = false;
+        out
+    }
+
     /// The rows of `input` (all rows if `None`) where `b` is true.
-    pub(crate) fn eval(&mut self, b: &Bound, input: Option<&Bitmap>) -> Result<Bitmap> {
+    fn eval(&mut self, b: &Bound, input: Option<&Bitmap>) -> Result<Bitmap> {
+        // Only the last test of a conjunction that is itself last (or the whole filter)
+        // is the filter's last.
+        let tail = std::mem::replace(&mut self.tail, false);
         match b {
             Bound::Const(true) => Ok(input.cloned().unwrap_or_else(|| Bitmap::ones(self.rows))),
             Bound::Const(false) => Ok(Bitmap::zeros(self.rows)),
-            Bound::Leaf(l) => self.leaf(l, input),
+            Bound::Leaf(l) => self.leaf(l, input, tail),
             Bound::And(children) => {
                 let order = self.order.and_order(children, self, input);
+                let last = order.last().copied();
                 let mut sel: Option<Bitmap> = input.cloned();
                 for i in order {
+                    self.tail = tail && Some(i) == last;
                     let r = self.eval(&children[i], sel.as_ref())?;
                     let done = r.count_ones() == 0;
                     sel = Some(r);
@@ -70,10 +128,11 @@ impl BlockEval<'_, '_> {
         }
     }
 
-    fn leaf(&mut self, l: &Leaf, input: Option<&Bitmap>) -> Result<Bitmap> {
+    /// `tail`: whether this test is the filter's last.
+    fn leaf(&mut self, l: &Leaf, input: Option<&Bitmap>, tail: bool) -> Result<Bitmap> {
         let rows_in = input.map_or(self.rows, Bitmap::count_ones);
         let out = match &l.op {
-            LeafOp::Value(p) => self.value_leaf(l.id, l.column, p, input)?,
+            LeafOp::Value(p) => self.value_leaf(l.id, l.column, p, input, tail)?,
             LeafOp::Null { negated } => {
                 let valid = match self.data.column(l.column)? {
                     ColumnData::Encoded(c) => c
@@ -131,6 +190,7 @@ impl BlockEval<'_, '_> {
         col: usize,
         p: &ValuePredicate,
         input: Option<&Bitmap>,
+        tail: bool,
     ) -> Result<Bitmap> {
         let data = self.data.column(col)?;
         match data {
@@ -147,9 +207,20 @@ impl BlockEval<'_, '_> {
             #[cfg(feature = "parquet")]
             ColumnData::Paged(c) => {
                 let sel = input.filter(|s| s.count_ones() != self.rows);
-                let (rows, decoded, cost) = c.filter_within(p, sel)?;
+                // A returned column of the filter's last test is read as it is tested.
+                let read = tail.then(|| self.read_of(col)).flatten();
+                let (rows, decoded, cost, pieces) = c.filter_within(p, sel, read)?;
                 self.stats.values_decoded += decoded as u64;
                 self.order.observe_cost(leaf, cost);
+                if let (Some(read), Some(pieces)) = (read, pieces) {
+                    let rows = rows.clone();
+                    self.early = Some(ReadEarly {
+                        col,
+                        read,
+                        rows,
+                        pieces,
+                    });
+                }
                 Ok(rows)
             }
             ColumnData::Encoded(c) => {
@@ -174,6 +245,17 @@ impl BlockEval<'_, '_> {
                 Ok(rows)
             }
         }
+    }
+
+    /// How the scan returns column `col`, if it does and in a way a page read as it is
+    /// tested can give ([`Read::Dictionary`] reads another column: the stored dictionary's).
+    #[cfg(feature = "parquet")]
+    fn read_of(&self, col: usize) -> Option<Read> {
+        let at = self.projection.iter().position(|&c| c == col)?;
+        self.reads
+            .get(at)
+            .copied()
+            .filter(|&r| r != Read::Dictionary)
     }
 
     /// The values of column `col` at the rows of `sel` (all rows if `None`).
@@ -261,6 +343,17 @@ impl BlockEval<'_, '_> {
                 _ => Ok(out),
             }
         };
+        // Read as its test was evaluated, at the same rows.
+        if let Some(early) = self
+            .early
+            .take_if(|e| (e.col, e.read) == (col, output) && sel == Some(&e.rows))
+        {
+            for p in &early.pieces {
+                self.check_nulls(col, p)?;
+                self.stats.values_decoded += p.len() as u64;
+            }
+            return Ok(early.pieces);
+        }
         // Selecting every row is reading them all.
         let sel = sel.filter(|s| s.count_ones() != self.rows);
         // A nested column: assembled from its nodes, a selection reaching only the

@@ -646,16 +646,20 @@ impl PagedColumn {
     /// model says its rows still selected cost less tested alone, only their values are
     /// decoded and tested. Returns the rows, the number of values decoded, and the cost of
     /// `p` per row over the pages (weighed by their rows), for ordering the next row
-    /// group's filters.
+    /// group's filters. With `read`, each page's rows that pass are also decoded as
+    /// [`decode_pieces`](Self::decode_pieces) would decode them, right after the page is
+    /// tested, while its bytes are in cache: the pieces come fourth.
     pub(crate) fn filter_within(
         &self,
         p: &ValuePredicate,
         sel: Option<&Bitmap>,
-    ) -> Result<(Bitmap, usize, LeafCost)> {
+        read: Option<Read>,
+    ) -> Result<(Bitmap, usize, LeafCost, Option<Vec<ArrayRef>>)> {
         self.check_selection(sel)?;
         let memo = DictionaryMemo::default();
         let (mut out, mut decoded, mut at) = (Bitmap::zeros(0), 0, 0);
         let mut costs = Vec::with_capacity(self.pages.len());
+        let mut pieces = read.map(|_| Vec::new());
         for (i, page) in self.pages.iter().enumerate() {
             let asked = page
                 .wanted
@@ -686,9 +690,26 @@ impl PagedColumn {
                 rows
             };
             page.append_wanted(&tested, &mut out);
+            if let (Some(read), Some(pieces)) = (read, pieces.as_mut()) {
+                // The page's rows that pass, of those asked for and still selected.
+                let mut passed = out.slice(from..at);
+                if let Some(s) = sel {
+                    passed.and_assign(&s.slice(from..at));
+                }
+                let s = page.selection(Some(&passed), 0);
+                let n = s.as_ref().map_or(rows, Bitmap::count_ones);
+                if n > 0 {
+                    let s = s.as_ref().filter(|s| n < s.len());
+                    let part = crate::eval::decode_as(&chunk, s, read);
+                    pieces.push(part.map_err(|e| self.error(i, e))?);
+                }
+            }
+        }
+        if let Some(pieces) = pieces.as_mut().filter(|p| p.is_empty()) {
+            pieces.push(arrow_array::new_empty_array(&self.data_type));
         }
         let out = crate::eval::and_input(out, sel);
-        Ok((out, decoded, LeafCost::weighed(&costs)))
+        Ok((out, decoded, LeafCost::weighed(&costs), pieces))
     }
 
     /// The rows that are not null; `None` when every row is valid.

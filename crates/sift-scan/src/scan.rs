@@ -926,15 +926,16 @@ impl Scan {
             }
         };
         self.stats.rows_scanned += rows as u64;
-        let mut ev = BlockEval {
-            data: &data,
+        let mut ev = BlockEval::new(
+            &data,
             rows,
-            stats: &mut self.stats,
-            order: &mut self.order,
-        };
+            &mut self.stats,
+            &mut self.order,
+            (&self.projection, &self.reads),
+        );
         let selected = match (&filter, &input) {
             (Bound::Const(true), None) => None,
-            (f, input) => Some(ev.eval(f, input.as_ref())?),
+            (f, input) => Some(ev.filter(f, input.as_ref())?),
         };
         let mut count = selected.as_ref().map_or(rows, Bitmap::count_ones);
         if count == 0 {

@@ -171,6 +171,59 @@ fn plain_pages_filter_and_select_in_place() {
     }
 }
 
+/// A returned column that the filter's last test reads is decoded as each of its pages
+/// is tested: the rows equal the reference's whatever the other tests and their order,
+/// on dictionary and PLAIN pages, and under a limit that cuts the rows the test leaves
+/// (the column is then read again at the rows kept).
+#[test]
+fn a_column_read_as_it_is_tested_equals_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = batch();
+    let filters = [
+        "price < 300.5",
+        "price < 300.5 and big > 0",
+        "big > 0 and price < 300.5",
+        "price < 300.5 or key = 7",
+        "price >= 1000 and key < 500 and price < 1100",
+        "small >= 20",
+        "key in (7, 919) and small >= 3",
+    ];
+    for dictionary in [false, true] {
+        let props = WriterProperties::builder()
+            .set_dictionary_enabled(dictionary)
+            .set_data_page_row_count_limit(3000)
+            .set_write_batch_size(1000)
+            .build();
+        let table = write(
+            &dir.path().join(format!("{dictionary}.parquet")),
+            &batch,
+            props,
+        );
+        for f in filters {
+            let expr = parse_filter(f).unwrap();
+            for c in [2, 4] {
+                scan_projected(&table, &batch, &expr, Some(c));
+                let want = common::filter_batch(&batch, Some(&expr))
+                    .project(&[c])
+                    .unwrap();
+                let name = batch.schema().field(c).name().clone();
+                for limit in [1, 777] {
+                    let scan = table.scan().project([name.clone()]).filter(expr.clone());
+                    let got: Vec<RecordBatch> = scan
+                        .limit(limit)
+                        .build()
+                        .unwrap()
+                        .map(|b| b.unwrap())
+                        .collect();
+                    let got = arrow::compute::concat_batches(&want.schema(), &got).unwrap();
+                    let n = (limit as usize).min(want.num_rows());
+                    assert_eq!(got, want.slice(0, n), "{f}, column {name}, limit {limit}");
+                }
+            }
+        }
+    }
+}
+
 /// Pages stored in the DELTA encodings (integers DELTA_BINARY_PACKED, strings and binary
 /// DELTA_LENGTH_BYTE_ARRAY or DELTA_BYTE_ARRAY) and BYTE_STREAM_SPLIT (floats, and
 /// integers in the second file), on version-1 and version-2 pages: each decoded to PLAIN
