@@ -420,6 +420,11 @@ impl DictionaryMemo {
         Ok(entries)
     }
 
+    /// Whether the `len` entries are kept decoded as `T`.
+    pub(crate) fn has_entries<T: 'static>(&self, len: usize) -> bool {
+        self.entries.get(len).is_some_and(|e| e.is::<T>())
+    }
+
     /// The ranks of the `len` integer entries: those kept, else `compute`'s (kept).
     pub(crate) fn ranks(
         &self,

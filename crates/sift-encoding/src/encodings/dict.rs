@@ -464,10 +464,24 @@ impl Encoding for Dict {
         sel: &Bitmap,
     ) -> Result<Option<Vec<V>>> {
         let len = self.checked_len(ctx, count)?;
+        let (memo, dense) = (
+            Self::memo(ctx, id),
+            sel.count_ones().saturating_mul(4) >= len,
+        );
+        // Few codes selected over plain entries not decoded yet: each read where it lies.
+        if !dense
+            && !memo.is_some_and(|m| m.has_entries::<Vec<V>>(len))
+            && let Node::Plain(plain) = ctx.node(ctx.child(id, self.values)?, depth + 1)?
+        {
+            let codes = self.codes(ctx, id, count, len, depth, Some(sel))?;
+            if let Some(values) = plain.gather(ctx, len, &codes)? {
+                return Ok(Some(values));
+            }
+        }
         // Looked up as they are unpacked when the entries are decoded already (kept in
         // the memo) or when at least a quarter as many codes are selected; else `sparse`
         // below decodes only the entries they use.
-        if Self::memo(ctx, id).is_some() || sel.count_ones().saturating_mul(4) >= len {
+        if memo.is_some() || dense {
             let dict = self.shared_entries::<V>(ctx, id, len, depth)?;
             return self
                 .look_up_codes(ctx, id, count, depth, Some(sel), &dict)

@@ -13,7 +13,7 @@ use crate::byte_values::ByteValues;
 use crate::domain::{Domain, FloatBits, Value};
 use crate::encoding::Encoding;
 use crate::encodings::frame::NativeInt;
-use crate::error::Result;
+use crate::error::{Result, corrupt};
 use crate::predicate::{DomainPred, float_key};
 use crate::tree::{BufferSink, ColumnEncoding, Ctx, NodeId};
 use crate::wire::{Reader, Writer};
@@ -43,6 +43,45 @@ impl Plain {
                 .map(T::get_le),
         );
         Ok(out)
+    }
+
+    /// The values at `codes` (positions among the first `len`), each read where it lies:
+    /// for a dictionary whose selected codes are few next to its entries, which would
+    /// otherwise all be decoded (a Parquet dictionary that grew as long as its pages'
+    /// rows, serving a few selected rows of each). `None` where the domain does not take
+    /// this node's values.
+    pub(crate) fn gather<V: Value>(
+        &self,
+        ctx: &Ctx<'_>,
+        len: usize,
+        codes: &[u64],
+    ) -> Result<Option<Vec<V>>> {
+        fn read<const W: usize, T>(
+            bytes: &[u8],
+            codes: &[u64],
+            f: impl Fn([u8; W]) -> T,
+        ) -> Result<Vec<T>> {
+            let (entries, _) = bytes.as_chunks::<W>();
+            codes
+                .iter()
+                .map(|&c| match entries.get(c as usize) {
+                    Some(&b) => Ok(f(b)),
+                    None => Err(corrupt(format!("code {c} past {} entries", entries.len()))),
+                })
+                .collect()
+        }
+        let bytes = self.bytes(ctx, len)?;
+        Ok(match (V::DOMAIN, self.width) {
+            (Domain::Int, 4) => V::from_ints(read::<4, _>(bytes, codes, int32_value)?),
+            (Domain::Int, 8) => V::from_ints(read::<8, _>(bytes, codes, i64::from_le_bytes)?),
+            (Domain::Float, 8) => V::from_floats(read::<8, _>(bytes, codes, |b| {
+                FloatBits(u64::from_le_bytes(b))
+            })?),
+            (Domain::Float, 4) => V::from_floats(read::<4, _>(bytes, codes, |b| {
+                FloatBits::from_f32_bits(u32::from_le_bytes(b))
+            })?),
+            _ => None,
+        })
     }
 
     /// Which of the first `count` values have an order key (`key`) in `lo..=hi` (xor
@@ -631,6 +670,43 @@ mod tests {
                 float_key(f64::from(x)),
                 "{bits:#x}"
             );
+        }
+    }
+
+    /// `gather` reads each code's entry as the domain decodes it (4-byte entries as signed
+    /// integers or as floats widened, 8-byte as integers or doubles), and a code past the
+    /// entries is an error.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn gathered_entries_equal_the_decoded_ones() {
+        use crate::tree::Validity;
+        use crate::Node;
+        let codes = [3u64, 0, 3, 1, 2];
+        for width in [4u32, 8] {
+            let bytes: Vec<u8> = (0..4 * width as usize)
+                .map(|i| (i * 37 + 201) as u8)
+                .collect();
+            let enc = ColumnEncoding {
+                validity: Validity::AllValid,
+                nodes: vec![Node::Plain(Plain { width, buffer: 0 })],
+            };
+            let bufs = [bytes.as_slice()];
+            let ctx = Ctx::new(&enc, &bufs);
+            let plain = Plain { width, buffer: 0 };
+            let ints = i64::decode(&ctx, 0, 4, 0).unwrap();
+            let floats = FloatBits::decode(&ctx, 0, 4, 0).unwrap();
+            let pick = |v: &[i64]| codes.iter().map(|&c| v[c as usize]).collect::<Vec<_>>();
+            assert_eq!(
+                plain.gather::<i64>(&ctx, 4, &codes).unwrap(),
+                Some(pick(&ints))
+            );
+            let want: Vec<FloatBits> = codes.iter().map(|&c| floats[c as usize]).collect();
+            assert_eq!(
+                plain.gather::<FloatBits>(&ctx, 4, &codes).unwrap(),
+                Some(want)
+            );
+            let err = plain.gather::<i64>(&ctx, 4, &[1, 4]).unwrap_err();
+            assert!(err.to_string().contains("code 4 past 4 entries"), "{err}");
         }
     }
 }
