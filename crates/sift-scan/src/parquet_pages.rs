@@ -699,14 +699,12 @@ impl PagedColumn {
                 let s = page.selection(Some(&passed), 0);
                 let n = s.as_ref().map_or(rows, Bitmap::count_ones);
                 if n > 0 {
-                    let s = s.as_ref().filter(|s| n < s.len());
-                    let part = crate::eval::decode_as(&chunk, s, read);
-                    pieces.push(part.map_err(|e| self.error(i, e))?);
+                    pieces.push(self.decode_page(i, &chunk, s.as_ref(), n, read)?);
                 }
             }
         }
-        if let Some(pieces) = pieces.as_mut().filter(|p| p.is_empty()) {
-            pieces.push(arrow_array::new_empty_array(&self.data_type));
+        if let Some(pieces) = pieces.as_mut() {
+            self.one_at_least(pieces);
         }
         let out = crate::eval::and_input(out, sel);
         Ok((out, decoded, LeafCost::weighed(&costs), pieces))
@@ -754,14 +752,31 @@ impl PagedColumn {
                 continue;
             }
             let chunk = self.chunk(i)?.with_memo(memo);
-            let s = s.as_ref().filter(|s| *n < s.len());
-            let part = crate::eval::decode_as(&chunk, s, read);
-            parts.push(part.map_err(|e| self.error(i, e))?);
+            parts.push(self.decode_page(i, &chunk, s.as_ref(), *n, read)?);
         }
+        self.one_at_least(&mut parts);
+        Ok(parts)
+    }
+
+    /// Page `i` (as `chunk`) at its rows `sel` (`None`: all), `n` of them, as `read` asks.
+    fn decode_page(
+        &self,
+        i: usize,
+        chunk: &Chunk<'_>,
+        sel: Option<&Bitmap>,
+        n: usize,
+        read: Read,
+    ) -> Result<ArrayRef> {
+        let sel = sel.filter(|s| n < s.len());
+        crate::eval::decode_as(chunk, sel, read).map_err(|e| self.error(i, e))
+    }
+
+    /// Pieces of a row group's column as handed on: an empty array when no page has any
+    /// selected row.
+    fn one_at_least(&self, parts: &mut Vec<ArrayRef>) {
         if parts.is_empty() {
             parts.push(arrow_array::new_empty_array(&self.data_type));
         }
-        Ok(parts)
     }
 }
 

@@ -679,8 +679,8 @@ mod tests {
     #[test]
     #[allow(clippy::unwrap_used)]
     fn gathered_entries_equal_the_decoded_ones() {
-        use crate::tree::Validity;
         use crate::Node;
+        use crate::tree::Validity;
         let codes = [3u64, 0, 3, 1, 2];
         for width in [4u32, 8] {
             let bytes: Vec<u8> = (0..4 * width as usize)
