@@ -59,8 +59,9 @@ pub(crate) struct ReadEarly {
 }
 
 impl<'a, 'b> BlockEval<'a, 'b> {
-    /// Evaluates on `rows` rows of `data`, for a scan returning the columns `projection`,
-    /// each read as `reads` says at the same index.
+    /// Evaluates on `rows` rows of `data`; `projection` and `reads`: the columns that may
+    /// be read as their tests are evaluated (those the scan returns, each read as `reads`
+    /// says at the same index; none for a scan with a limit).
     pub(crate) fn new(
         data: &'b BlockData<'a>,
         rows: usize,

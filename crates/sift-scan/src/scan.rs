@@ -926,13 +926,13 @@ impl Scan {
             }
         };
         self.stats.rows_scanned += rows as u64;
-        let mut ev = BlockEval::new(
-            &data,
-            rows,
-            &mut self.stats,
-            &mut self.order,
-            (&self.projection, &self.reads),
-        );
+        // Under a limit the filter's rows may be cut before the columns are read, so no
+        // column is read as its test is evaluated.
+        let early: (&[usize], &[Read]) = match self.remaining {
+            None => (&self.projection, &self.reads),
+            Some(_) => (&[], &[]),
+        };
+        let mut ev = BlockEval::new(&data, rows, &mut self.stats, &mut self.order, early);
         let selected = match (&filter, &input) {
             (Bound::Const(true), None) => None,
             (f, input) => Some(ev.filter(f, input.as_ref())?),

@@ -173,8 +173,8 @@ fn plain_pages_filter_and_select_in_place() {
 
 /// A returned column that the filter's last test reads is decoded as each of its pages
 /// is tested: the rows equal the reference's whatever the other tests and their order,
-/// on dictionary and PLAIN pages, and under a limit that cuts the rows the test leaves
-/// (the column is then read again at the rows kept).
+/// on dictionary and PLAIN pages; and under a limit that cuts the rows the test leaves
+/// (where no column is read early).
 #[test]
 fn a_column_read_as_it_is_tested_equals_the_reference() {
     let dir = tempfile::tempdir().unwrap();
