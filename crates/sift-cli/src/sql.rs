@@ -106,6 +106,13 @@ pub struct SqlArgs {
     #[arg(long, value_name = "ON|OFF", default_value = "on", value_parser = on_off,
         action = clap::ArgAction::Set)]
     pub scan_extremes: bool,
+    /// Shared subplans: an aggregate the query computes more than once (a view or common
+    /// table expression read twice, as TPC-H Q15 reads revenue0) computed once for all
+    /// its readers (--explain shows SharedExec). Also `SET sift.shared_subplans = false`
+    /// in SQL.
+    #[arg(long, value_name = "ON|OFF", default_value = "on", value_parser = on_off,
+        action = clap::ArgAction::Set)]
+    pub shared_subplans: bool,
 }
 
 fn on_off(s: &str) -> Result<bool, String> {
@@ -159,6 +166,7 @@ pub fn run(args: &SqlArgs, ui: &Ui) -> Result<()> {
             o.join_filters = args.join_filters;
             o.scan_aggregates = args.scan_aggregates;
             o.scan_extremes = args.scan_extremes;
+            o.shared_subplans = args.shared_subplans;
         }
         if args.parquet_reader == ParquetReader::Datafusion {
             ctx.state_ref()

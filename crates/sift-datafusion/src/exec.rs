@@ -1,7 +1,7 @@
 //! [`SiftScanExec`]: the physical scan of a [`SiftTable`](crate::SiftTable), split into
 //! partitions of consecutive blocks that DataFusion runs on separate threads.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -298,6 +298,23 @@ impl SiftScanExec {
     /// Whether the scan returns its rows last first ([`SiftScanExec::with_declared_order`]).
     pub(crate) fn reversed(&self) -> bool {
         self.declared.is_some_and(|o| o.descending)
+    }
+
+    /// The scan without the filters that operators above it fill in while the query runs
+    /// (dynamic filters, join filters), which only spare rows those operators drop: what
+    /// it returns then depends on its table and its own filter alone. `None` when it has
+    /// none.
+    pub(crate) fn without_runtime_filters(&self) -> Option<SiftScanExec> {
+        if self.dynamic.is_empty() && self.join_filters.is_empty() {
+            return None;
+        }
+        let mut node = self.clone();
+        node.dynamic.clear();
+        node.row_bounds.clear();
+        node.join_filters.clear();
+        node.residual = Arc::new(AtomicBool::new(false));
+        node.metrics = ExecutionPlanMetricsSet::new();
+        Some(node)
     }
 
     /// The scan with its sorted columns declared to DataFusion in `order`, ascending or
@@ -865,8 +882,11 @@ impl ExecutionPlan for SiftScanExec {
 pub fn scan_counters(plan: &Arc<dyn ExecutionPlan>) -> Vec<BTreeMap<String, usize>> {
     let mut out = Vec::new();
     let mut stack = vec![Arc::clone(plan)];
+    // A subplan computed once for several readers is below each of them.
+    let mut counted = HashSet::new();
     while let Some(p) = stack.pop() {
         if p.downcast_ref::<SiftScanExec>().is_some()
+            && counted.insert(Arc::as_ptr(&p).cast::<()>())
             && let Some(m) = p.metrics()
         {
             let mut scan = BTreeMap::new();

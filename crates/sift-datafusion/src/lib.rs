@@ -30,6 +30,7 @@ mod exec;
 mod factory;
 mod join_filter;
 mod order;
+mod shared;
 mod stats;
 mod table;
 mod translate;
@@ -48,6 +49,7 @@ pub use exec::{DynamicResiduals, SiftScanExec, scan_counters, summed_scan_counte
 pub use factory::{SiftTableFactory, SiftUrlTables};
 pub use join_filter::JoinFilters;
 pub use order::{ConcatPartitionsExec, SortedScans};
+pub use shared::{SharedExec, SharedSubplans};
 pub use sift_store::{PARQUET_EXTENSIONS, SIFT_EXTENSIONS, has_extension};
 pub use stats::zone_bound;
 pub use table::SiftTable;
@@ -66,6 +68,9 @@ extensions_options! {
         /// block's extremes from the scan, folded from a dictionary page's codes where it
         /// has them, instead of its rows.
         pub scan_extremes: bool, default = true
+        /// Compute an aggregate that the plan holds more than once (a view or common
+        /// table expression read twice) once for all its readers (see `SharedExec`).
+        pub shared_subplans: bool, default = true
     }
 }
 
@@ -121,6 +126,7 @@ pub fn session(threads: usize) -> SessionContext {
         .with_physical_optimizer_rule(Arc::new(ScanAggregates))
         .with_physical_optimizer_rule(Arc::new(SortedScans))
         .with_physical_optimizer_rule(Arc::new(DynamicResiduals))
+        .with_physical_optimizer_rule(Arc::new(SharedSubplans))
         .with_table_factory("SIFT".into(), Arc::new(SiftTableFactory))
         .with_table_factory("SIFT_PARQUET".into(), Arc::new(SiftTableFactory))
         .build();

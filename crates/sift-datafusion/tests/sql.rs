@@ -2007,3 +2007,122 @@ fn join_filters_follow_chains_and_leave_wide_ones_out() {
         );
     });
 }
+
+/// An aggregate that a query holds twice (a common table expression read by a join and by
+/// a subquery, or joined to itself) is computed once: the same rows as DataFusion in
+/// memory, on a Sift file and on Parquet, on one and two threads, with the table scanned
+/// once (twice with `sift.shared_subplans` off); the physical plan run a second time
+/// computes it again. Aggregates that differ, or that call a volatile function, are not
+/// shared.
+#[test]
+fn repeated_aggregates_are_computed_once() {
+    let f = files();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dim_path = dir.path().join("dim.sift");
+    let dim = RecordBatch::try_from_iter([
+        (
+            "dk",
+            Arc::new(Int32Array::from_iter_values(0..50)) as ArrayRef,
+        ),
+        (
+            "name",
+            Arc::new(StringArray::from_iter_values(
+                (0..50).map(|i| format!("n{i}")),
+            )),
+        ),
+    ])
+    .expect("dim");
+    write_sift(&dim_path, &dim, 1_000);
+    let shared = [
+        // TPC-H Q15's shape: the join's dynamic filter reaches one copy's scan.
+        "with r as (select k, sum(p) total from t where d < date '1992-03-01' group by k) \
+         select name, total from dim join r on dk = k \
+         where total = (select max(total) from r)",
+        "with r as (select k, sum(x) sx from t where id > 100 group by k) \
+         select a.k, a.sx, b.sx from r a join r b on a.k = b.k + 1",
+        "with r as (select s, count(*) c from t where k < 10 group by s) \
+         select * from r where c > 20 union all select * from r where c < 5",
+    ];
+    let not_shared = [
+        "select (select sum(x) from t where k = 1) a, (select sum(x) from t where k = 2) b",
+        // Each side keeps only the aggregate it reads: two different aggregates.
+        "with r as (select k, sum(x) sx, count(*) c from t where id > 100 group by k) \
+         select a.k, a.sx, b.c from r a join r b on a.k = b.k + 1",
+        "with r as (select k, sum(x * random()) v from t group by k) \
+         select count(*) from r a join r b on a.k = b.k where a.v > b.v",
+    ];
+    let reference = reference();
+    register_in_memory(&reference, "dim", &dim);
+    let rt = runtime();
+    rt.block_on(async {
+        for path in [&f.sift, &f.parquet] {
+            for threads in [1, 2] {
+                let ctx = session(threads);
+                let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+                ctx.register_table("t", Arc::new(table)).expect("register");
+                let dim_table = SiftTable::open(&dim_path.to_string_lossy()).expect("open");
+                ctx.register_table("dim", Arc::new(dim_table))
+                    .expect("register");
+                let case =
+                    |sql: &str| format!("{sql} on {} with {threads} threads", path.display());
+                // Rows of `t` scanned by an executed plan (`dim` has 50).
+                let t_rows = |plan: &Arc<dyn ExecutionPlan>| -> usize {
+                    scan_counters(plan)
+                        .iter()
+                        .map(|c| c.get("rows_scanned").copied().unwrap_or(0))
+                        .filter(|&n| n != 50)
+                        .sum()
+                };
+                let mut once = Vec::new();
+                for sql in shared {
+                    let want = rows(&reference, sql).await;
+                    assert_eq!(rows(&ctx, sql).await, want, "{}", case(sql));
+                    let (plan, text) = executed_plan(&ctx, sql).await;
+                    assert!(
+                        text.contains("SharedExec: computed once for 2 readers"),
+                        "{text}"
+                    );
+                    assert!(t_rows(&plan) > 0, "{}\n{text}", case(sql));
+                    once.push(t_rows(&plan));
+                    // The same plan again (one thread: a repartition runs once): each
+                    // reader reads the subplan computed anew.
+                    if threads > 1 {
+                        continue;
+                    }
+                    let again = datafusion::physical_plan::collect(plan, ctx.task_ctx())
+                        .await
+                        .expect("run again");
+                    let text = pretty_format_batches(&again).expect("format").to_string();
+                    let mut lines: Vec<&str> = text.lines().collect();
+                    lines.sort_unstable();
+                    assert_eq!(lines.join("\n"), want, "{}", case(sql));
+                }
+                for sql in not_shared {
+                    let (_, text) = executed_plan(&ctx, sql).await;
+                    assert!(!text.contains("SharedExec"), "{}\n{text}", case(sql));
+                }
+                let sql = not_shared[0];
+                assert_eq!(
+                    rows(&ctx, sql).await,
+                    rows(&reference, sql).await,
+                    "{}",
+                    case(sql)
+                );
+                ctx.sql("set sift.shared_subplans = false")
+                    .await
+                    .expect("set");
+                for (sql, once) in shared.into_iter().zip(once) {
+                    assert_eq!(
+                        rows(&ctx, sql).await,
+                        rows(&reference, sql).await,
+                        "{}",
+                        case(sql)
+                    );
+                    let (plan, text) = executed_plan(&ctx, sql).await;
+                    assert!(!text.contains("SharedExec"), "{text}");
+                    assert_eq!(t_rows(&plan), 2 * once, "{}\n{text}", case(sql));
+                }
+            }
+        }
+    });
+}
