@@ -20,8 +20,9 @@
 //! [`SiftScanExec`] runs one Sift scan per partition of blocks, where filters are
 //! evaluated on the encoded data and only the selected rows of the projected columns are
 //! decoded; `stats.rs` hands the optimizer row counts and zone-map bounds, and the
-//! columns sorted over the blocks, whose sorts `order.rs` drops. Parquet files
-//! go through the same scan (Sift's own Parquet reader), not DataFusion's.
+//! columns sorted over the blocks, whose sorts `order.rs` drops; `shared.rs` computes an
+//! aggregate that the plan holds twice (a view read twice) once. Parquet files go through
+//! the same scan (Sift's own Parquet reader), not DataFusion's.
 
 #![forbid(unsafe_code)]
 
