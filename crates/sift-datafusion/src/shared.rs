@@ -14,7 +14,8 @@
 //! shared copy, since they only spare rows that those operators drop anyway; the shared
 //! copy is then computed for every reader. Aggregates found more than once are each
 //! replaced by a [`SharedExec`] over one copy: the first reader of each partition
-//! computes it and keeps its batches until every reader has read them.
+//! computes it and keeps its batches until every reader has read them (their memory taken
+//! from the session's pool; where the pool has no room, each reader computes it).
 //!
 //! Any other operator below the aggregate (a join, a sort, another kind of scan) keeps
 //! the subplan as it was. The rule changes nothing when the session option
@@ -30,6 +31,7 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
 use datafusion::physical_expr_common::physical_expr::is_volatile;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
@@ -194,8 +196,9 @@ struct Shared {
     partitions: Vec<Mutex<Option<Kept>>>,
 }
 
-/// A partition's batches, and how many readers have still to read them.
-type Kept = (Arc<[RecordBatch]>, usize);
+/// A partition's batches, how many readers have still to read them, and their memory
+/// in the session's pool.
+type Kept = (Arc<[RecordBatch]>, usize, MemoryReservation);
 
 impl Shared {
     fn new(input: Arc<dyn ExecutionPlan>) -> Arc<Shared> {
@@ -208,8 +211,10 @@ impl Shared {
     }
 
     /// The batches of `partition`: computed by its first reader, while the others wait,
-    /// and dropped once the last has them. A reader that runs the partition after all have
-    /// read it (the plan executed again) computes it anew.
+    /// and kept (their memory taken from the session's pool) until the last has them. A
+    /// partition the pool has no room for is not kept: each reader then computes it. A
+    /// reader that runs the partition after all have read it (the plan executed again)
+    /// computes it anew.
     async fn batches(
         &self,
         partition: usize,
@@ -222,17 +227,22 @@ impl Shared {
             ))
         })?;
         let mut kept = slot.lock().await;
-        let (batches, left) = match kept.take() {
-            Some((batches, left)) => (batches, left),
-            None => {
-                let stream = self.input.execute(partition, context)?;
-                let batches: Arc<[RecordBatch]> = common::collect(stream).await?.into();
-                let readers = self.readers.load(Ordering::Relaxed);
-                (batches, readers)
+        if let Some((batches, left, memory)) = kept.take() {
+            if left > 1 {
+                *kept = Some((Arc::clone(&batches), left - 1, memory));
             }
-        };
-        if left > 1 {
-            *kept = Some((Arc::clone(&batches), left - 1));
+            return Ok(batches);
+        }
+        let pool = context.memory_pool().clone();
+        let stream = self.input.execute(partition, context)?;
+        let batches: Arc<[RecordBatch]> = common::collect(stream).await?.into();
+        let readers = self.readers.load(Ordering::Relaxed);
+        if readers > 1 {
+            let memory = MemoryConsumer::new(format!("SharedExec[{partition}]")).register(&pool);
+            let bytes = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+            if memory.try_grow(bytes).is_ok() {
+                *kept = Some((Arc::clone(&batches), readers - 1, memory));
+            }
         }
         Ok(batches)
     }

@@ -2126,3 +2126,77 @@ fn repeated_aggregates_are_computed_once() {
         }
     });
 }
+
+/// A memory pool that refuses the batches of shared subplans (and nothing else).
+#[derive(Debug, Default)]
+struct NoRoomToShare(datafusion::execution::memory_pool::UnboundedMemoryPool);
+
+impl std::fmt::Display for NoRoomToShare {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "no room to share")
+    }
+}
+
+impl datafusion::execution::memory_pool::MemoryPool for NoRoomToShare {
+    fn name(&self) -> &str {
+        "no room to share"
+    }
+
+    fn grow(&self, r: &datafusion::execution::memory_pool::MemoryReservation, n: usize) {
+        self.0.grow(r, n);
+    }
+
+    fn shrink(&self, r: &datafusion::execution::memory_pool::MemoryReservation, n: usize) {
+        self.0.shrink(r, n);
+    }
+
+    fn try_grow(
+        &self,
+        r: &datafusion::execution::memory_pool::MemoryReservation,
+        n: usize,
+    ) -> datafusion::error::Result<()> {
+        if r.consumer().name().starts_with("SharedExec") {
+            return Err(datafusion::error::DataFusionError::ResourcesExhausted(
+                "no room".to_string(),
+            ));
+        }
+        self.0.try_grow(r, n)
+    }
+
+    fn reserved(&self) -> usize {
+        self.0.reserved()
+    }
+}
+
+/// Where the session's memory pool has no room for a shared subplan's batches, each
+/// reader computes it: the same rows, the table scanned twice.
+#[test]
+fn shared_subplans_without_memory_are_computed_by_each_reader() {
+    let f = files();
+    let sql = "with r as (select k, sum(x) sx from t where id > 100 group by k) \
+               select a.k, a.sx, b.sx from r a join r b on a.k = b.k + 1";
+    let rt = runtime();
+    rt.block_on(async {
+        let reference = reference();
+        let state =
+            datafusion::execution::SessionStateBuilder::new_from_existing(session(1).state())
+                .with_runtime_env(Arc::new(
+                    datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
+                        .with_memory_pool(Arc::new(NoRoomToShare::default()))
+                        .build()
+                        .expect("runtime env"),
+                ))
+                .build();
+        let ctx = SessionContext::new_with_state(state);
+        let table = SiftTable::open(&f.sift.to_string_lossy()).expect("open");
+        ctx.register_table("t", Arc::new(table)).expect("register");
+        assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await);
+        let (plan, text) = executed_plan(&ctx, sql).await;
+        assert!(text.contains("SharedExec"), "{text}");
+        assert_eq!(
+            summed_scan_counters(&plan)["rows_scanned"],
+            2 * ROWS,
+            "{text}"
+        );
+    });
+}
