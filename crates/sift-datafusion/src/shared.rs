@@ -7,7 +7,8 @@
 //! [`SharedSubplans`] is the last physical optimizer rule. It looks for aggregates (a
 //! `Final` or `Single` phase, whose output is all computed before it is returned) over
 //! Sift scans through projections, filters, repartitions and Sift's own aggregates, that
-//! have no volatile expression (`random()`), and compares them by what they compute: the
+//! have no volatile expression (`random()`) and no scalar subquery's value (which prints
+//! alike for every subquery until it runs), and compares them by what they compute: the
 //! plan's text with every node's expressions, and each node's output schema. The
 //! filters that operators above a scan fill in while the query runs (a hash join's
 //! dynamic filter, Sift's join filters) are left out of the comparison and out of the
@@ -33,6 +34,7 @@ use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
+use datafusion::physical_expr::scalar_subquery::ScalarSubqueryExpr;
 use datafusion::physical_expr_common::physical_expr::is_volatile;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
@@ -140,12 +142,14 @@ fn candidate(node: &Arc<dyn ExecutionPlan>) -> Result<Option<(String, Arc<dyn Ex
         })?
         .data;
     // Only a scan may hold a filter filled in at run time; any other node with one (a
-    // TopK's, an aggregate's) would compute differently in each copy.
+    // TopK's, an aggregate's) would compute differently in each copy. So may a scalar
+    // subquery's value, which prints the same for every subquery until it is known.
     let mut filled = false;
     copy.apply(|n| {
         n.apply_expressions(&mut |e| {
             e.apply(|sub| {
-                filled |= sub.downcast_ref::<DynamicFilterPhysicalExpr>().is_some();
+                filled |= sub.downcast_ref::<DynamicFilterPhysicalExpr>().is_some()
+                    || sub.downcast_ref::<ScalarSubqueryExpr>().is_some();
                 Ok(TreeNodeRecursion::Continue)
             })
         })?;
