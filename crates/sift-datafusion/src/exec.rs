@@ -300,6 +300,27 @@ impl SiftScanExec {
         self.declared.is_some_and(|o| o.descending)
     }
 
+    /// What decides the rows and columns the scan returns, for telling two scans apart
+    /// ([`SharedSubplans`](crate::SharedSubplans)): its text shortens a long list of
+    /// files, so every file scanned and the blocks of each partition are spelled out.
+    pub(crate) fn identity(&self) -> String {
+        let files: Vec<String> = (self.scanned_files())
+            .map(|f| f.table.path().display().to_string())
+            .collect();
+        format!(
+            "{files:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {} {:?}",
+            self.partitions,
+            self.projection,
+            self.filter,
+            self.limit,
+            self.dictionary,
+            self.unscaled,
+            self.extremes,
+            self.count_selected,
+            self.declared
+        )
+    }
+
     /// The scan without the filters that operators above it fill in while the query runs
     /// (dynamic filters, join filters), which only spare rows those operators drop: what
     /// it returns then depends on its table and its own filter alone. `None` when it has

@@ -9,7 +9,8 @@
 //! Sift scans through projections, filters, repartitions and Sift's own aggregates, that
 //! have no volatile expression (`random()`) and no scalar subquery's value (which prints
 //! alike for every subquery until it runs), and compares them by what they compute: the
-//! plan's text with every node's expressions, and each node's output schema. The
+//! plan's text with every node's expressions, each node's output schema, and every
+//! file and block each scan reads (its text shortens long file lists). The
 //! filters that operators above a scan fill in while the query runs (a hash join's
 //! dynamic filter, Sift's join filters) are left out of the comparison and out of the
 //! shared copy, since they only spare rows that those operators drop anyway; the shared
@@ -161,6 +162,9 @@ fn candidate(node: &Arc<dyn ExecutionPlan>) -> Result<Option<(String, Arc<dyn Ex
     let mut key = displayable(copy.as_ref()).indent(true).to_string();
     copy.apply(|n| {
         let _ = writeln!(key, "{:?}", n.schema());
+        if let Some(scan) = n.downcast_ref::<SiftScanExec>() {
+            let _ = writeln!(key, "{}", scan.identity());
+        }
         Ok(TreeNodeRecursion::Continue)
     })?;
     Ok(Some((key, copy)))
