@@ -69,11 +69,14 @@ impl PhysicalOptimizerRule for SharedSubplans {
         if !SiftOptions::of(config).shared_subplans {
             return Ok(plan);
         }
-        // How many times each candidate occurs, by what it computes.
+        // Every candidate (by its node's address) and how many times each occurs, by
+        // what it computes.
+        let mut candidates: HashMap<*const (), (String, Arc<dyn ExecutionPlan>)> = HashMap::new();
         let mut seen: HashMap<String, usize> = HashMap::new();
         plan.apply(|node| {
-            if let Some((key, _)) = candidate(node)? {
-                *seen.entry(key).or_default() += 1;
+            if let Some((key, copy)) = candidate(node)? {
+                *seen.entry(key.clone()).or_default() += 1;
+                candidates.insert(Arc::as_ptr(node).cast(), (key, copy));
             }
             Ok(TreeNodeRecursion::Continue)
         })?;
@@ -81,9 +84,10 @@ impl PhysicalOptimizerRule for SharedSubplans {
             return Ok(plan);
         }
         // Outermost first: an occurrence inside a shared subplan is computed with it.
+        // Each node is met before its children are rebuilt, so by the address it had.
         let mut shared: HashMap<String, Arc<Shared>> = HashMap::new();
         plan.transform_down(|node| {
-            let Some((key, copy)) = candidate(&node)? else {
+            let Some((key, copy)) = candidates.get(&Arc::as_ptr(&node).cast()).cloned() else {
                 return Ok(Transformed::no(node));
             };
             if seen.get(&key).is_none_or(|&n| n < 2) {

@@ -203,7 +203,12 @@ async fn rows(ctx: &SessionContext, sql: &str) -> String {
         .collect()
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let text = pretty_format_batches(&batches).expect("format").to_string();
+    sorted_rows(&batches)
+}
+
+/// The rows of `batches`, sorted, as text.
+fn sorted_rows(batches: &[RecordBatch]) -> String {
+    let text = pretty_format_batches(batches).expect("format").to_string();
     let mut lines: Vec<&str> = text.lines().collect();
     lines.sort_unstable();
     lines.join("\n")
@@ -2097,10 +2102,7 @@ fn repeated_aggregates_are_computed_once() {
                     let again = datafusion::physical_plan::collect(plan, ctx.task_ctx())
                         .await
                         .expect("run again");
-                    let text = pretty_format_batches(&again).expect("format").to_string();
-                    let mut lines: Vec<&str> = text.lines().collect();
-                    lines.sort_unstable();
-                    assert_eq!(lines.join("\n"), want, "{}", case(sql));
+                    assert_eq!(sorted_rows(&again), want, "{}", case(sql));
                 }
                 for sql in not_shared {
                     let (_, text) = executed_plan(&ctx, sql).await;
