@@ -46,7 +46,9 @@ use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use aggregate::{ScanAggregates, SiftAggregateExec};
-pub use exec::{DynamicResiduals, SiftScanExec, scan_counters, summed_scan_counters};
+pub use exec::{
+    BuildSidesFirst, DynamicResiduals, SiftScanExec, scan_counters, summed_scan_counters,
+};
 pub use factory::{SiftTableFactory, SiftUrlTables};
 pub use join_filter::JoinFilters;
 pub use order::{ConcatPartitionsExec, SortedScans};
@@ -127,6 +129,7 @@ pub fn session(threads: usize) -> SessionContext {
         .with_physical_optimizer_rule(Arc::new(ScanAggregates))
         .with_physical_optimizer_rule(Arc::new(SortedScans))
         .with_physical_optimizer_rule(Arc::new(DynamicResiduals))
+        .with_physical_optimizer_rule(Arc::new(BuildSidesFirst))
         .with_physical_optimizer_rule(Arc::new(SharedSubplans))
         .with_table_factory("SIFT".into(), Arc::new(SiftTableFactory))
         .with_table_factory("SIFT_PARQUET".into(), Arc::new(SiftTableFactory))

@@ -2208,3 +2208,65 @@ fn shared_subplans_without_memory_are_computed_by_each_reader() {
         );
     });
 }
+
+/// A scan below the build side of one join and the probe side of another (TPC-H Q18's
+/// orders, below its join with lineitem and the semi join with the large orders) waits
+/// for the second join's filter before reading: on two threads DataFusion starts the
+/// build side's partitions at once, and the scan read every order before the filter of
+/// the few large ones was filled in, so that lineitem's scan then got every key too.
+#[test]
+fn scans_wait_for_the_build_sides_of_joins_above() {
+    let (n, per) = (20_000i64, 4i64);
+    let orders = RecordBatch::try_from_iter([
+        (
+            "okey",
+            Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
+        ),
+        (
+            "total",
+            Arc::new(Int64Array::from_iter_values((0..n).map(|i| i * 3 % 1000))),
+        ),
+    ])
+    .expect("orders");
+    // Every order has `per` lines; those of every 1,000th order are large.
+    let lines = RecordBatch::try_from_iter([
+        (
+            "lkey",
+            Arc::new(Int64Array::from_iter_values((0..n * per).map(|i| i / per))) as ArrayRef,
+        ),
+        (
+            "q",
+            Arc::new(Int64Array::from_iter_values(
+                (0..n * per).map(|i| if (i / per) % 1000 == 0 { 100 } else { 1 }),
+            )),
+        ),
+    ])
+    .expect("lines");
+    let sql = "select okey, total, sum(q) from orders join lines on okey = lkey \
+               where okey in (select lkey from lines group by lkey having sum(q) > 300) \
+               group by okey, total";
+    let large = (n / 1000) as usize;
+    let dir = tempfile::tempdir().expect("tempdir");
+    runtime().block_on(async {
+        let (ctx, reference) = (session(2), SessionContext::new());
+        register_both(&ctx, &reference, dir.path(), "orders", &orders, 2_000);
+        register_both(&ctx, &reference, dir.path(), "lines", &lines, 8_000);
+        for _ in 0..3 {
+            assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await);
+            let (plan, text) = executed_plan(&ctx, sql).await;
+            let scan = text
+                .lines()
+                .find(|l| l.contains("orders.sift"))
+                .expect("scan");
+            assert!(scan.contains("after_builds"), "{text}");
+            let counters = scan_counters(&plan);
+            // Orders' scan passes the large orders alone, and so the scan of lines below
+            // the join with them passes their lines alone (the subquery's reads all).
+            let mut matched: Vec<usize> = counters.iter().map(|m| m["rows_matched"]).collect();
+            matched.sort_unstable();
+            let all = (n * per) as usize;
+            let want = vec![large, large * per as usize, all];
+            assert_eq!(matched, want, "{text}\n{counters:?}");
+        }
+    });
+}
