@@ -1791,12 +1791,19 @@ fn sparse_integer_join_keys_index_an_array() {
 #[test]
 fn sorted_wide_group_keys_are_grouped_by_runs() {
     // `o` never decreases, in runs of three (some across blocks of 1,000 rows), over a
-    // range too wide to index; `u` spans as much, unsorted.
+    // range too wide to index; `w`'s blocks follow one another, but within each its
+    // values (each twice) are shuffled; `u` spans as much as `o`, unsorted.
     let n = 30_000i64;
     let batch = RecordBatch::try_from_iter([
         (
             "o",
             Arc::new(Int64Array::from_iter_values((0..n).map(|i| i / 3 * 1_000))) as ArrayRef,
+        ),
+        (
+            "w",
+            Arc::new(Int64Array::from_iter_values((0..n).map(|i| {
+                i / 1_000 * 1_000_000 + (i * 7_919) % 1_000 / 2 * 1_000
+            }))),
         ),
         (
             "u",
@@ -1821,39 +1828,62 @@ fn sorted_wide_group_keys_are_grouped_by_runs() {
     ])
     .expect("batch");
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("t.sift");
-    write_sift(&path, &batch, 1_000);
+    let sift = dir.path().join("t.sift");
+    write_sift(&sift, &batch, 1_000);
+    // Without `sorting_columns`, as most writers leave it: only the zone maps show `o`
+    // and `w` in order.
+    let parquet = dir.path().join("t.parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1_000))
+        .build();
+    write_parquet_with(&parquet, &batch, props);
     let reference = SessionContext::new();
     register_in_memory(&reference, "t", &batch);
-    // (query, grouped by runs on several threads)
+    #[derive(Clone, Copy, PartialEq)]
+    enum Key {
+        Sorted,
+        Clustered,
+        Neither,
+    }
     let queries = [
         (
             "select o, count(*), sum(q), avg(q), min(v), max(v), count(v) from t group by o",
-            true,
+            Key::Sorted,
         ),
-        ("select o, sum(q) from t where v > 50 group by o", true),
-        ("select o from t group by o having count(*) > 2", true),
-        ("select u, count(*), sum(q) from t group by u", false),
-        ("select o, u, count(*) from t group by o, u", false),
+        (
+            "select o, sum(q) from t where v > 50 group by o",
+            Key::Sorted,
+        ),
+        (
+            "select o from t group by o having count(*) > 2",
+            Key::Sorted,
+        ),
+        (
+            "select w, count(*), sum(q), max(v) from t group by w",
+            Key::Clustered,
+        ),
+        ("select u, count(*), sum(q) from t group by u", Key::Neither),
+        ("select o, u, count(*) from t group by o, u", Key::Neither),
     ];
     runtime().block_on(async {
-        for threads in [1, 3] {
-            let ctx = session(threads);
-            let table = SiftTable::open(&path.to_string_lossy()).expect("open");
-            ctx.register_table("t", Arc::new(table)).expect("register");
-            for (sql, runs) in queries {
-                let want = rows(&reference, sql).await;
-                assert_eq!(rows(&ctx, sql).await, want, "{sql} on {threads} threads");
-                let (_, text) = executed_plan(&ctx, sql).await;
-                // On one thread the scan declares `o` sorted and DataFusion streams the
-                // aggregate itself.
-                assert_eq!(
-                    text.contains("SiftAggregate"),
-                    runs && threads > 1,
-                    "{sql} on {threads} threads\n{text}"
-                );
-                if threads == 1 && runs {
-                    assert!(text.contains("ordering_mode=Sorted"), "{sql}\n{text}");
+        for (path, declared) in [(&sift, true), (&parquet, false)] {
+            for threads in [1, 3] {
+                let ctx = session(threads);
+                let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+                ctx.register_table("t", Arc::new(table)).expect("register");
+                for (sql, key) in queries {
+                    let want = rows(&reference, sql).await;
+                    let on = format!("{sql} on {} with {threads} threads", path.display());
+                    assert_eq!(rows(&ctx, sql).await, want, "{on}");
+                    let (_, text) = executed_plan(&ctx, sql).await;
+                    // On one thread the Sift file's scan declares `o` sorted and
+                    // DataFusion streams the aggregate itself.
+                    let streamed = key == Key::Sorted && declared && threads == 1;
+                    let runs = key != Key::Neither && !streamed;
+                    assert_eq!(text.contains("SiftAggregate"), runs, "{on}\n{text}");
+                    if streamed {
+                        assert!(text.contains("ordering_mode=Sorted"), "{on}\n{text}");
+                    }
                 }
             }
         }
