@@ -290,36 +290,32 @@ impl SiftScanExec {
         &self.sorted.all
     }
 
-    /// The returned columns (positions) whose blocks' zone maps follow one another without
-    /// overlapping, in the blocks' order, ascending or descending: the sorted columns, and
-    /// also those a writer sorted (or that arrive in order, such as keys) without saying
-    /// so, which a Parquet writer rarely does. Their equal values lie together, at least
+    /// Whether the returned column `c`'s blocks' zone maps follow one another without
+    /// overlapping, in the blocks' order, ascending or descending: a sorted column, and
+    /// also one a writer sorted (or that arrives in order, such as a key) without saying
+    /// so, which a Parquet writer rarely does. Its equal values lie together, at least
     /// from block to block.
-    pub(crate) fn clustered(&self) -> Vec<usize> {
+    pub(crate) fn clustered(&self, c: usize) -> bool {
         let blocks = self.all_blocks();
         let schema = self.schema();
-        (0..schema.fields().len())
-            .filter(|&c| {
-                let name = schema.field(c).name();
-                let lows = block_bounds(&self.files, &blocks, name, false);
-                let highs = block_bounds(&self.files, &blocks, name, true);
-                let bounds: Option<Vec<(Scalar, Scalar)>> =
-                    lows.into_iter().zip(highs).map(|(l, h)| l.zip(h)).collect();
-                let Some(bounds) = bounds else {
-                    return false;
+        let name = schema.field(c).name();
+        let lows = block_bounds(&self.files, &blocks, name, false);
+        let highs = block_bounds(&self.files, &blocks, name, true);
+        let bounds: Option<Vec<(Scalar, Scalar)>> =
+            lows.into_iter().zip(highs).map(|(l, h)| l.zip(h)).collect();
+        let Some(bounds) = bounds else {
+            return false;
+        };
+        let follows = |ascending: bool| {
+            bounds.windows(2).all(|w| {
+                let (before, after) = match ascending {
+                    true => (&w[0].1, &w[1].0),
+                    false => (&w[1].1, &w[0].0),
                 };
-                let follows = |ascending: bool| {
-                    bounds.windows(2).all(|w| {
-                        let (before, after) = match ascending {
-                            true => (&w[0].1, &w[1].0),
-                            false => (&w[1].1, &w[0].0),
-                        };
-                        scalar_cmp(before, after).is_some_and(|o| o.is_le())
-                    })
-                };
-                follows(true) || follows(false)
+                scalar_cmp(before, after).is_some_and(|o| o.is_le())
             })
-            .collect()
+        };
+        follows(true) || follows(false)
     }
 
     /// Whether every scanned file found its sorted columns so from their values
