@@ -43,12 +43,12 @@ use datafusion::physical_plan::{
     ReplaceChildrenOptions, SendableRecordBatchStream, StatisticsArgs, apply_expression_roots,
 };
 use futures::StreamExt;
-use sift_format::Scalar;
+use sift_format::{ChunkStats, Scalar};
 use sift_scan::{Expr as Filter, FileScan, ScanStats, SortedColumns, scalar_cmp};
 
 use crate::aggregate::SiftAggregateExec;
 use crate::join_filter::{JoinFilter, NARROW};
-use crate::stats::{block_bounds, blocks_statistics, sorted_columns};
+use crate::stats::{block_bounds, block_zones, blocks_statistics, sorted_columns};
 use crate::table::{TableFile, TableFiles};
 use crate::translate::physical_to_sift;
 
@@ -296,26 +296,14 @@ impl SiftScanExec {
     /// so, which a Parquet writer rarely does. Its equal values lie together, at least
     /// from block to block.
     pub(crate) fn clustered(&self, c: usize) -> bool {
-        let blocks = self.all_blocks();
-        let schema = self.schema();
-        let name = schema.field(c).name();
-        let lows = block_bounds(&self.files, &blocks, name, false);
-        let highs = block_bounds(&self.files, &blocks, name, true);
-        let bounds: Option<Vec<(Scalar, Scalar)>> =
-            lows.into_iter().zip(highs).map(|(l, h)| l.zip(h)).collect();
-        let Some(bounds) = bounds else {
-            return false;
-        };
-        let follows = |ascending: bool| {
-            bounds.windows(2).all(|w| {
-                let (before, after) = match ascending {
-                    true => (&w[0].1, &w[1].0),
-                    false => (&w[1].1, &w[0].0),
-                };
-                scalar_cmp(before, after).is_some_and(|o| o.is_le())
-            })
-        };
-        follows(true) || follows(false)
+        let zones = block_zones(
+            &self.files,
+            &self.all_blocks(),
+            self.schema().field(c).name(),
+        );
+        [false, true]
+            .into_iter()
+            .any(|descending| ChunkStats::follow_over(zones.iter().map(Option::as_ref), descending))
     }
 
     /// Whether every scanned file found its sorted columns so from their values
@@ -892,23 +880,15 @@ impl ExecutionPlan for SiftScanExec {
             })
             .cloned()
             .collect();
-        if awaited.is_empty() {
-            let batches = futures::stream::iter(scan);
-            return Ok(Box::pin(RecordBatchStreamAdapter::new(
-                self.schema(),
-                batches,
-            )));
-        }
-        let built = async move {
+        let batches = futures::stream::once(async move {
             for d in &awaited {
                 if let Some(d) = d.downcast_ref::<DynamicFilterPhysicalExpr>() {
                     d.wait_complete().await;
                 }
             }
-        };
-        let mut scan = Some(scan);
-        let batches = futures::stream::once(built)
-            .flat_map(move |()| futures::stream::iter(scan.take().into_iter().flatten()));
+            futures::stream::iter(scan)
+        })
+        .flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             self.schema(),
             batches,

@@ -93,6 +93,23 @@ fn merge_blocks(files: &TableFiles, schema: &Schema, blocks: &[(usize, usize)]) 
     }
 }
 
+/// The zone map of column `name` in each of `blocks` (file, block); `None` where a block
+/// has none.
+pub(crate) fn block_zones(
+    files: &TableFiles,
+    blocks: &[(usize, usize)],
+    name: &str,
+) -> Vec<Option<ChunkStats>> {
+    let opened = opened(files);
+    let file_schemas: Vec<_> = files.files.iter().map(|f| f.table.schema()).collect();
+    (blocks.iter())
+        .map(|&(f, b)| {
+            let (z, _) = (files.dataset).block_zone(opened[f], &file_schemas[f], b, name)?;
+            Some(z.into_owned())
+        })
+        .collect()
+}
+
 /// The zone-map bound of column `name` in each of `blocks` (file, block): its smallest
 /// value, or with `max` its largest; `None` where a block has none.
 pub(crate) fn block_bounds(
@@ -101,13 +118,8 @@ pub(crate) fn block_bounds(
     name: &str,
     max: bool,
 ) -> Vec<Option<Scalar>> {
-    let opened = opened(files);
-    let file_schemas: Vec<_> = files.files.iter().map(|f| f.table.schema()).collect();
-    (blocks.iter())
-        .map(|&(f, b)| {
-            let (z, _) = (files.dataset).block_zone(opened[f], &file_schemas[f], b, name)?;
-            if max { z.max.clone() } else { z.min.clone() }
-        })
+    (block_zones(files, blocks, name).into_iter())
+        .map(|z| if max { z?.max } else { z?.min })
         .collect()
 }
 

@@ -42,11 +42,26 @@ pub struct ChunkStats {
 
 impl ChunkStats {
     /// Whether a column is sorted over `chunks` (their statistics in row order, `None`
-    /// where a chunk has none): every chunk holds no null and has integer bounds, its
-    /// values never decrease (`sorted`), and it starts at or above the greatest value of
-    /// the chunk before; with `descending`, the same the other way round (values that
-    /// never increase, each chunk starting at or below the least value before it).
+    /// where a chunk has none): every chunk holds no null and its values never decrease
+    /// (`sorted`), and the chunks follow one another ([`follow_over`](Self::follow_over));
+    /// with `descending`, the same the other way round (values that never increase).
     pub fn sorted_over<S: std::borrow::Borrow<ChunkStats>>(
+        chunks: impl IntoIterator<Item = Option<S>>,
+        descending: bool,
+    ) -> bool {
+        let in_order = |z: &S| {
+            let z = z.borrow();
+            let monotone = if descending { z.descending } else { z.sorted };
+            monotone && z.null_count == 0
+        };
+        Self::follow_over(chunks.into_iter().map(|c| c.filter(in_order)), descending)
+    }
+
+    /// Whether `chunks` (statistics in row order, `None` where a chunk has none) follow
+    /// one another: every chunk has integer bounds and starts at or above the greatest
+    /// value of the chunk before; with `descending`, at or below the least value before
+    /// it. The rows inside a chunk may be in any order.
+    pub fn follow_over<S: std::borrow::Borrow<ChunkStats>>(
         chunks: impl IntoIterator<Item = Option<S>>,
         descending: bool,
     ) -> bool {
@@ -55,10 +70,7 @@ impl ChunkStats {
             let Some(z) = chunk else {
                 return false;
             };
-            let z = z.borrow();
-            let monotone = if descending { z.descending } else { z.sorted };
-            let (true, 0, Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) =
-                (monotone, z.null_count, &z.min, &z.max)
+            let (Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) = (&z.borrow().min, &z.borrow().max)
             else {
                 return false;
             };
@@ -214,6 +226,45 @@ fn truncated_upper_bound(v: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn zone(lo: i128, hi: i128, nulls: u64, sorted: bool, descending: bool) -> ChunkStats {
+        ChunkStats {
+            null_count: nulls,
+            min: Some(Scalar::Int(lo)),
+            max: Some(Scalar::Int(hi)),
+            has_nan: false,
+            sorted,
+            descending,
+        }
+    }
+
+    #[test]
+    fn chunks_follow_one_another_whatever_their_inner_order() {
+        let shuffled = [zone(1, 5, 0, false, false), zone(5, 9, 2, false, false)];
+        assert!(ChunkStats::follow_over(shuffled.iter().map(Some), false));
+        assert!(!ChunkStats::follow_over(shuffled.iter().map(Some), true));
+        // Following is not being sorted: the rows inside are not in order, and nulls.
+        assert!(!ChunkStats::sorted_over(shuffled.iter().map(Some), false));
+        let sorted = [zone(1, 5, 0, true, false), zone(5, 9, 0, true, false)];
+        assert!(ChunkStats::sorted_over(sorted.iter().map(Some), false));
+        let falling = [zone(6, 9, 0, false, true), zone(1, 6, 0, false, true)];
+        assert!(ChunkStats::follow_over(falling.iter().map(Some), true));
+        assert!(ChunkStats::sorted_over(falling.iter().map(Some), true));
+        assert!(!ChunkStats::follow_over(falling.iter().map(Some), false));
+        let overlapping = [zone(1, 5, 0, true, false), zone(4, 9, 0, true, false)];
+        assert!(!ChunkStats::follow_over(
+            overlapping.iter().map(Some),
+            false
+        ));
+        let unknown = [Some(&sorted[0]), None];
+        assert!(!ChunkStats::follow_over(unknown, false));
+        let floats = ChunkStats {
+            min: Some(Scalar::Float(1.0)),
+            max: Some(Scalar::Float(2.0)),
+            ..sorted[0].clone()
+        };
+        assert!(!ChunkStats::follow_over([Some(floats)], false));
+    }
 
     #[test]
     fn long_strings_get_valid_bounds() {
