@@ -59,6 +59,7 @@ fn detect_best() -> Level {
     if has!("avx512f")
         && has!("avx512bw")
         && has!("avx512vl")
+        && has!("avx512dq")
         && has!("avx512vbmi")
         && has!("avx512vbmi2")
         && has!("popcnt")
@@ -160,6 +161,36 @@ impl Level {
 /// lists it).
 pub fn fast_bmi2() -> bool {
     caps().fast_bmi2
+}
+
+/// Runs `f` compiled for the active [`Level`]'s instruction set: the plain loops inlined
+/// into it (sums, products, comparisons, table lookups over slices) that LLVM vectorises
+/// get AVX2 or AVX-512 code where the CPU has it, rather than the SSE2 of the baseline
+/// target, with no hand-written kernel and the same source as the scalar path. Only what
+/// LLVM inlines into `f` is compiled so: a closure called once, and the `#[inline]`
+/// functions it calls; anything else runs as compiled for the baseline.
+#[inline(always)]
+pub fn compiled_for_active<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,popcnt")]
+        fn avx512<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        #[target_feature(enable = "avx2,popcnt")]
+        fn avx2<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        match Level::active() {
+            // SAFETY: the active level is clamped to what the CPU was found to support
+            // (`detect_best` checks each of these features).
+            Level::Avx512 => return unsafe { avx512(f) },
+            // SAFETY: as above.
+            Level::Avx2 => return unsafe { avx2(f) },
+            Level::Scalar => {}
+        }
+    }
+    f()
 }
 
 /// Runs `f` with kernels on this thread forced to `level` (clamped to what the CPU supports).
