@@ -180,7 +180,12 @@ fn indices(values: Vec<i64>, max: u64) -> Result<Vec<u64>> {
     // One pass without a branch per value (it vectorizes), then a search for the message.
     // A negative value is above `max` as u64 (`max` < 2^63: it bounds a count or a length).
     let out_of_range = |v: i64| v as u64 > max;
-    if values.iter().fold(false, |bad, &v| bad | out_of_range(v)) {
+    // Compiled for the CPU's level: the baseline's SSE2 has no 64-bit compare.
+    let any_out = sift_bits::dispatch::compiled_for_active(
+        #[inline(always)]
+        || values.iter().fold(false, |bad, &v| bad | out_of_range(v)),
+    );
+    if any_out {
         let bad = values
             .iter()
             .copied()
