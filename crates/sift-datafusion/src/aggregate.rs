@@ -1018,10 +1018,21 @@ impl State {
         let nulls = array.logical_nulls().filter(|n| n.null_count() > 0);
         let valid = |i: usize| nulls.as_ref().is_none_or(|n| n.is_valid(i));
         let key = |i: usize| valid(i).then_some(values[i]);
-        let changes = (1..values.len())
-            .filter(|&i| values[i] != values[i - 1] || valid(i) != valid(i - 1))
-            .count();
         let n = values.len();
+        // Whether each row after the first starts a run: without nulls, a comparison of
+        // neighbours that vectorises.
+        let later = values.get(1..).unwrap_or(&[]);
+        let starts: Vec<bool> = match &nulls {
+            None => later
+                .iter()
+                .zip(values.iter())
+                .map(|(a, b)| a != b)
+                .collect(),
+            Some(_) => (1..n)
+                .map(|i| values[i] != values[i - 1] || valid(i) != valid(i - 1))
+                .collect(),
+        };
+        let changes = starts.iter().filter(|&&s| s).count();
         if 2 * (changes + 1) > n && n > 1 && self.regroup != Some(false) {
             let mut seen: HashMap<Option<i64>, u32> = HashMap::with_capacity(n);
             let ids = (0..n)
@@ -1043,8 +1054,7 @@ impl State {
             self.run_keys.push(key(0));
             ids.push(id);
         }
-        for i in 1..values.len() {
-            let new = values[i] != values[i - 1] || valid(i) != valid(i - 1);
+        for (i, &new) in (1..n).zip(&starts) {
             if new {
                 self.run_keys.push(key(i));
             }
