@@ -23,8 +23,9 @@
 //!   over tpchgen's Parquet lineitem (its `l_orderkey` in order, no `sorting_columns`):
 //!   one thread 260–261 -> 226–232 ms, two threads 180–233 -> 127–138 ms. The price is
 //!   paid by a unique key, whose runs spare no row and add a final phase to DataFusion's
-//!   single pass: tpchgen's orders grouped by `o_orderkey`, one thread 127–134 -> 140–164
-//!   ms, two threads 73–74 -> 87–88 ms.
+//!   single pass: tpchgen's orders grouped by `o_orderkey`, one thread 98–104 ms with
+//!   `sift.scan_aggregates` off, 121–122 ms with runs (a partition reuses one state's
+//!   buffers from batch to batch).
 //! - **Compiled for the CPU.** Adding a batch ([`State`]'s `add`, with the loops it
 //!   inlines) is compiled once per instruction-set level and run at the one the CPU has
 //!   ([`compiled_for_active`](sift_bits::dispatch::compiled_for_active)): the products of
@@ -861,14 +862,19 @@ impl ExecutionPlan for SiftAggregateExec {
         let schema = Arc::clone(&self.schema);
         if spec.by_runs() {
             let out_schema = Arc::clone(&schema);
-            let mut regroup = None;
+            // One state for the partition, emptied after each batch: its buffers are
+            // reused rather than allocated (and faulted in) again per batch.
+            let mut state: Option<State> = None;
             let out = input.map(move |batch| {
                 let batch = batch?;
-                let mut state = State::new(&spec, batch.schema())?;
-                state.regroup = regroup;
+                let state = match &mut state {
+                    Some(state) => state,
+                    None => state.insert(State::new(&spec, batch.schema())?),
+                };
                 state.add(&spec, &batch)?;
-                regroup = state.regroup;
-                state.finish(&spec, Arc::clone(&out_schema))
+                let out = state.finish(&spec, Arc::clone(&out_schema));
+                state.clear_groups();
+                out
             });
             return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, out)));
         }
@@ -1236,8 +1242,22 @@ impl State {
         Ok(())
     }
 
+    /// Drops the groups and their states, keeping the buffers (and what was learnt of a
+    /// run column, [`State::regroup`]) for the next batch.
+    fn clear_groups(&mut self) {
+        self.keys.clear();
+        self.index.clear();
+        self.run_keys.clear();
+        for acc in &mut self.accs {
+            acc.counts.clear();
+            acc.ints.clear();
+            acc.floats.clear();
+            acc.set.clear();
+        }
+    }
+
     /// The partial states, one row per group, in `schema`.
-    fn finish(mut self, spec: &Spec, schema: SchemaRef) -> Result<RecordBatch> {
+    fn finish(&mut self, spec: &Spec, schema: SchemaRef) -> Result<RecordBatch> {
         let groups = self.groups();
         let mut out: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
         for (j, g) in spec.groups.iter().enumerate() {
@@ -1263,7 +1283,7 @@ impl State {
             };
             out.push(cast_to(array, field.data_type())?);
         }
-        for (a, acc) in spec.aggregates.iter().zip(self.accs) {
+        for (a, acc) in spec.aggregates.iter().zip(&self.accs) {
             // A group that took no value has a null sum or extreme.
             let seen = || acc.counts.iter().map(|&n| n > 0);
             let ints = || acc.ints.iter().zip(seen()).map(|(&v, k)| k.then_some(v));
