@@ -350,6 +350,34 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// Indices are accepted at every instruction-set level exactly when each lies in
+        /// `0..=max` (negative ones and ones past `max` refused, naming the first), as a
+        /// plain check of each says.
+        #[test]
+        fn indices_are_checked_alike_at_every_level(
+            values in proptest::collection::vec(
+                prop_oneof![0i64..40, Just(-1i64), Just(i64::MIN), Just(i64::MAX)],
+                0..200,
+            ),
+            max in 0u64..48,
+        ) {
+            let first_bad = values.iter().find(|&&v| v < 0 || v as u64 > max);
+            for level in sift_bits::Level::supported() {
+                let got = sift_bits::with_level(level, || indices(values.clone(), max));
+                match first_bad {
+                    None => {
+                        let expected: Vec<u64> = values.iter().map(|&v| v as u64).collect();
+                        prop_assert_eq!(got.ok(), Some(expected), "{:?}", level);
+                    }
+                    Some(bad) => {
+                        let message = got.err().map(|e| e.to_string()).unwrap_or_default();
+                        let expected = format!("index {bad} out of range 0..={max}");
+                        prop_assert!(message.contains(&expected), "{:?}: {}", level, message);
+                    }
+                }
+            }
+        }
+
         /// Every 4-byte float pattern widens to a double of the same value (NaNs to a NaN
         /// of the same sign) and back to its own bits; widening keeps the floats' order.
         #[test]
