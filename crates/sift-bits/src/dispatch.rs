@@ -167,8 +167,10 @@ pub fn fast_bmi2() -> bool {
 /// into it (sums, products, comparisons, table lookups over slices) that LLVM vectorises
 /// get AVX2 or AVX-512 code where the CPU has it, rather than the SSE2 of the baseline
 /// target, with no hand-written kernel and the same source as the scalar path. Only what
-/// LLVM inlines into `f` is compiled so: a closure called once, and the `#[inline]`
-/// functions it calls; anything else runs as compiled for the baseline.
+/// LLVM inlines into the wrapper is compiled so: `f` itself only when marked
+/// `#[inline(always)]` (a closure can be: called from one wrapper per level, a large
+/// closure is not inlined on LLVM's own judgement), and the functions it calls only
+/// when they are `#[inline(always)]` too; anything else runs as compiled for the baseline.
 #[inline(always)]
 pub fn compiled_for_active<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
