@@ -301,9 +301,9 @@ impl SiftScanExec {
             &self.all_blocks(),
             self.schema().field(c).name(),
         );
-        [false, true]
-            .into_iter()
-            .any(|descending| ChunkStats::follow_over(zones.iter().map(Option::as_ref), descending))
+        [false, true].into_iter().any(|descending| {
+            ChunkStats::follow_over(zones.iter().map(Option::as_deref), descending)
+        })
     }
 
     /// Whether every scanned file found its sorted columns so from their values

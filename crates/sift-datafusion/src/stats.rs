@@ -3,7 +3,7 @@
 //! block's are (integer-like columns of Sift files, exact Parquet statistics), so that
 //! DataFusion answers an unfiltered `MIN`, `MAX` or `COUNT` from them without a scan.
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -93,19 +93,19 @@ fn merge_blocks(files: &TableFiles, schema: &Schema, blocks: &[(usize, usize)]) 
     }
 }
 
-/// The zone map of column `name` in each of `blocks` (file, block); `None` where a block
-/// has none.
-pub(crate) fn block_zones(
-    files: &TableFiles,
+/// The zone map of column `name` in each of `blocks` (file, block), borrowed from the
+/// file where it holds one; `None` where a block has none.
+pub(crate) fn block_zones<'a>(
+    files: &'a TableFiles,
     blocks: &[(usize, usize)],
     name: &str,
-) -> Vec<Option<ChunkStats>> {
+) -> Vec<Option<Cow<'a, ChunkStats>>> {
     let opened = opened(files);
     let file_schemas: Vec<_> = files.files.iter().map(|f| f.table.schema()).collect();
     (blocks.iter())
         .map(|&(f, b)| {
             let (z, _) = (files.dataset).block_zone(opened[f], &file_schemas[f], b, name)?;
-            Some(z.into_owned())
+            Some(z)
         })
         .collect()
 }
@@ -118,8 +118,11 @@ pub(crate) fn block_bounds(
     name: &str,
     max: bool,
 ) -> Vec<Option<Scalar>> {
-    (block_zones(files, blocks, name).into_iter())
-        .map(|z| if max { z?.max } else { z?.min })
+    (block_zones(files, blocks, name).iter())
+        .map(|z| {
+            let z = z.as_deref()?;
+            if max { z.max.clone() } else { z.min.clone() }
+        })
         .collect()
 }
 
