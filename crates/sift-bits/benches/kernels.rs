@@ -296,6 +296,21 @@ fn extremes_u32(c: &mut Criterion) {
     g.finish();
 }
 
+/// Running sums of small differences (a delta-encoded sorted column), in place.
+fn running_sum(c: &mut Criterion) {
+    let mut next = rng(8);
+    let mut g = c.benchmark_group("running_sum");
+    g.throughput(Throughput::Elements(N as u64));
+    // Summed again on every iteration (the sums wrap, which costs nothing extra).
+    let mut values: Vec<i64> = (0..N / 16).map(|_| (next() % 8) as i64).collect();
+    for level in Level::supported() {
+        g.bench_function(BenchmarkId::from_parameter(format!("{level:?}")), |b| {
+            b.iter(|| sift_bits::running_sum::running_sum(level, 1, black_box(&mut values)))
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
@@ -303,6 +318,6 @@ criterion_group! {
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_millis(700));
     targets = unpack, select, byteslice_select, predicates, range_compare, range_compare_values, levels, lookup,
-        rank_extremes, extremes_u32
+        rank_extremes, extremes_u32, running_sum
 }
 criterion_main!(benches);

@@ -62,6 +62,7 @@ pub mod pack;
 pub mod packed_cmp;
 pub mod predicate;
 pub mod range;
+pub mod running_sum;
 pub mod select;
 pub mod unpack;
 

@@ -60,11 +60,7 @@ pub(crate) fn encode_floats(values: &[FloatBits], sink: &mut BufferSink, depth: 
 
 /// Inverts [`encode`]: a wrapping prefix sum starting at `first`.
 pub(crate) fn undelta(first: i64, mut deltas: Vec<i64>) -> Vec<i64> {
-    let mut acc = first;
-    for d in deltas.iter_mut() {
-        acc = acc.wrapping_add(*d);
-        *d = acc;
-    }
+    sift_bits::running_sum::running_sum(sift_bits::Level::active(), first, &mut deltas);
     deltas
 }
 
