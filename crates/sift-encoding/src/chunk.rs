@@ -218,6 +218,15 @@ impl<'a> Chunk<'a> {
             )
     }
 
+    /// Whether [`filter`](Self::filter) decodes every value first, whatever the predicate
+    /// (its root cannot evaluate on encoded values): a caller that also returns the
+    /// column can decode it once ([`decode`](Self::decode)) and test the decoded values
+    /// (`ValuePredicate::eval_array`).
+    pub fn filter_decodes(&self) -> bool {
+        !self.filters_encoded()
+            || (self.encoding.nodes.first()).is_some_and(|root| !root.filters_encoded())
+    }
+
     /// Estimated cycles per row to evaluate a predicate on this chunk (the scan's cost
     /// model; see `Encoding::scan_cost`).
     pub fn scan_cost(&self) -> f64 {

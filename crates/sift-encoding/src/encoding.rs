@@ -30,6 +30,11 @@ pub(crate) trait Encoding: Sized {
     const NAME: &'static str;
     /// The value domains this node can hold.
     const DOMAINS: &'static [Domain];
+    /// Whether [`filter`](Self::filter) or [`filter_bytes`](Self::filter_bytes) evaluates
+    /// some predicates on the encoded values. When false, a filter on this node as a
+    /// chunk's root decodes every value first, which a scan returning the column can then
+    /// keep instead of decoding it again.
+    const FILTERS_ENCODED: bool = false;
 
     /// The name with its parameters, e.g. `for7` or `dict[25]`.
     fn label(&self) -> String {

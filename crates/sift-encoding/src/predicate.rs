@@ -160,12 +160,31 @@ impl ValuePredicate {
         let mismatch = || {
             EncodingError::Unsupported(format!("predicate {self:?} on a {} array", a.data_type()))
         };
-        if let Self::IntBloom { bloom, lo, hi } = self
-            && let Some(wide) = as_i64(a)?
-        {
-            // The batch probe, on the values as i64 (every key's own bits).
+        // Integer predicates on the values as i64, by the batch kernels as on encoded
+        // chunks (a Bloom probe on every key's own bits).
+        let batch = matches!(
+            self,
+            Self::IntRange { .. } | Self::IntIn { .. } | Self::IntBloom { .. }
+        );
+        if batch && let Some(wide) = as_i64(a)? {
             let values = wide.as_primitive::<Int64Type>().values();
-            let mut out = within(bloom.probe_i64(values), values, *lo, *hi);
+            let mut out = match self {
+                Self::IntRange { lo, hi, negate } => {
+                    let mut inside = within(Bitmap::ones(n), values, *lo, *hi);
+                    if *negate {
+                        inside.not_assign();
+                    }
+                    inside
+                }
+                Self::IntIn {
+                    values: set,
+                    negate,
+                } => IntSet::new(set, *negate).eval_slice(values),
+                Self::IntBloom { bloom, lo, hi } => {
+                    within(bloom.probe_i64(values), values, *lo, *hi)
+                }
+                _ => return Err(mismatch()),
+            };
             if let Some(nb) = &nulls {
                 let valid = Bitmap::from_bools(nb.iter());
                 out.and_assign(&valid);
@@ -495,6 +514,19 @@ struct IntSet {
     negate: bool,
 }
 
+impl IntSet {
+    /// The members of `values` (sorted) that are `i64`s: no other can equal one.
+    fn new(values: &[i128], negate: bool) -> IntSet {
+        IntSet {
+            values: values
+                .iter()
+                .filter_map(|&v| i64::try_from(v).ok())
+                .collect(),
+            negate,
+        }
+    }
+}
+
 impl DomainPred<i64> for IntSet {
     fn eval(&self, v: i64) -> bool {
         self.values.binary_search(&v).is_ok() != self.negate
@@ -519,7 +551,8 @@ impl DomainPred<i64> for BloomProbe<'_> {
     }
 }
 
-/// `probed`, a Bloom filter's verdicts on `values`, without the values outside `lo..=hi`.
+/// `probed`, a Bloom filter's verdicts on `values` (or every row, for a range alone),
+/// without the values outside `lo..=hi`.
 ///
 /// Few positives (a selective join's keys and the filter's false positives) are tested
 /// one by one; more, by the range kernel on the values' bits as unsigned lanes, where a
@@ -641,14 +674,7 @@ pub(crate) fn filter_values(
                     values.binary_search(&v).is_ok() != *negate
                 }));
             }
-            let set = IntSet {
-                values: values
-                    .iter()
-                    .filter_map(|&v| i64::try_from(v).ok())
-                    .collect(),
-                negate: *negate,
-            };
-            i64::filter(ctx, 0, count, 0, &set)
+            i64::filter(ctx, 0, count, 0, &IntSet::new(values, *negate))
         }
         (K::Int(it), p @ P::IntBloom { bloom, lo, hi }) => {
             if let Some(decoded) = native_root(ctx, it, count)? {
@@ -871,6 +897,47 @@ mod tests {
                 (0..values.len()).map(|i| probed.get(i) && lo <= i128::from(values[i]) && i128::from(values[i]) <= hi),
             );
             prop_assert_eq!(within(probed, &values, lo, hi), want);
+        }
+
+        /// A range or an IN list on a decoded array, tested by the batch kernels, equals
+        /// the test of every value: 64- and 32-bit integers and dates, with nulls (never
+        /// matching), negated or not, for ranges across zero, empty and beyond each
+        /// type's, and lists holding values beyond i64.
+        #[test]
+        fn array_ranges_and_lists_equal_the_test_of_every_value(
+            values in prop::collection::vec(
+                prop_oneof![any::<i64>(), -100i64..100, Just(i64::MIN), Just(i64::MAX)],
+                0..300,
+            ),
+            nulls in prop::collection::vec(any::<bool>(), 300),
+            lo in prop_oneof![any::<i64>().prop_map(i128::from), -100i128..100, Just(i128::MIN)],
+            hi in prop_oneof![any::<i64>().prop_map(i128::from), -100i128..100, Just(i128::MAX)],
+            negate in any::<bool>(),
+            list in prop::collection::vec(prop_oneof![-100i128..100, Just(i128::MAX), any::<i64>().prop_map(i128::from)], 0..20),
+            in_list in any::<bool>(),
+        ) {
+            use arrow_array::{ArrayRef, Date32Array, Int32Array, Int64Array};
+            let pred = if in_list {
+                let mut list = list;
+                list.sort_unstable();
+                list.dedup();
+                ValuePredicate::IntIn { values: list.into(), negate }
+            } else {
+                ValuePredicate::IntRange { lo, hi, negate }
+            };
+            let valid = |i: usize| !nulls[i];
+            let opt = |i: usize, v: i64| valid(i).then_some(v);
+            let arrays: [(ArrayRef, Vec<i64>); 3] = [
+                (Arc::new(values.iter().enumerate().map(|(i, &v)| opt(i, v)).collect::<Int64Array>()), values.clone()),
+                (Arc::new(values.iter().enumerate().map(|(i, &v)| opt(i, v).map(|v| v as i32)).collect::<Int32Array>()), values.iter().map(|&v| i64::from(v as i32)).collect()),
+                (Arc::new(values.iter().enumerate().map(|(i, &v)| opt(i, v).map(|v| v as i32)).collect::<Date32Array>()), values.iter().map(|&v| i64::from(v as i32)).collect()),
+            ];
+            for (array, stored) in arrays {
+                let want = Bitmap::from_bools(
+                    stored.iter().enumerate().map(|(i, &v)| valid(i) && pred.matches_int(v.into())),
+                );
+                prop_assert_eq!(pred.eval_array(array.as_ref()).unwrap(), want, "{}", array.data_type());
+            }
         }
     }
 

@@ -78,6 +78,14 @@ macro_rules! registry {
                     $(Node::$variant(_) => <$ty as Encoding>::DOMAINS,)*
                 }
             }
+
+            /// Whether a filter on this node evaluates some predicates on its encoded
+            /// values (else it decodes them all first).
+            pub fn filters_encoded(&self) -> bool {
+                match self {
+                    $(Node::$variant(_) => <$ty as Encoding>::FILTERS_ENCODED,)*
+                }
+            }
         }
 
         impl Node {

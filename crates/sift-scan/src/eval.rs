@@ -33,15 +33,16 @@ pub(crate) struct BlockEval<'a, 'b> {
     pub stats: &'b mut ScanStats,
     pub order: &'b mut Order,
     /// The columns the scan returns, and how ([`Read`]), each at the same index.
-    #[cfg_attr(not(feature = "parquet"), allow(dead_code))]
     projection: &'b [usize],
-    #[cfg_attr(not(feature = "parquet"), allow(dead_code))]
     reads: &'b [Read],
     /// Whether the test evaluated next is the last of the filter: its rows are the
     /// filter's unless the filter selects none.
     tail: bool,
     /// A returned column read while its test was evaluated (see [`ReadEarly`]).
     early: Option<ReadEarly>,
+    /// A returned column of the block decoded whole by a test on it, and kept for the
+    /// output (see [`BlockEval::kept_values`]).
+    kept: Option<(usize, ArrayRef)>,
 }
 
 /// A Parquet column that the filter's last test reads and the scan returns, decoded page
@@ -78,6 +79,7 @@ impl<'a, 'b> BlockEval<'a, 'b> {
             reads,
             tail: false,
             early: None,
+            kept: None,
         }
     }
 
@@ -228,6 +230,15 @@ impl<'a, 'b> BlockEval<'a, 'b> {
                 let view = c.view();
                 let cost = LeafCost::of(&c.meta.encoding, Some(p));
                 let sparse = input.filter(|s| cost.select_first(s.count_ones(), self.rows));
+                if let Some(all) = self.kept_values(col, &c, sparse.is_some())? {
+                    return match input.filter(|s| s.count_ones() != self.rows) {
+                        Some(s) => {
+                            let some = arrow_select::filter::filter(&all, &boolean_of(s))?;
+                            self.deposit(matches(p, &some)?, Some(s))
+                        }
+                        None => Ok(and_input(matches(p, &all)?, input)),
+                    };
+                }
                 if view.filters_encoded() && sparse.is_none() {
                     self.stats.bytes_read += c.stored_bytes();
                     let bm = view.filter(p).map_err(|e| self.decode_error(col, e))?;
@@ -248,9 +259,37 @@ impl<'a, 'b> BlockEval<'a, 'b> {
         }
     }
 
-    /// How the scan returns column `col`, if it does and in a way a page read as it is
-    /// tested can give ([`Read::Dictionary`] reads another column: the stored dictionary's).
-    #[cfg(feature = "parquet")]
+    /// Every value of an encoded chunk of column `col` that a test on it is about to
+    /// decode anyway (its filter cannot evaluate on the encoded values, or `sparse`: the
+    /// test would select the rows still in play, and the chunk cannot decode those alone),
+    /// when the scan returns the column as values: decoded once and kept, so that the
+    /// output selects its rows instead of decoding the chunk a second time. Sorted keys
+    /// (delta-encoded) that a join filter tests and the join reads are the common case.
+    /// A column kept by an earlier test is reused.
+    fn kept_values(
+        &mut self,
+        col: usize,
+        c: &sift_format::ChunkRef<'_>,
+        sparse: bool,
+    ) -> Result<Option<ArrayRef>> {
+        if let Some((_, all)) = self.kept.as_ref().filter(|(k, _)| *k == col) {
+            return Ok(Some(all.clone()));
+        }
+        let view = c.view();
+        let decodes_all = view.filter_decodes() && (!sparse || !view.row_addressable());
+        if !decodes_all || self.read_of(col) != Some(Read::Values) {
+            return Ok(None);
+        }
+        self.stats.bytes_read += c.stored_bytes();
+        let all = view.decode().map_err(|e| self.decode_error(col, e))?;
+        self.check_nulls(col, &all)?;
+        self.stats.values_decoded += all.len() as u64;
+        self.kept = Some((col, all.clone()));
+        Ok(Some(all))
+    }
+
+    /// How the scan returns column `col`, if it does and in a way that a test on the column
+    /// can read it ([`Read::Dictionary`] reads another column: the stored dictionary's).
     fn read_of(&self, col: usize) -> Option<Read> {
         let at = self.projection.iter().position(|&c| c == col)?;
         self.reads
@@ -357,6 +396,16 @@ impl<'a, 'b> BlockEval<'a, 'b> {
         }
         // Selecting every row is reading them all.
         let sel = sel.filter(|s| s.count_ones() != self.rows);
+        // Decoded whole as it was tested.
+        if output == Read::Values
+            && let Some((_, all)) = self.kept.take_if(|(k, _)| *k == col)
+        {
+            let out = match sel {
+                Some(s) => arrow_select::filter::filter(&all, &boolean_of(s))?,
+                None => all,
+            };
+            return Ok(vec![out]);
+        }
         // A nested column: assembled from its nodes, a selection reaching only the
         // selected rows' list elements.
         if let BlockData::Sift { file, block } = self.data

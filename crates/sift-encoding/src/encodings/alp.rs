@@ -268,6 +268,7 @@ impl Encoding for Alp {
     const ID: u8 = 9;
     const NAME: &'static str = "alp";
     const DOMAINS: &'static [Domain] = &[Domain::Float];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.u8(self.exponent);

@@ -55,6 +55,7 @@ impl Encoding for Bitmap {
     const ID: u8 = 2;
     const NAME: &'static str = "bitmap";
     const DOMAINS: &'static [Domain] = &[Domain::Bool];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.varint(u64::from(self.buffer));

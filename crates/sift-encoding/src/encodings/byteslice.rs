@@ -62,6 +62,7 @@ impl Encoding for ByteSlice {
     const ID: u8 = 15;
     const NAME: &'static str = "byteslice";
     const DOMAINS: &'static [Domain] = &[Domain::Int];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.zigzag128(self.base);

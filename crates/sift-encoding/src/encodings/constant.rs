@@ -35,6 +35,7 @@ impl Encoding for Constant {
     const ID: u8 = 5;
     const NAME: &'static str = "const";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float, Domain::Bool, Domain::Bytes];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.bytes(&self.value);

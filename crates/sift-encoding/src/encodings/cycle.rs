@@ -144,6 +144,7 @@ impl Encoding for Cycle {
     const ID: u8 = 17;
     const NAME: &'static str = "cycle";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.varint(u64::from(self.period));

@@ -406,6 +406,7 @@ impl Encoding for Dict {
     const ID: u8 = 4;
     const NAME: &'static str = "dict";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float, Domain::Bool, Domain::Bytes];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.varint(u64::from(self.values));

@@ -377,6 +377,7 @@ impl Encoding for For {
     const ID: u8 = 1;
     const NAME: &'static str = "for";
     const DOMAINS: &'static [Domain] = &[Domain::Int];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.zigzag128(self.base);

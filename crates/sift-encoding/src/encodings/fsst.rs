@@ -208,6 +208,7 @@ impl Encoding for Fsst {
     const ID: u8 = 11;
     const NAME: &'static str = "fsst";
     const DOMAINS: &'static [Domain] = &[Domain::Bytes];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.varint(u64::from(self.symbols));

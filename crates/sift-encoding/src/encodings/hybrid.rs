@@ -1728,6 +1728,7 @@ impl Encoding for Hybrid {
     const ID: u8 = 14;
     const NAME: &'static str = "hybrid";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Bool];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.u8(self.bits);

@@ -189,6 +189,7 @@ impl Encoding for Patch {
     const ID: u8 = 7;
     const NAME: &'static str = "patch";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float, Domain::Bool];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.varint(u64::from(self.inner));

@@ -322,6 +322,7 @@ impl Encoding for Plain {
     const ID: u8 = 0;
     const NAME: &'static str = "plain";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float, Domain::Bytes];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.varint(u64::from(self.width));

@@ -98,6 +98,7 @@ impl Encoding for Rle {
     const ID: u8 = 6;
     const NAME: &'static str = "rle";
     const DOMAINS: &'static [Domain] = &[Domain::Int, Domain::Float, Domain::Bool];
+    const FILTERS_ENCODED: bool = true;
 
     fn write(&self, w: &mut Writer) {
         w.varint(u64::from(self.values));
