@@ -1,5 +1,6 @@
 //! Criterion benchmarks of the register-blocked Bloom filter's batch probes: 32-bit and
-//! 64-bit keys at the Scalar and AVX2 levels, with the filter in L1, in L2 and beyond L3,
+//! 64-bit keys at every level the CPU supports, with the filter in L1, in L2, in L3 on either
+//! side of the size where the AVX-512 kernel gives way to the AVX2 one, and beyond L3,
 //! 64Ki random keys per iteration (throughput in keys).
 //! `taskset -c 1 cargo bench -p sift-bits --bench bloom`.
 
@@ -21,13 +22,12 @@ fn probe(c: &mut Criterion) {
     let mut next = rng(1);
     let keys64: Vec<u64> = (0..N).map(|_| next()).collect();
     let keys32: Vec<u32> = keys64.iter().map(|&k| k as u32).collect();
-    let levels: Vec<Level> = [Level::Scalar, Level::Avx2]
-        .into_iter()
-        .filter(|l| l.is_supported())
-        .collect();
+    let levels = Level::supported();
     let sizes = [
         ("L1_16KiB", 16 << 10),
         ("L2_256KiB", 256 << 10),
+        ("L3_8MiB", 8 << 20),
+        ("L3_32MiB", 32 << 20),
         ("DRAM_64MiB", 64 << 20),
     ];
     let filters: Vec<(&str, BloomFilter)> = sizes

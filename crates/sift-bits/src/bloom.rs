@@ -65,9 +65,9 @@
 //! # Dispatch
 //!
 //! [`BloomFilter::probe`] runs at [`Level::active`]: the scalar code at [`Level::Scalar`],
-//! the AVX2 kernel at [`Level::Avx2`] **and at [`Level::Avx512`]**: there is no AVX-512
-//! kernel (it was developed and measured on an AVX2-only Zen 3; a 16-lane variant would
-//! need an AVX-512 machine to test it on).
+//! the AVX2 kernel (8 keys per gather) at [`Level::Avx2`], and at [`Level::Avx512`] the
+//! 16-lane kernel for filters up to 8 MiB and the AVX2 one beyond, where it is faster (see
+//! `AVX512_MAX_WORDS`).
 
 use crate::bitmap::Bitmap;
 use crate::dispatch::Level;
@@ -89,6 +89,13 @@ const MAX_LOG2_WORDS: u32 = 27;
 const MIN_LOG2_WORDS: u32 = 1;
 /// The most bits a key sets.
 const MAX_K: u32 = 5;
+/// The largest filter the AVX-512 kernel probes (8 MiB); larger ones go to the AVX2
+/// kernel. Measured (64Ki random 64-bit keys, one core of a Xeon with 2 MiB of L2): the
+/// 16-lane kernel takes 0.57× the AVX2 one's time with the filter in L1, 0.59–0.63×
+/// at 256 KiB, 0.67× at 4 MiB, 0.88× at 8 MiB, but 1.17× at 16 MiB, 1.19× at 32 MiB and
+/// 1.14× at 64 MiB, where most probes miss the cache (likely because a 16-word gather
+/// completes only with its slowest load).
+const AVX512_MAX_WORDS: usize = 1 << 21;
 
 /// A register-blocked Bloom filter over `u64` keys; see the [module docs](self).
 #[derive(Clone)]
@@ -185,8 +192,7 @@ impl BloomFilter {
     }
 
     /// Bit `i` of the result is [`contains`](Self::contains)`(keys[i])`. Runs at
-    /// [`Level::active`]: AVX2 at the Avx2 and Avx512 levels (8 keys per gather), scalar
-    /// otherwise.
+    /// [`Level::active`] (see the [module docs](self) on dispatch).
     pub fn probe(&self, keys: &[u64]) -> Bitmap {
         self.probe_at(Level::active(), keys)
     }
@@ -294,10 +300,24 @@ impl BloomFilter {
     /// Probes a prefix of `keys` with SIMD at `level`; returns how many keys it did.
     fn simd_u64(&self, level: Level, keys: &[u64], out: &mut [u64]) -> usize {
         #[cfg(target_arch = "x86_64")]
-        if level.clamp() >= Level::Avx2 {
-            // SAFETY: `clamp` returned Avx2 or Avx512 only because avx2 was detected; the
+        if level.clamp() == Level::Avx512 && self.words.len() <= AVX512_MAX_WORDS {
+            // SAFETY: `clamp` returned Avx512 only because avx512f was detected; the
             // filter's words are `1 << (32 - shift)` (its invariant), so every word index
             // `h1 >> shift` is inside them.
+            return unsafe {
+                match self.k {
+                    1 => avx512::probe_u64::<1>(&self.words, self.shift, keys, out),
+                    2 => avx512::probe_u64::<2>(&self.words, self.shift, keys, out),
+                    3 => avx512::probe_u64::<3>(&self.words, self.shift, keys, out),
+                    4 => avx512::probe_u64::<4>(&self.words, self.shift, keys, out),
+                    _ => avx512::probe_u64::<5>(&self.words, self.shift, keys, out),
+                }
+            };
+        }
+        #[cfg(target_arch = "x86_64")]
+        if level.clamp() >= Level::Avx2 {
+            // SAFETY: `clamp` returned Avx2 (or higher) only because avx2 was detected;
+            // word indices as above.
             return unsafe {
                 match self.k {
                     1 => avx2::probe_u64::<1>(&self.words, self.shift, keys, out),
@@ -314,6 +334,19 @@ impl BloomFilter {
 
     /// [`simd_u64`](Self::simd_u64) for 32-bit keys.
     fn simd_u32(&self, level: Level, keys: &[u32], out: &mut [u64]) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if level.clamp() == Level::Avx512 && self.words.len() <= AVX512_MAX_WORDS {
+            // SAFETY: as in `simd_u64`.
+            return unsafe {
+                match self.k {
+                    1 => avx512::probe_u32::<1>(&self.words, self.shift, keys, out),
+                    2 => avx512::probe_u32::<2>(&self.words, self.shift, keys, out),
+                    3 => avx512::probe_u32::<3>(&self.words, self.shift, keys, out),
+                    4 => avx512::probe_u32::<4>(&self.words, self.shift, keys, out),
+                    _ => avx512::probe_u32::<5>(&self.words, self.shift, keys, out),
+                }
+            };
+        }
         #[cfg(target_arch = "x86_64")]
         if level.clamp() >= Level::Avx2 {
             // SAFETY: as in `simd_u64`.
@@ -486,6 +519,42 @@ fn le32(b: &[u8], at: usize) -> u32 {
         .map_or(0, u32::from_le_bytes)
 }
 
+/// Runs `step` (`LANES` keys to as many bits) on every whole group of `LANES` keys (8 or
+/// 16), writing the bits of each 64 keys, put in order by `fix`, to a word of `out`;
+/// returns the keys done. Whole words run their steps with a fixed trip count, so the
+/// out-of-order core overlaps the gathers of several steps; the last partial word runs its
+/// whole groups and leaves fewer than `LANES` keys to the scalar code.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn each_group<T, const LANES: usize>(
+    keys: &[T],
+    out: &mut [u64],
+    fix: impl Fn(u64) -> u64,
+    mut step: impl FnMut(&[T]) -> u32,
+) -> usize {
+    let (head, tail) = keys.split_at(keys.len() / 64 * 64);
+    let mut done = 0;
+    let mut words = out.iter_mut();
+    for (o, block) in words.by_ref().zip(head.chunks_exact(64)) {
+        let mut word = 0u64;
+        for (j, v) in block.chunks_exact(LANES).enumerate() {
+            word |= u64::from(step(v)) << (LANES * j);
+        }
+        *o = fix(word);
+        done += 64;
+    }
+    // The partial word, if `out` had a word for every whole one (it always has).
+    if let (Some(o), true) = (words.next(), done == head.len()) {
+        let mut word = 0u64;
+        for (j, v) in tail.chunks_exact(LANES).enumerate() {
+            word |= u64::from(step(v)) << (LANES * j);
+            done += LANES;
+        }
+        *o = fix(word);
+    }
+    done
+}
+
 /// AVX2 batch probes, 8 keys per step in 32-bit lanes: VPMULLD for the hashes, a uniform
 /// VPSRLD for the word index, VPSLLVD for the pattern bits, VPGATHERDD for the words, then
 /// `(w & p) == p` and VMOVMSKPS into the bitmap. Whole 64-key words run 8 steps with a fixed
@@ -497,7 +566,7 @@ fn le32(b: &[u8], at: usize) -> u32 {
 /// (ahead only beyond L2), so the single instruction stays. See `BENCHMARKS.md`, section 6.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{BITS_MUL, FOLD_BITS, FOLD_WORD, MIX, WORD_MUL};
+    use super::{BITS_MUL, FOLD_BITS, FOLD_WORD, MIX, WORD_MUL, each_group};
     use std::arch::x86_64::*;
 
     /// Broadcast constants of one probe call.
@@ -638,39 +707,6 @@ mod avx2 {
         (w & KEEP) | ((w & PAIR) << 2) | ((w >> 2) & PAIR)
     }
 
-    /// Runs `step` (8 keys to 8 bits) on every whole group of 8 keys, writing the bits of each
-    /// 64 keys, put in order by `fix`, to a word of `out`; returns the keys done. Whole words
-    /// run 8 steps with a fixed trip count; the last partial word runs its whole groups.
-    #[inline(always)]
-    fn each_group<T>(
-        keys: &[T],
-        out: &mut [u64],
-        fix: impl Fn(u64) -> u64,
-        mut step: impl FnMut(&[T]) -> u32,
-    ) -> usize {
-        let (head, tail) = keys.split_at(keys.len() / 64 * 64);
-        let mut done = 0;
-        let mut words = out.iter_mut();
-        for (o, block) in words.by_ref().zip(head.chunks_exact(64)) {
-            let mut word = 0u64;
-            for (j, v) in block.chunks_exact(8).enumerate() {
-                word |= u64::from(step(v)) << (8 * j);
-            }
-            *o = fix(word);
-            done += 64;
-        }
-        // The partial word, if `out` had a word for every whole one (it always has).
-        if let (Some(o), true) = (words.next(), done == head.len()) {
-            let mut word = 0u64;
-            for (j, v) in tail.chunks_exact(8).enumerate() {
-                word |= u64::from(step(v)) << (8 * j);
-                done += 8;
-            }
-            *o = fix(word);
-        }
-        done
-    }
-
     /// Probes whole groups of 8 keys into `out` (zeroed by the caller, at least
     /// `keys.len().div_ceil(64)` words); returns the keys done.
     ///
@@ -687,7 +723,7 @@ mod avx2 {
         debug_assert_eq!(words.len(), 1 << (32 - shift));
         let c = Consts::new(shift);
         // SAFETY: the caller's guarantees; `each_group` passes 8 keys per call.
-        each_group(keys, out, |w| w, |v| unsafe { step_u32::<K>(&c, words, v) })
+        each_group::<_, 8>(keys, out, |w| w, |v| unsafe { step_u32::<K>(&c, words, v) })
     }
 
     /// [`probe_u32`] for `u64` keys.
@@ -704,9 +740,191 @@ mod avx2 {
         debug_assert_eq!(words.len(), 1 << (32 - shift));
         let c = Consts::new(shift);
         // SAFETY: the caller's guarantees; `each_group` passes 8 keys per call.
-        each_group(keys, out, unshuffle, |v| unsafe {
+        each_group::<_, 8>(keys, out, unshuffle, |v| unsafe {
             step_u64::<K>(&c, words, v)
         })
+    }
+}
+
+/// AVX-512 batch probes, 16 keys per step: the AVX2 kernel's steps on 16 lanes
+/// (`VPGATHERDD` of 16 words), the verdicts straight into a mask register (`VPCMPEQD` to
+/// `k`), and 64-bit keys split into their 32-bit halves in key order by two `VPERMT2D`.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{BITS_MUL, FOLD_BITS, FOLD_WORD, MIX, WORD_MUL, each_group};
+    use std::arch::x86_64::*;
+
+    /// Broadcast constants of one probe call.
+    #[derive(Clone, Copy)]
+    struct Consts {
+        mix: __m512i,
+        word_mul: __m512i,
+        bits_mul: __m512i,
+        fold_word: __m512i,
+        fold_bits: __m512i,
+        low5: __m512i,
+        one: __m512i,
+        /// Positions of the low (even) and high (odd) halves of 16 keys in two vectors.
+        lows: __m512i,
+        highs: __m512i,
+        /// `32 - log2(words)` for VPSRLD.
+        shift: __m128i,
+    }
+
+    impl Consts {
+        #[target_feature(enable = "avx512f")]
+        fn new(shift: u32) -> Consts {
+            let even: [i32; 16] = std::array::from_fn(|i| 2 * i as i32);
+            // SAFETY: 16 i32 are 64 bytes; the loads are unaligned.
+            let (lows, highs) = unsafe {
+                (
+                    _mm512_loadu_si512(even.as_ptr().cast()),
+                    _mm512_loadu_si512(even.map(|e| e + 1).as_ptr().cast()),
+                )
+            };
+            Consts {
+                mix: _mm512_set1_epi32(MIX as i32),
+                word_mul: _mm512_set1_epi32(WORD_MUL as i32),
+                bits_mul: _mm512_set1_epi32(BITS_MUL as i32),
+                fold_word: _mm512_set1_epi32(FOLD_WORD as i32),
+                fold_bits: _mm512_set1_epi32(FOLD_BITS as i32),
+                low5: _mm512_set1_epi32(31),
+                one: _mm512_set1_epi32(1),
+                lows,
+                highs,
+                shift: _mm_cvtsi32_si128(shift as i32),
+            }
+        }
+    }
+
+    /// [`super::premix`] on 16 lanes.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn premix(c: &Consts, x: __m512i) -> __m512i {
+        let y = _mm512_mullo_epi32(_mm512_xor_si512(x, _mm512_srli_epi32::<16>(x)), c.mix);
+        _mm512_xor_si512(y, _mm512_srli_epi32::<15>(y))
+    }
+
+    /// [`super::pattern`] on 16 lanes, for a constant `K`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn pattern<const K: u32>(c: &Consts, h2: __m512i) -> __m512i {
+        // As the AVX2 kernel's: bit `i` from bits `27 - 5i ..= 31 - 5i` of `h2`.
+        let bit = |pos: __m512i| _mm512_sllv_epi32(c.one, pos);
+        let field = |f: __m512i| bit(_mm512_and_si512(f, c.low5));
+        let p0 = bit(_mm512_srli_epi32::<27>(h2));
+        let p1 = if K > 1 {
+            field(_mm512_srli_epi32::<22>(h2))
+        } else {
+            p0
+        };
+        let p2 = if K > 2 {
+            field(_mm512_srli_epi32::<17>(h2))
+        } else {
+            p0
+        };
+        let p3 = if K > 3 {
+            field(_mm512_srli_epi32::<12>(h2))
+        } else {
+            p0
+        };
+        let p4 = if K > 4 {
+            field(_mm512_srli_epi32::<7>(h2))
+        } else {
+            p0
+        };
+        let or = _mm512_or_si512;
+        or(or(or(p0, p1), or(p2, p3)), p4)
+    }
+
+    /// Tests 16 keys given their premixed `m` and the `h2` input: one bit per lane.
+    ///
+    /// # Safety
+    /// The CPU must support avx512f; `words.len()` must be `1 << (32 - shift)`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn test16<const K: u32>(c: &Consts, words: &[u32], m: __m512i, bits_in: __m512i) -> u32 {
+        let h1 = _mm512_mullo_epi32(m, c.word_mul);
+        let idx = _mm512_srl_epi32(h1, c.shift);
+        let p = pattern::<K>(c, _mm512_mullo_epi32(bits_in, c.bits_mul));
+        // SAFETY: every lane of `idx` is `h1 >> shift < 2^(32 - shift) = words.len()`,
+        // non-negative as an i32 (`shift >= 5`); scaled by 4 bytes it addresses a word.
+        let w = unsafe { _mm512_i32gather_epi32::<4>(idx, words.as_ptr().cast()) };
+        u32::from(_mm512_cmpeq_epi32_mask(_mm512_and_si512(w, p), p))
+    }
+
+    /// 16 `u32` keys at `v` (16 elements): one bit per key.
+    ///
+    /// # Safety
+    /// As [`test16`]; `v` holds at least 16 keys.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn step_u32<const K: u32>(c: &Consts, words: &[u32], v: &[u32]) -> u32 {
+        debug_assert!(v.len() >= 16);
+        // SAFETY: `v` holds 16 u32, 64 bytes; the load is unaligned.
+        let x = unsafe { _mm512_loadu_si512(v.as_ptr().cast()) };
+        let m = premix(c, x);
+        // SAFETY: forwarded from the caller.
+        unsafe { test16::<K>(c, words, m, m) }
+    }
+
+    /// 16 `u64` keys at `v` (16 elements): one bit per key, in key order.
+    ///
+    /// # Safety
+    /// As [`test16`]; `v` holds at least 16 keys.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn step_u64<const K: u32>(c: &Consts, words: &[u32], v: &[u64]) -> u32 {
+        debug_assert!(v.len() >= 16);
+        // SAFETY: `v` holds 16 u64, two 64-byte loads; both unaligned.
+        let (a, b) = unsafe {
+            (
+                _mm512_loadu_si512(v.as_ptr().cast()),
+                _mm512_loadu_si512(v[8..].as_ptr().cast()),
+            )
+        };
+        let lo = _mm512_permutex2var_epi32(a, c.lows, b);
+        let hi = _mm512_permutex2var_epi32(a, c.highs, b);
+        let m = premix(c, _mm512_xor_si512(lo, _mm512_mullo_epi32(hi, c.fold_word)));
+        let bits_in = _mm512_xor_si512(m, _mm512_mullo_epi32(hi, c.fold_bits));
+        // SAFETY: forwarded from the caller.
+        unsafe { test16::<K>(c, words, m, bits_in) }
+    }
+
+    /// Probes whole groups of 16 keys into `out` (zeroed by the caller, at least
+    /// `keys.len().div_ceil(64)` words); returns the keys done.
+    ///
+    /// # Safety
+    /// The CPU must support avx512f; `words.len()` must be `1 << (32 - shift)` with
+    /// `5 <= shift <= 31`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn probe_u32<const K: u32>(
+        words: &[u32],
+        shift: u32,
+        keys: &[u32],
+        out: &mut [u64],
+    ) -> usize {
+        debug_assert_eq!(words.len(), 1 << (32 - shift));
+        let c = Consts::new(shift);
+        // SAFETY: the caller's guarantees; `each_group` passes 16 keys per call.
+        each_group::<_, 16>(keys, out, |w| w, |v| unsafe { step_u32::<K>(&c, words, v) })
+    }
+
+    /// [`probe_u32`] for `u64` keys.
+    ///
+    /// # Safety
+    /// As [`probe_u32`].
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn probe_u64<const K: u32>(
+        words: &[u32],
+        shift: u32,
+        keys: &[u64],
+        out: &mut [u64],
+    ) -> usize {
+        debug_assert_eq!(words.len(), 1 << (32 - shift));
+        let c = Consts::new(shift);
+        // SAFETY: the caller's guarantees; `each_group` passes 16 keys per call.
+        each_group::<_, 16>(keys, out, |w| w, |v| unsafe { step_u64::<K>(&c, words, v) })
     }
 }
 
@@ -716,7 +934,7 @@ mod tests {
     use crate::dispatch::with_level;
     use proptest::prelude::*;
 
-    /// Every level the CPU supports (probe runs the AVX2 kernel at Avx512 too).
+    /// Every level the CPU supports.
     fn levels() -> Vec<Level> {
         Level::supported()
     }
