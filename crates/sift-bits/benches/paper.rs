@@ -1,5 +1,6 @@
-//! The headline measurements, printed as Markdown tables (custom harness: a full
-//! criterion run of 128 Fig. 12 cells on 2^27 values would take far too long here).
+//! The headline measurements of `BENCHMARKS.md`, printed as Markdown tables (custom
+//! harness: a full criterion run of 128 Fig. 12 cells on 2^27 values would take far too
+//! long here).
 //!
 //! 1. Parquet-Select Fig. 12: select-then-unpack vs unpack-all-then-select, widths 1–16,
 //!    selectivities 1/1 … 1/128, 2^27 values (`SIFT_FIG12_LOG2N` to change).
