@@ -230,8 +230,9 @@ impl<'a, 'b> BlockEval<'a, 'b> {
                 let view = c.view();
                 let cost = LeafCost::of(&c.meta.encoding, Some(p));
                 let sparse = input.filter(|s| cost.select_first(s.count_ones(), self.rows));
-                if let Some(all) = self.kept_values(col, &c, sparse.is_some())? {
-                    return match input.filter(|s| s.count_ones() != self.rows) {
+                if let Some(all) = self.kept_values(col, &c, &view, sparse.is_some())? {
+                    // Tested at the rows still in play where they are few, as below.
+                    return match sparse {
                         Some(s) => {
                             let some = arrow_select::filter::filter(&all, &boolean_of(s))?;
                             self.deposit(matches(p, &some)?, Some(s))
@@ -270,12 +271,12 @@ impl<'a, 'b> BlockEval<'a, 'b> {
         &mut self,
         col: usize,
         c: &sift_format::ChunkRef<'_>,
+        view: &sift_encoding::Chunk<'_>,
         sparse: bool,
     ) -> Result<Option<ArrayRef>> {
         if let Some((_, all)) = self.kept.as_ref().filter(|(k, _)| *k == col) {
             return Ok(Some(all.clone()));
         }
-        let view = c.view();
         let decodes_all = view.filter_decodes() && (!sparse || !view.row_addressable());
         if !decodes_all || self.read_of(col) != Some(Read::Values) {
             return Ok(None);
