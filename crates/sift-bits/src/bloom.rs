@@ -555,6 +555,50 @@ fn each_group<T, const LANES: usize>(
     done
 }
 
+/// The hash steps of the batch probes, written once for both vector widths: [`premix`]
+/// and [`pattern`] on vectors of 32-bit lanes, given the width's intrinsics. Expanded in
+/// each kernel's module, whose `Consts` holds the broadcast `mix`, `one` and `low5`.
+#[cfg(target_arch = "x86_64")]
+macro_rules! hash_lanes {
+    (
+        $feature:literal,
+        $lanes:literal,
+        $v:ty,
+        $srli:ident,
+        $and:ident,
+        $or:ident,
+        $xor:ident,
+        $mullo:ident,
+        $sllv:ident
+    ) => {
+        #[doc = concat!("[`super::premix`] on ", $lanes, " lanes.")]
+        #[target_feature(enable = $feature)]
+        #[inline]
+        fn premix(c: &Consts, x: $v) -> $v {
+            let y = $mullo($xor(x, $srli::<16>(x)), c.mix);
+            $xor(y, $srli::<15>(y))
+        }
+
+        #[doc = concat!("[`super::pattern`] on ", $lanes, " lanes, for a constant `K`.")]
+        #[target_feature(enable = $feature)]
+        #[inline]
+        fn pattern<const K: u32>(c: &Consts, h2: $v) -> $v {
+            // Bit `i` of the pattern comes from bits `27 - 5i ..= 31 - 5i` of `h2`; the top
+            // field needs no mask. Pairs are combined first to keep the OR chain short.
+            let bit = |pos: $v| $sllv(c.one, pos);
+            let field = |f: $v| bit($and(f, c.low5));
+            let p0 = bit($srli::<27>(h2));
+            let p1 = if K > 1 { field($srli::<22>(h2)) } else { p0 };
+            let p2 = if K > 2 { field($srli::<17>(h2)) } else { p0 };
+            let p3 = if K > 3 { field($srli::<12>(h2)) } else { p0 };
+            let p4 = if K > 4 { field($srli::<7>(h2)) } else { p0 };
+            $or($or($or(p0, p1), $or(p2, p3)), p4)
+        }
+    };
+}
+#[cfg(target_arch = "x86_64")]
+use hash_lanes;
+
 /// AVX2 batch probes, 8 keys per step in 32-bit lanes: VPMULLD for the hashes, a uniform
 /// VPSRLD for the word index, VPSLLVD for the pattern bits, VPGATHERDD for the words, then
 /// `(w & p) == p` and VMOVMSKPS into the bitmap. Whole 64-key words run 8 steps with a fixed
@@ -599,46 +643,17 @@ mod avx2 {
         }
     }
 
-    /// [`super::premix`] on 8 lanes.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn premix(c: &Consts, x: __m256i) -> __m256i {
-        let y = _mm256_mullo_epi32(_mm256_xor_si256(x, _mm256_srli_epi32::<16>(x)), c.mix);
-        _mm256_xor_si256(y, _mm256_srli_epi32::<15>(y))
-    }
-
-    /// [`super::pattern`] on 8 lanes, for a constant `K`.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn pattern<const K: u32>(c: &Consts, h2: __m256i) -> __m256i {
-        // Bit `i` of the pattern comes from bits `27 - 5i ..= 31 - 5i` of `h2`; the top
-        // field needs no mask. Pairs are combined first to keep the OR chain short.
-        let bit = |pos: __m256i| _mm256_sllv_epi32(c.one, pos);
-        let field = |f: __m256i| bit(_mm256_and_si256(f, c.low5));
-        let p0 = bit(_mm256_srli_epi32::<27>(h2));
-        let p1 = if K > 1 {
-            field(_mm256_srli_epi32::<22>(h2))
-        } else {
-            p0
-        };
-        let p2 = if K > 2 {
-            field(_mm256_srli_epi32::<17>(h2))
-        } else {
-            p0
-        };
-        let p3 = if K > 3 {
-            field(_mm256_srli_epi32::<12>(h2))
-        } else {
-            p0
-        };
-        let p4 = if K > 4 {
-            field(_mm256_srli_epi32::<7>(h2))
-        } else {
-            p0
-        };
-        let or = _mm256_or_si256;
-        or(or(or(p0, p1), or(p2, p3)), p4)
-    }
+    super::hash_lanes!(
+        "avx2",
+        "8",
+        __m256i,
+        _mm256_srli_epi32,
+        _mm256_and_si256,
+        _mm256_or_si256,
+        _mm256_xor_si256,
+        _mm256_mullo_epi32,
+        _mm256_sllv_epi32
+    );
 
     /// Tests 8 keys given their premixed `m` and the `h2` input: one bit per lane.
     ///
@@ -797,45 +812,17 @@ mod avx512 {
         }
     }
 
-    /// [`super::premix`] on 16 lanes.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    fn premix(c: &Consts, x: __m512i) -> __m512i {
-        let y = _mm512_mullo_epi32(_mm512_xor_si512(x, _mm512_srli_epi32::<16>(x)), c.mix);
-        _mm512_xor_si512(y, _mm512_srli_epi32::<15>(y))
-    }
-
-    /// [`super::pattern`] on 16 lanes, for a constant `K`.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    fn pattern<const K: u32>(c: &Consts, h2: __m512i) -> __m512i {
-        // As the AVX2 kernel's: bit `i` from bits `27 - 5i ..= 31 - 5i` of `h2`.
-        let bit = |pos: __m512i| _mm512_sllv_epi32(c.one, pos);
-        let field = |f: __m512i| bit(_mm512_and_si512(f, c.low5));
-        let p0 = bit(_mm512_srli_epi32::<27>(h2));
-        let p1 = if K > 1 {
-            field(_mm512_srli_epi32::<22>(h2))
-        } else {
-            p0
-        };
-        let p2 = if K > 2 {
-            field(_mm512_srli_epi32::<17>(h2))
-        } else {
-            p0
-        };
-        let p3 = if K > 3 {
-            field(_mm512_srli_epi32::<12>(h2))
-        } else {
-            p0
-        };
-        let p4 = if K > 4 {
-            field(_mm512_srli_epi32::<7>(h2))
-        } else {
-            p0
-        };
-        let or = _mm512_or_si512;
-        or(or(or(p0, p1), or(p2, p3)), p4)
-    }
+    super::hash_lanes!(
+        "avx512f",
+        "16",
+        __m512i,
+        _mm512_srli_epi32,
+        _mm512_and_si512,
+        _mm512_or_si512,
+        _mm512_xor_si512,
+        _mm512_mullo_epi32,
+        _mm512_sllv_epi32
+    );
 
     /// Tests 16 keys given their premixed `m` and the `h2` input: one bit per lane.
     ///
