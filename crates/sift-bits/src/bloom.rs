@@ -601,9 +601,7 @@ use hash_lanes;
 
 /// AVX2 batch probes, 8 keys per step in 32-bit lanes: VPMULLD for the hashes, a uniform
 /// VPSRLD for the word index, VPSLLVD for the pattern bits, VPGATHERDD for the words, then
-/// `(w & p) == p` and VMOVMSKPS into the bitmap. Whole 64-key words run 8 steps with a fixed
-/// trip count, so the out-of-order core overlaps the gathers of several steps; the last
-/// partial word runs its whole steps of 8 and leaves fewer than 8 keys to the scalar code.
+/// `(w & p) == p` and VMOVMSKPS into the bitmap, steps run by [`each_group`].
 ///
 /// On Zen 3 VPGATHERDD is microcoded (10–14 cycles per 8 lanes even from L1) and is most
 /// of the cost; 8 VPEXTRD-indexed VPINSRD loads instead measured −5 % to +8 % against it
