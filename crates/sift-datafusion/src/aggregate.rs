@@ -26,6 +26,15 @@
 //!   single pass: tpchgen's orders grouped by `o_orderkey`, one thread 98–104 ms with
 //!   `sift.scan_aggregates` off, 121–122 ms with runs (a partition reuses one state's
 //!   buffers from batch to batch).
+//! - **Complete groups from sorted runs.** Where the column is sorted over the whole scan
+//!   (found so from its values, or declared by a Parquet writer and checked) and every
+//!   aggregate's partial state is its result (all but `AVG`), the runs are completed here
+//!   and the final phase goes ([`complete`]). TPC-H Q18 on Sift files, whose subquery
+//!   groups lineitem by `l_orderkey`: one thread 142 -> 105 ms (DataFusion's stream
+//!   aggregation before), two threads 109–110 -> 60–69 ms (runs with DataFusion's hash
+//!   repartitioning and final phase before). A unique key pays no price any more: orders
+//!   grouped by `o_orderkey`, one thread 53 -> 40–42 ms (52–60 with `sift.scan_aggregates`
+//!   off), two threads 70–90 -> 24–28 ms (52–61 off).
 //! - **Compiled for the CPU.** Adding a batch ([`State`]'s `add`, with the loops it
 //!   inlines) is compiled once per instruction-set level and run at the one the CPU has
 //!   ([`compiled_for_active`](sift_bits::dispatch::compiled_for_active)): the products of
@@ -42,6 +51,8 @@
 //! [`ScanAggregates`] replaces a `Partial` aggregate over a Sift scan (through projections)
 //! with [`SiftAggregateExec`], which emits the same partial states, so DataFusion's final
 //! phase is unchanged; a `Single` aggregate becomes `Final` over [`SiftAggregateExec`].
+//! Grouped by complete runs, a `Single` aggregate, or a final phase above one that
+//! nothing above asks to be hash-partitioned, becomes one [`SiftAggregateExec`].
 //! Anything else (other functions, `DISTINCT`, `FILTER`, grouping sets, division, floats
 //! compared as `MIN`/`MAX`, bounds that are unknown or too wide) leaves the plan as it was.
 //! The rule is on unless `sift.scan_aggregates` is false.
@@ -84,6 +95,8 @@ use futures::StreamExt;
 use crate::SiftOptions;
 use crate::exec::SiftScanExec;
 
+mod complete;
+
 /// The widest zone-map range of an integer group column read as its own code.
 const MAX_RANGE: i64 = 1 << 16;
 
@@ -123,7 +136,7 @@ impl PhysicalOptimizerRule for ScanAggregates {
                 None => Ok(Transformed::no(node)),
             }
         })
-        .map(|t| t.data)
+        .and_then(|t| complete::final_phases(t.data))
     }
 
     fn name(&self) -> &str {
@@ -195,6 +208,15 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
     else {
         return Ok(None);
     };
+    // Runs of a column sorted over the whole scan hold every row of their value inside a
+    // partition's stream of batches, so the groups can be completed here
+    // ([`complete`]) where each partial state is already its result.
+    let sorted_runs = match groups.as_slice() {
+        [GroupColumn::Runs(c)] => Some(scan.sorted().contains(c)),
+        _ => None,
+    };
+    let completes =
+        sorted_runs == Some(true) && (aggregates.iter()).all(Aggregate::state_is_result);
     let partial_schema = match single {
         false => agg.schema(),
         true => AggregateExec::try_new(
@@ -232,7 +254,17 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
             .collect(),
         group_names: (group_by.expr().iter()).map(|(_, n)| n.clone()).collect(),
         counted: None,
+        completes,
     };
+    // A single phase over a column the scan declares sorted: DataFusion aggregates it as
+    // a stream itself, which is faster than runs with its hash final phase above them
+    // (TPC-H Q18 on one thread: 123 against 140 ms), though slower than runs completed
+    // here.
+    let complete = single && completes && complete::same_types(&partial_schema, &agg.schema());
+    let streamed = scan.declares_sorted() && sorted_runs == Some(true);
+    if streamed && !complete {
+        return Ok(None);
+    }
     let scan = scan.with_reads(dictionary, unscaled);
     // `MIN` and `MAX` of columns, ungrouped, need of each block only its extremes, which
     // a dictionary-encoded Parquet page gives from its codes; a `COUNT(*)` beside them,
@@ -253,8 +285,16 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
         }
         None => Arc::new(scan),
     };
+    let input: Arc<dyn ExecutionPlan> = Arc::new(CooperativeExec::new(scan));
+    if complete {
+        return Ok(Some(Arc::new(SiftAggregateExec::complete(
+            input,
+            Arc::new(spec),
+            agg.schema(),
+        ))));
+    }
     let exec: Arc<dyn ExecutionPlan> = Arc::new(SiftAggregateExec::new(
-        Arc::new(CooperativeExec::new(scan)),
+        input,
         Arc::new(spec),
         partial_schema,
     ));
@@ -356,6 +396,14 @@ enum Aggregate {
     },
 }
 
+impl Aggregate {
+    /// Whether the partial state is one column holding the result, as DataFusion's final
+    /// phase would give it (all but `AVG`).
+    fn state_is_result(&self) -> bool {
+        !matches!(self, Aggregate::AvgInt { .. } | Aggregate::AvgFloat(_))
+    }
+}
+
 /// Everything a [`SiftAggregateExec`] computes.
 #[derive(Debug)]
 struct Spec {
@@ -369,6 +417,9 @@ struct Spec {
     /// The scan column holding each block's selected rows when the scan returns extremes
     /// ([`SiftScanExec::with_extremes`]): rows are counted from it, not from the batch.
     counted: Option<usize>,
+    /// Whether the groups are runs of a column sorted over the scan and every aggregate's
+    /// state is its result: the groups can be completed by [`SiftAggregateExec::complete`].
+    completes: bool,
 }
 
 impl Spec {
@@ -439,13 +490,9 @@ impl SpecBuilder<'_> {
     }
 
     /// Whether scan column `c`'s runs of equal values are its groups: where its equal
-    /// values lie together ([`SiftScanExec::clustered`]), but not where the scan declares
-    /// it sorted: DataFusion then aggregates on it as a stream itself (one partition),
-    /// faster than runs with its hash final phase above them (TPC-H Q18 on one thread:
-    /// 123 against 140 ms).
+    /// values lie together ([`SiftScanExec::clustered`]).
     fn runs(&self, c: usize) -> bool {
-        let streamed = self.scan.declares_sorted() && self.scan.sorted().contains(&c);
-        !streamed && self.scan.clustered(c)
+        self.scan.clustered(c)
     }
 
     /// The unscaled bounds of scan column `c` from the zone maps.
@@ -776,24 +823,48 @@ fn int_range(dt: &DataType) -> Option<(i128, i128)> {
 
 /// The first phase of an aggregation, computed from a Sift scan's batches: one batch of
 /// partial states per partition, or per input batch when grouped by runs (see the module
-/// documentation).
+/// documentation); or the whole aggregation, grouped by the runs of a sorted column.
 #[derive(Debug)]
 pub struct SiftAggregateExec {
     input: Arc<dyn ExecutionPlan>,
     spec: Arc<Spec>,
     schema: SchemaRef,
+    /// With complete groups: where the partitions leave their first and last groups.
+    boundaries: Option<Arc<complete::Boundaries>>,
     properties: Arc<PlanProperties>,
 }
 
 impl SiftAggregateExec {
     fn new(input: Arc<dyn ExecutionPlan>, spec: Arc<Spec>, schema: SchemaRef) -> Self {
-        let partitions = input.properties().partitioning.partition_count();
         let emission = match spec.by_runs() {
             true => EmissionType::Incremental,
             false => EmissionType::Final,
         };
+        let equivalences = EquivalenceProperties::new(Arc::clone(&schema));
+        Self::with_properties(input, spec, schema, None, equivalences, emission)
+    }
+
+    /// The aggregation's results (in `schema`, the final phase's), grouped by the runs of
+    /// a column sorted over the scan ([`Spec::completes`]); see [`complete`].
+    fn complete(input: Arc<dyn ExecutionPlan>, spec: Arc<Spec>, schema: SchemaRef) -> Self {
+        let partitions = input.properties().partitioning.partition_count();
+        let equivalences = complete::equivalences(&input, &spec, &schema, partitions);
+        let boundaries = Some(Arc::new(complete::Boundaries::new(partitions)));
+        let emission = EmissionType::Incremental;
+        Self::with_properties(input, spec, schema, boundaries, equivalences, emission)
+    }
+
+    fn with_properties(
+        input: Arc<dyn ExecutionPlan>,
+        spec: Arc<Spec>,
+        schema: SchemaRef,
+        boundaries: Option<Arc<complete::Boundaries>>,
+        equivalences: EquivalenceProperties,
+        emission: EmissionType,
+    ) -> Self {
+        let partitions = input.properties().partitioning.partition_count();
         let properties = PlanProperties::new(
-            EquivalenceProperties::new(Arc::clone(&schema)),
+            equivalences,
             Partitioning::UnknownPartitioning(partitions),
             emission,
             Boundedness::Bounded,
@@ -802,6 +873,7 @@ impl SiftAggregateExec {
             input,
             spec,
             schema,
+            boundaries,
             properties: Arc::new(properties),
         }
     }
@@ -811,7 +883,11 @@ impl DisplayAs for SiftAggregateExec {
     fn fmt_as(&self, _: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         write!(
             f,
-            "SiftAggregate: gby=[{}], aggr=[{}]",
+            "SiftAggregate: mode={}, gby=[{}], aggr=[{}]",
+            match self.boundaries {
+                Some(_) => "complete",
+                None => "partial",
+            },
             self.spec.group_names.join(", "),
             self.spec.names.join(", ")
         )
@@ -845,11 +921,11 @@ impl ExecutionPlan for SiftAggregateExec {
         let [input] = <[_; 1]>::try_from(children).map_err(|_| {
             DataFusionError::Internal("SiftAggregateExec has one child".to_string())
         })?;
-        Ok(Arc::new(SiftAggregateExec::new(
-            input,
-            Arc::clone(&self.spec),
-            Arc::clone(&self.schema),
-        )))
+        let (spec, schema) = (Arc::clone(&self.spec), Arc::clone(&self.schema));
+        Ok(Arc::new(match self.boundaries {
+            Some(_) => SiftAggregateExec::complete(input, spec, schema),
+            None => SiftAggregateExec::new(input, spec, schema),
+        }))
     }
 
     fn execute(
@@ -860,6 +936,10 @@ impl ExecutionPlan for SiftAggregateExec {
         let mut input = self.input.execute(partition, context)?;
         let spec = Arc::clone(&self.spec);
         let schema = Arc::clone(&self.schema);
+        if let Some(boundaries) = &self.boundaries {
+            let boundaries = Arc::clone(boundaries);
+            return complete::stream(input, spec, schema, boundaries, partition);
+        }
         if spec.by_runs() {
             let out_schema = Arc::clone(&schema);
             // One state for the partition, emptied after each batch: its buffers are
@@ -1057,7 +1137,12 @@ impl State {
         let mut ids = Vec::with_capacity(values.len());
         let mut id = self.run_keys.len() as u32;
         if !values.is_empty() {
-            self.run_keys.push(key(0));
+            // The first run continues the group carried from the batch before, if any
+            // (only complete groups carry one, [`complete`]).
+            match self.run_keys.last() == Some(&key(0)) {
+                true => id -= 1,
+                false => self.run_keys.push(key(0)),
+            }
             ids.push(id);
         }
         for (i, &new) in (1..n).zip(&starts) {
@@ -1959,8 +2044,9 @@ mod tests {
     }
 
     /// Runs: a group wherever the value or its validity changes (a null's slot holds
-    /// anything), numbered on from the groups before, each with its value; a batch whose
-    /// runs average fewer than two rows: a group per distinct value (nulls one group).
+    /// anything), numbered on from the groups before, each with its value (a first run
+    /// with the last group's value continues it); a batch whose runs average fewer than
+    /// two rows: a group per distinct value (nulls one group).
     #[test]
     fn run_ids_split_at_every_change() -> Result<()> {
         let spec = Spec {
@@ -1971,6 +2057,7 @@ mod tests {
             names: Vec::new(),
             group_names: Vec::new(),
             counted: None,
+            completes: false,
         };
         let schema = Arc::new(datafusion::arrow::datatypes::Schema::new(vec![
             datafusion::arrow::datatypes::Field::new("o", DataType::Int64, true),
@@ -1986,20 +2073,19 @@ mod tests {
         ));
         assert_eq!(state.run_ids(&a)?, vec![0, 0, 0, 1, 2, 3, 3, 3, 3, 4, 4, 4]);
         let b: ArrayRef = Arc::new(Int64Array::from(vec![9, 9, 12, 12]));
-        assert_eq!(state.run_ids(&b)?, vec![5, 5, 6, 6]);
+        assert_eq!(state.run_ids(&b)?, vec![4, 4, 5, 5]);
         // Six runs in six rows: grouped by value.
         let c: ArrayRef = Arc::new(Int64Array::new(
             vec![5, 3, 5, 3, 8, 3].into(),
             valid(&[true, true, true, true, false, true]),
         ));
-        assert_eq!(state.run_ids(&c)?, vec![7, 8, 7, 8, 9, 8]);
+        assert_eq!(state.run_ids(&c)?, vec![6, 7, 6, 7, 8, 7]);
         assert_eq!(state.regroup, Some(true));
         let keys = [
             Some(4),
             None,
             None,
             Some(1),
-            Some(9),
             Some(9),
             Some(12),
             Some(5),
@@ -2116,6 +2202,7 @@ mod tests {
                 names: Vec::new(),
                 group_names: Vec::new(),
                 counted: None,
+                completes: false,
             };
             // Per group key (None: null keys): rows, sum of x * y, max of x.
             let mut expected: HashMap<Option<i64>, (i64, Option<i64>, Option<i64>)> =

@@ -1845,25 +1845,38 @@ fn sorted_wide_group_keys_are_grouped_by_runs() {
         Clustered,
         Neither,
     }
+    // (query, its group key, whether every aggregate's partial state is its result)
     let queries = [
         (
             "select o, count(*), sum(q), avg(q), min(v), max(v), count(v) from t group by o",
             Key::Sorted,
+            false,
         ),
         (
             "select o, sum(q) from t where v > 50 group by o",
             Key::Sorted,
+            true,
         ),
         (
             "select o from t group by o having count(*) > 2",
             Key::Sorted,
+            true,
         ),
         (
             "select w, count(*), sum(q), max(v) from t group by w",
             Key::Clustered,
+            true,
         ),
-        ("select u, count(*), sum(q) from t group by u", Key::Neither),
-        ("select o, u, count(*) from t group by o, u", Key::Neither),
+        (
+            "select u, count(*), sum(q) from t group by u",
+            Key::Neither,
+            true,
+        ),
+        (
+            "select o, u, count(*) from t group by o, u",
+            Key::Neither,
+            true,
+        ),
     ];
     runtime().block_on(async {
         for (path, declared) in [(&sift, true), (&parquet, false)] {
@@ -1871,21 +1884,158 @@ fn sorted_wide_group_keys_are_grouped_by_runs() {
                 let ctx = session(threads);
                 let table = SiftTable::open(&path.to_string_lossy()).expect("open");
                 ctx.register_table("t", Arc::new(table)).expect("register");
-                for (sql, key) in queries {
+                for (sql, key, results) in queries {
                     let want = rows(&reference, sql).await;
                     let on = format!("{sql} on {} with {threads} threads", path.display());
                     assert_eq!(rows(&ctx, sql).await, want, "{on}");
                     let (_, text) = executed_plan(&ctx, sql).await;
-                    // On one thread the Sift file's scan declares `o` sorted and
-                    // DataFusion streams the aggregate itself.
-                    let streamed = key == Key::Sorted && declared && threads == 1;
+                    // The Sift file's `o` is sorted, by its statistics: its groups are
+                    // completed next to the scan where each partial state is a result.
+                    // Otherwise, on one thread the scan declares `o` sorted and DataFusion
+                    // streams the aggregate itself.
+                    let complete = key == Key::Sorted && declared && results;
+                    let streamed = key == Key::Sorted && declared && threads == 1 && !results;
                     let runs = key != Key::Neither && !streamed;
                     assert_eq!(text.contains("SiftAggregate"), runs, "{on}\n{text}");
+                    assert_eq!(text.contains("mode=complete"), complete, "{on}\n{text}");
+                    if runs {
+                        assert_eq!(text.contains("mode=Final"), !complete, "{on}\n{text}");
+                    }
                     if streamed {
                         assert!(text.contains("ordering_mode=Sorted"), "{on}\n{text}");
                     }
                 }
             }
+        }
+    });
+}
+
+/// Sorted keys in runs of random lengths (two runs already span too wide a range to
+/// index), with values that hold nulls.
+fn sorted_runs_batch(runs: &[(u8, u16)], nulls: u8) -> RecordBatch {
+    let mut keys = Vec::new();
+    let mut key = -5_000_000i64;
+    for &(len, gap) in runs {
+        key += 70_000 + i64::from(gap);
+        keys.extend(std::iter::repeat_n(key, usize::from(len)));
+    }
+    let n = keys.len() as i64;
+    let v = Int32Array::from_iter(
+        (0..n)
+            .map(|i| (i * 7_919 % 100 >= i64::from(nulls)).then_some((i * 31 % 201 - 100) as i32)),
+    );
+    let q = Decimal128Array::from_iter_values((0..n).map(|i| i128::from(i * 37 % 10_000)))
+        .with_precision_and_scale(15, 2)
+        .expect("decimal");
+    RecordBatch::try_from_iter([
+        ("o", Arc::new(Int64Array::from(keys)) as ArrayRef),
+        ("v", Arc::new(v)),
+        ("q", Arc::new(q)),
+    ])
+    .expect("batch")
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Groups by a sorted column completed next to the scan (runs carried across batches
+    /// and blocks, partitions' first and last groups merged) equal DataFusion's, whatever
+    /// the runs' lengths, the blocks, the batches' length and the partitions; on one
+    /// partition they come out in the column's order, which needs no sort.
+    #[test]
+    fn sorted_runs_complete_their_groups(
+        runs in proptest::collection::vec((1u8..40, 0u16..3), 2..300),
+        nulls in 0u8..100,
+        blocks in 1usize..10,
+        batch_size in 8usize..300,
+        threads in 1usize..5,
+    ) {
+        let batch = sorted_runs_batch(&runs, nulls);
+        let block_rows = batch.num_rows().div_ceil(blocks);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.sift");
+        write_sift(&path, &batch, block_rows);
+        let reference = SessionContext::new();
+        register_in_memory(&reference, "t", &batch);
+        let queries = [
+            "select o, count(*), count(v), sum(q), sum(v), min(v), max(v) from t group by o",
+            "select o, sum(q), max(v) from t where v > 20 group by o",
+            "select o from t group by o having count(*) > 3",
+        ];
+        runtime().block_on(async {
+            let ctx = session(threads);
+            let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+            ctx.register_table("t", Arc::new(table)).expect("register");
+            ctx.sql(&format!("set datafusion.execution.batch_size = {batch_size}"))
+                .await
+                .expect("set");
+            for sql in queries {
+                let on = format!("{sql} with {threads} threads");
+                assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await, "{on}");
+                let (_, text) = executed_plan(&ctx, sql).await;
+                // Fewer blocks than threads: DataFusion spreads the scan's batches over
+                // the threads, and aggregates them itself.
+                let spread = text.contains("RoundRobinBatch");
+                assert_eq!(text.contains("SiftAggregate: mode=complete"), !spread, "{on}\n{text}");
+                assert_eq!(text.contains("AggregateExec"), spread, "{on}\n{text}");
+            }
+            let sql = "select o, sum(q), min(v) from t group by o order by o";
+            let got = ordered_rows(&ctx, sql).await.expect(sql);
+            assert_eq!(got, ordered_rows(&reference, sql).await.expect(sql), "{threads}");
+            let (_, text) = executed_plan(&ctx, sql).await;
+            assert_eq!(text.contains("SortExec"), threads > 1, "{threads}\n{text}");
+        });
+    }
+}
+
+/// A Parquet file that declares a column sorted (`sorting_columns`, which the row
+/// groups' bounds do not contradict) while two of its rows are swapped: grouping by it is
+/// an error on one partition or several, never groups split in two.
+#[test]
+fn a_false_sort_declaration_fails_complete_groups() {
+    use parquet::file::metadata::SortingColumn;
+    let n = 2_000i64;
+    let keys = (0..n).map(|i| match i {
+        700 => 701,
+        701 => 700,
+        i => i,
+    });
+    let batch = RecordBatch::try_from_iter([
+        (
+            "o",
+            Arc::new(Int64Array::from_iter_values(keys.map(|k| k * 1_000))) as ArrayRef,
+        ),
+        ("v", Arc::new(Int64Array::from_iter_values(0..n))),
+    ])
+    .expect("batch");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(500))
+        .set_sorting_columns(Some(vec![SortingColumn {
+            column_idx: 0,
+            descending: false,
+            nulls_first: false,
+        }]))
+        .build();
+    write_parquet_with(&path, &batch, props);
+    runtime().block_on(async {
+        for threads in [1, 2, 4] {
+            let ctx = session(threads);
+            let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+            ctx.register_table("t", Arc::new(table)).expect("register");
+            let sql = "select o, count(*), sum(v) from t group by o";
+            let plan = physical_plan(&ctx, sql).await;
+            let text = displayable(plan.as_ref()).indent(true).to_string();
+            assert!(text.contains("mode=complete"), "{threads}\n{text}");
+            let err = datafusion::physical_plan::collect(plan, ctx.task_ctx())
+                .await
+                .expect_err("out of order");
+            let err = err.to_string();
+            assert!(
+                err.contains("column o") && err.contains("sorted"),
+                "{threads}: {err}"
+            );
         }
     });
 }

@@ -1,0 +1,413 @@
+//! The whole of an aggregation grouped by the runs of a column sorted over the scan,
+//! computed next to the scan: no final phase.
+//!
+//! A scan's partitions are stretches of consecutive blocks, so over a column sorted from
+//! block to block and within each, a value's rows follow one another in one partition's
+//! batches, and only a partition's first and last values may have rows in the partition
+//! before or after it. Each partition therefore completes its groups itself:
+//! - a batch's last group is carried into the next batch, whose first run continues it
+//!   (`State::run_ids`); every group before it is complete and emitted as a result;
+//! - a partition's first and last groups are left in [`Boundaries`]; the partition that
+//!   finishes last merges them by value and emits them. With one partition nothing is
+//!   held at its start, and the groups come out in the column's order, which is declared.
+//!
+//! DataFusion's two phases instead send every batch's partial groups through a hash
+//! repartitioning and hash each of them again; and on one partition its stream
+//! aggregation of a sorted column still looks every row up in a hash table. Only where
+//! each aggregate's partial state is its result (`SUM`, `COUNT`, `MIN`, `MAX`; not `AVG`).
+//!
+//! The column's order is checked batch by batch: a value out of order (a file whose
+//! statistics say wrongly that it is sorted) is an error naming the column, never a
+//! wrong result.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalSortExpr};
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
+use datafusion::physical_plan::expressions::Column;
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{Distribution, ExecutionPlan, SendableRecordBatchStream};
+use futures::StreamExt;
+
+use super::{Aggregate, GroupColumn, SiftAggregateExec, Spec, State};
+
+/// Whether a partial schema's columns have the types of the final phase's results (every
+/// aggregate's state one column holding its result).
+pub(super) fn same_types(partial: &SchemaRef, result: &SchemaRef) -> bool {
+    let (a, b) = (partial.fields(), result.fields());
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.data_type() == b.data_type())
+}
+
+/// The orderings of complete groups in `schema`: on one partition, the group column in
+/// the order `input` declares for the run column; none otherwise (each partition's
+/// boundary groups come out at the end of whichever finishes last).
+pub(super) fn equivalences(
+    input: &Arc<dyn ExecutionPlan>,
+    spec: &Spec,
+    schema: &SchemaRef,
+    partitions: usize,
+) -> EquivalenceProperties {
+    let ordering = match (spec.groups.as_slice(), input.properties().output_ordering()) {
+        ([GroupColumn::Runs(c)], Some(order)) if partitions == 1 => {
+            let first = order.first();
+            (first.expr.downcast_ref::<Column>())
+                .filter(|col| col.index() == *c)
+                .map(|_| {
+                    let key = Arc::new(Column::new(schema.field(0).name(), 0));
+                    [PhysicalSortExpr::new(key, first.options)]
+                })
+        }
+        _ => None,
+    };
+    EquivalenceProperties::new_with_orderings(Arc::clone(schema), ordering)
+}
+
+/// `plan` with each final phase of an aggregation whose first phase is a
+/// [`SiftAggregateExec`] over runs that can be completed replaced by a complete one,
+/// where the node above the final phase asks nothing of how its rows are partitioned
+/// (the final phase's hash partitioning is lost).
+pub(super) fn final_phases(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    let plan = completed(&plan).unwrap_or(plan);
+    plan.transform_down(|node| {
+        let mut changed = false;
+        let required = node.input_distribution_requirements().into_per_child();
+        let children = (node.children().into_iter())
+            .zip(required)
+            .map(|(child, required)| match required {
+                Distribution::UnspecifiedDistribution => match completed(child) {
+                    Some(new) => {
+                        changed = true;
+                        new
+                    }
+                    None => Arc::clone(child),
+                },
+                _ => Arc::clone(child),
+            })
+            .collect();
+        let recompute = ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute);
+        match changed {
+            true => Ok(Transformed::yes(
+                node.replace_children(children, recompute)?,
+            )),
+            false => Ok(Transformed::no(node)),
+        }
+    })
+    .map(|t| t.data)
+}
+
+/// `node` as a complete [`SiftAggregateExec`], if it is the final phase (through a
+/// repartitioning or a coalescing of partitions) of a partial one whose groups can be
+/// completed.
+fn completed(node: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPlan>> {
+    let agg = node.downcast_ref::<AggregateExec>()?;
+    let final_phase = matches!(
+        agg.mode(),
+        AggregateMode::Final | AggregateMode::FinalPartitioned
+    );
+    if !final_phase
+        || agg.limit_options().is_some()
+        || agg.filter_expr().iter().any(Option::is_some)
+    {
+        return None;
+    }
+    let mut input = agg.input();
+    if let Some(r) = input.downcast_ref::<RepartitionExec>() {
+        input = r.input();
+    } else if let Some(c) = input.downcast_ref::<CoalescePartitionsExec>() {
+        input = c.input();
+    }
+    let partial = input.downcast_ref::<SiftAggregateExec>()?;
+    let ok = partial.boundaries.is_none()
+        && partial.spec.completes
+        && same_types(&partial.schema, &agg.schema());
+    ok.then(|| {
+        Arc::new(SiftAggregateExec::complete(
+            Arc::clone(&partial.input),
+            Arc::clone(&partial.spec),
+            agg.schema(),
+        )) as Arc<dyn ExecutionPlan>
+    })
+}
+
+/// One group taken out of a [`State`]: its value and, per aggregate, its state.
+struct Held {
+    key: Option<i64>,
+    counts: Vec<u64>,
+    ints: Vec<i128>,
+    floats: Vec<f64>,
+    set: Vec<bool>,
+}
+
+/// Where the partitions of one execution leave the groups they hold (their first and
+/// last), until the last of them to finish takes them all.
+pub(super) struct Boundaries {
+    /// Per partition, its held groups once it has finished.
+    slots: Mutex<Vec<Option<Vec<Held>>>>,
+}
+
+impl fmt::Debug for Boundaries {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("Boundaries")
+    }
+}
+
+impl Boundaries {
+    pub(super) fn new(partitions: usize) -> Self {
+        Boundaries {
+            slots: Mutex::new((0..partitions).map(|_| None).collect()),
+        }
+    }
+
+    /// Leaves partition `p`'s held groups; returns every partition's when `p` is the
+    /// last to finish, the slots then emptied for the plan's next execution.
+    fn leave(&self, p: usize, held: Vec<Held>) -> Result<Option<Vec<Held>>> {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = slots.get_mut(p).ok_or_else(|| {
+            DataFusionError::Internal(format!("no partition {p} of a complete aggregation"))
+        })?;
+        *slot = Some(held);
+        if !slots.iter().all(Option::is_some) {
+            return Ok(None);
+        }
+        Ok(Some(
+            slots
+                .iter_mut()
+                .filter_map(Option::take)
+                .flatten()
+                .collect(),
+        ))
+    }
+
+    /// Forgets what the partitions left: one stopped before its end, so this execution
+    /// will not finish (an error, or a consumer that wants no more rows).
+    fn abandon(&self) {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        slots.iter_mut().for_each(|s| *s = None);
+    }
+}
+
+impl State {
+    /// Removes group `g` (of runs) and returns it.
+    fn take_group(&mut self, g: usize) -> Held {
+        let mut held = Held {
+            key: self.run_keys.remove(g),
+            counts: Vec::with_capacity(self.accs.len()),
+            ints: Vec::with_capacity(self.accs.len()),
+            floats: Vec::with_capacity(self.accs.len()),
+            set: Vec::with_capacity(self.accs.len()),
+        };
+        for acc in &mut self.accs {
+            held.counts.push(acc.counts.remove(g));
+            held.ints.push(acc.ints.remove(g));
+            held.floats.push(acc.floats.remove(g));
+            held.set.push(acc.set.remove(g));
+        }
+        held
+    }
+
+    /// Adds `held` as the last group, merged into it when it has the same value.
+    fn push_held(&mut self, spec: &Spec, held: &Held) {
+        let merge = !self.run_keys.is_empty() && self.run_keys.last() == Some(&held.key);
+        if !merge {
+            self.run_keys.push(held.key);
+            self.grow();
+        }
+        let g = self.run_keys.len() - 1;
+        for (i, (a, acc)) in spec.aggregates.iter().zip(&mut self.accs).enumerate() {
+            acc.counts[g] += held.counts[i];
+            match a {
+                Aggregate::MinMax { max, .. } => {
+                    let x = held.ints[i];
+                    let wins =
+                        !acc.set[g] || (*max && x > acc.ints[g]) || (!*max && x < acc.ints[g]);
+                    if held.set[i] && wins {
+                        acc.ints[g] = x;
+                        acc.set[g] = true;
+                    }
+                }
+                // A new group takes the sum as it is (0.0 + -0.0 would lose the sign).
+                _ if !merge => (acc.ints[g], acc.floats[g]) = (held.ints[i], held.floats[i]),
+                _ => {
+                    acc.ints[g] += held.ints[i];
+                    acc.floats[g] += held.floats[i];
+                }
+            }
+        }
+    }
+}
+
+/// The stream of complete groups of `partition`.
+pub(super) fn stream(
+    input: SendableRecordBatchStream,
+    spec: Arc<Spec>,
+    schema: SchemaRef,
+    boundaries: Arc<Boundaries>,
+    partition: usize,
+) -> Result<SendableRecordBatchStream> {
+    let hold_first = boundaries.slots.lock().map_or(true, |s| s.len() > 1);
+    let run = Run {
+        input,
+        spec,
+        schema: Arc::clone(&schema),
+        boundaries,
+        partition,
+        state: None,
+        hold_first,
+        held: Vec::new(),
+        descending: None,
+        ended: false,
+        left: false,
+    };
+    let batches = futures::stream::unfold(run, |mut run| async move {
+        let next = run.next().await?;
+        Some((next, run))
+    });
+    Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
+}
+
+/// One partition's aggregation.
+struct Run {
+    input: SendableRecordBatchStream,
+    spec: Arc<Spec>,
+    schema: SchemaRef,
+    boundaries: Arc<Boundaries>,
+    partition: usize,
+    /// The groups not emitted yet: the last batch's last, carried into the next.
+    state: Option<State>,
+    /// Whether the partition's first group is held for the merge with the partition
+    /// before (there is one).
+    hold_first: bool,
+    /// The partition's first group once complete (with `hold_first`).
+    held: Vec<Held>,
+    /// The column's direction, once two values have told it.
+    descending: Option<bool>,
+    /// Whether the stream has ended (its input, or an error).
+    ended: bool,
+    /// Whether the held groups were left in `boundaries`.
+    left: bool,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !self.left {
+            self.boundaries.abandon();
+        }
+    }
+}
+
+impl Run {
+    /// The next batch of complete groups; `None` at the end.
+    async fn next(&mut self) -> Option<Result<RecordBatch>> {
+        while !self.ended {
+            let out = match self.input.next().await {
+                Some(batch) => batch.and_then(|b| self.add(&b)),
+                None => {
+                    self.ended = true;
+                    self.finish()
+                }
+            };
+            match out {
+                Ok(None) => {}
+                Ok(Some(batch)) => return Some(Ok(batch)),
+                Err(e) => {
+                    self.ended = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        None
+    }
+
+    /// Adds a batch; returns the groups it completed.
+    fn add(&mut self, batch: &RecordBatch) -> Result<Option<RecordBatch>> {
+        let state = match &mut self.state {
+            Some(state) => state,
+            None => {
+                let mut state = State::new(&self.spec, batch.schema())?;
+                // Runs of a sorted column are its values' groups: never regrouped.
+                state.regroup = Some(false);
+                self.state.insert(state)
+            }
+        };
+        state.add(&self.spec, batch)?;
+        check_order(&state.run_keys, &mut self.descending, &self.spec)?;
+        let groups = state.groups();
+        if self.hold_first && self.held.is_empty() && groups > 1 {
+            self.held.push(state.take_group(0));
+        }
+        let carried = match state.groups() {
+            0 => None,
+            n => Some(state.take_group(n - 1)),
+        };
+        let out = match state.groups() {
+            0 => None,
+            _ => Some(state.finish(&self.spec, Arc::clone(&self.schema))?),
+        };
+        state.clear_groups();
+        if let Some(carried) = &carried {
+            state.push_held(&self.spec, carried);
+        }
+        Ok(out)
+    }
+
+    /// Leaves the held groups; when this partition is the last to finish, returns every
+    /// partition's held groups merged.
+    fn finish(&mut self) -> Result<Option<RecordBatch>> {
+        let mut held = std::mem::take(&mut self.held);
+        if let Some(state) = &mut self.state
+            && state.groups() > 0
+        {
+            held.push(state.take_group(state.groups() - 1));
+        }
+        self.left = true;
+        let Some(mut all) = self.boundaries.leave(self.partition, held)? else {
+            return Ok(None);
+        };
+        if all.is_empty() {
+            return Ok(None);
+        }
+        all.sort_by_key(|h| h.key);
+        let mut state = match self.state.take() {
+            Some(state) => state,
+            None => State::new(&self.spec, self.input.schema())?,
+        };
+        state.clear_groups();
+        for h in &all {
+            state.push_held(&self.spec, h);
+        }
+        state.finish(&self.spec, Arc::clone(&self.schema)).map(Some)
+    }
+}
+
+/// Checks that `keys` (a partition's groups in order, the one carried from the batch
+/// before first) strictly increase or strictly decrease, as the first two that differ
+/// say (`descending`, kept from batch to batch).
+fn check_order(keys: &[Option<i64>], descending: &mut Option<bool>, spec: &Spec) -> Result<()> {
+    let column = spec.group_names.first().map_or("?", String::as_str);
+    let Some(first) = keys.first() else {
+        return Ok(());
+    };
+    let out_of_order = |a: &dyn fmt::Display, b: &dyn fmt::Display| {
+        DataFusionError::Execution(format!(
+            "column {column} is not sorted as its statistics say: {b} follows {a}"
+        ))
+    };
+    let mut last = first.ok_or_else(|| out_of_order(&"a value", &"null"))?;
+    for key in &keys[1..] {
+        let key = key.ok_or_else(|| out_of_order(&last, &"null"))?;
+        let down = *descending.get_or_insert(key < last);
+        if (down && key >= last) || (!down && key <= last) {
+            return Err(out_of_order(&last, &key));
+        }
+        last = key;
+    }
+    Ok(())
+}
