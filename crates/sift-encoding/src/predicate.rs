@@ -25,7 +25,7 @@ use sift_bits::range::compare_values;
 
 use arrow_array::Array;
 
-use crate::domain::{FloatBits, Strings, Value, eval_all};
+use crate::domain::{FloatBits, Strings, Value, eval_all, set_range};
 use crate::encodings::hybrid::EntryRanks;
 use crate::error::{EncodingError, Result};
 use crate::tree::Ctx;
@@ -527,9 +527,52 @@ impl IntSet {
     }
 }
 
+impl IntSet {
+    /// Whether `v` is a member: a search of the set without a branch on its comparisons,
+    /// whose steps are as many for every value, so the tests of successive values overlap
+    /// instead of each waiting for a mispredicted branch (a join's key set tested on keys
+    /// that it mostly misses).
+    #[inline(always)]
+    fn contains(&self, v: i64) -> bool {
+        let set = self.values.as_slice();
+        let Some(mut base) = (!set.is_empty()).then_some(0usize) else {
+            return false;
+        };
+        let mut len = set.len();
+        while len > 1 {
+            let half = len / 2;
+            base = std::hint::select_unpredictable(set[base + half] <= v, base + half, base);
+            len -= half;
+        }
+        set[base] == v
+    }
+}
+
 impl DomainPred<i64> for IntSet {
     fn eval(&self, v: i64) -> bool {
-        self.values.binary_search(&v).is_ok() != self.negate
+        self.contains(v) != self.negate
+    }
+
+    /// Sorted values (the chunks of a sorted key) take two binary searches of the values
+    /// per member, `k log n` steps instead of `n log k`: TPC-H Q18's lineitem scan, whose
+    /// sorted `l_orderkey` is tested against the 57 large orders, spent a fifth of the
+    /// query searching the set once per row. The check for order stops at the first
+    /// value out of it, and costs a vectorised pass where the values are sorted.
+    fn eval_slice(&self, values: &[i64]) -> Bitmap {
+        if values.len() < 4 * self.values.len() || !values.is_sorted() {
+            return eval_all(values, |v| self.eval(v));
+        }
+        let mut words = vec![0u64; values.len().div_ceil(64)];
+        for &member in &self.values {
+            let start = values.partition_point(|&v| v < member);
+            let end = start + values[start..].partition_point(|&v| v <= member);
+            set_range(&mut words, start, end);
+        }
+        let mut out = Bitmap::from_words(words, values.len()).unwrap_or_default();
+        if self.negate {
+            out.not_assign();
+        }
+        out
     }
 }
 
@@ -902,7 +945,7 @@ mod tests {
         /// A range or an IN list on a decoded array, tested by the batch kernels, equals
         /// the test of every value: 64- and 32-bit integers and dates, with nulls (never
         /// matching), negated or not, for ranges across zero, empty and beyond each
-        /// type's, and lists holding values beyond i64.
+        /// type's, and lists holding values beyond i64; values in any order or sorted.
         #[test]
         fn array_ranges_and_lists_equal_the_test_of_every_value(
             values in prop::collection::vec(
@@ -915,8 +958,16 @@ mod tests {
             negate in any::<bool>(),
             list in prop::collection::vec(prop_oneof![-100i128..100, Just(i128::MAX), any::<i64>().prop_map(i128::from)], 0..20),
             in_list in any::<bool>(),
+            sorted in any::<bool>(),
         ) {
             use arrow_array::{ArrayRef, Date32Array, Int32Array, Int64Array};
+            // Sorted values without nulls (whose slots would break the order) are searched
+            // for each member of a list instead.
+            let mut values = values;
+            if sorted {
+                values.sort_unstable();
+            }
+            let nulls: Vec<bool> = nulls.iter().map(|&n| n && !sorted).collect();
             let pred = if in_list {
                 let mut list = list;
                 list.sort_unstable();
