@@ -1134,24 +1134,35 @@ impl State {
             self.grow();
             return Ok(ids);
         }
-        let mut ids = Vec::with_capacity(values.len());
+        let Some(first) = values.first() else {
+            return Ok(Vec::new());
+        };
+        let mut ids = Vec::with_capacity(n);
         let mut id = self.run_keys.len() as u32;
-        if !values.is_empty() {
-            // The first run continues the group carried from the batch before, if any
-            // (only complete groups carry one, [`complete`]).
-            match self.run_keys.last() == Some(&key(0)) {
-                true => id -= 1,
-                false => self.run_keys.push(key(0)),
-            }
-            ids.push(id);
+        // The first run continues the group carried from the batch before, if any (only
+        // complete groups carry one, [`complete`]).
+        let continues = self.run_keys.last() == Some(&key(0));
+        match continues {
+            true => id -= 1,
+            false => self.run_keys.push(key(0)),
         }
-        for (i, &new) in (1..n).zip(&starts) {
-            if new {
-                self.run_keys.push(key(i));
-            }
+        ids.push(id);
+        // Without a branch on where runs start, which short runs would mispredict: each
+        // row's id is a running count of the starts, and each row's value is written at
+        // the next run's slot, kept when a run starts there (one slot spare at the end).
+        ids.extend(starts.iter().map(|&new| {
             id += u32::from(new);
-            ids.push(id);
+            id
+        }));
+        let base = self.run_keys.len();
+        self.run_keys.resize(base + changes + 1, Some(*first));
+        let slots = &mut self.run_keys[base..];
+        let mut k = 0;
+        for (i, &new) in (1..n).zip(&starts) {
+            slots[k] = key(i);
+            k += usize::from(new);
         }
+        self.run_keys.truncate(base + changes);
         self.grow();
         Ok(ids)
     }
