@@ -255,6 +255,7 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
         group_names: (group_by.expr().iter()).map(|(_, n)| n.clone()).collect(),
         counted: None,
         completes,
+        source: scan.file_names(),
     };
     // A single phase over a column the scan declares sorted: DataFusion aggregates it as
     // a stream itself, which is faster than runs with its hash final phase above them
@@ -420,6 +421,8 @@ struct Spec {
     /// Whether the groups are runs of a column sorted over the scan and every aggregate's
     /// state is its result: the groups can be completed by [`SiftAggregateExec::complete`].
     completes: bool,
+    /// The files scanned, for errors.
+    source: String,
 }
 
 impl Spec {
@@ -2069,6 +2072,7 @@ mod tests {
             group_names: Vec::new(),
             counted: None,
             completes: false,
+            source: String::new(),
         };
         let schema = Arc::new(datafusion::arrow::datatypes::Schema::new(vec![
             datafusion::arrow::datatypes::Field::new("o", DataType::Int64, true),
@@ -2214,6 +2218,7 @@ mod tests {
                 group_names: Vec::new(),
                 counted: None,
                 completes: false,
+                source: String::new(),
             };
             // Per group key (None: null keys): rows, sum of x * y, max of x.
             let mut expected: HashMap<Option<i64>, (i64, Option<i64>, Option<i64>)> =

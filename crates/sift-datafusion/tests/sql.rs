@@ -2033,7 +2033,7 @@ fn a_false_sort_declaration_fails_complete_groups() {
                 .expect_err("out of order");
             let err = err.to_string();
             assert!(
-                err.contains("column o") && err.contains("sorted"),
+                err.contains("t.parquet") && err.contains("column o") && err.contains("sorted"),
                 "{threads}: {err}"
             );
         }

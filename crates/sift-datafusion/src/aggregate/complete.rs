@@ -149,6 +149,7 @@ struct Held {
 /// Where the partitions of one execution leave the groups they hold (their first and
 /// last), until the last of them to finish takes them all.
 pub(super) struct Boundaries {
+    partitions: usize,
     /// Per partition, its held groups once it has finished.
     slots: Mutex<Vec<Option<Vec<Held>>>>,
 }
@@ -162,6 +163,7 @@ impl fmt::Debug for Boundaries {
 impl Boundaries {
     pub(super) fn new(partitions: usize) -> Self {
         Boundaries {
+            partitions,
             slots: Mutex::new((0..partitions).map(|_| None).collect()),
         }
     }
@@ -252,7 +254,7 @@ pub(super) fn stream(
     boundaries: Arc<Boundaries>,
     partition: usize,
 ) -> Result<SendableRecordBatchStream> {
-    let hold_first = boundaries.slots.lock().map_or(true, |s| s.len() > 1);
+    let hold_first = boundaries.partitions > 1;
     let run = Run {
         input,
         spec,
@@ -397,7 +399,9 @@ fn check_order(keys: &[Option<i64>], descending: &mut Option<bool>, spec: &Spec)
     };
     let out_of_order = |a: &dyn fmt::Display, b: &dyn fmt::Display| {
         DataFusionError::Execution(format!(
-            "column {column} is not sorted as its statistics say: {b} follows {a}"
+            "cannot aggregate {}: column {column} is not sorted as the statistics say: {b} \
+             follows {a}",
+            spec.source
         ))
     };
     let mut last = first.ok_or_else(|| out_of_order(&"a value", &"null"))?;
