@@ -51,8 +51,8 @@
 //! [`ScanAggregates`] replaces a `Partial` aggregate over a Sift scan (through projections)
 //! with [`SiftAggregateExec`], which emits the same partial states, so DataFusion's final
 //! phase is unchanged; a `Single` aggregate becomes `Final` over [`SiftAggregateExec`].
-//! Grouped by complete runs, a `Single` aggregate, or a final phase above one that
-//! nothing above asks to be hash-partitioned, becomes one [`SiftAggregateExec`].
+//! Grouped by complete runs, a `Single` aggregate, or a final phase above one whose hash
+//! partitioning nothing above relies on, becomes one [`SiftAggregateExec`].
 //! Anything else (other functions, `DISTINCT`, `FILTER`, grouping sets, division, floats
 //! compared as `MIN`/`MAX`, bounds that are unknown or too wide) leaves the plan as it was.
 //! The rule is on unless `sift.scan_aggregates` is false.
@@ -136,7 +136,7 @@ impl PhysicalOptimizerRule for ScanAggregates {
                 None => Ok(Transformed::no(node)),
             }
         })
-        .and_then(|t| complete::final_phases(t.data))
+        .and_then(|t| complete::final_phases(t.data, config))
     }
 
     fn name(&self) -> &str {

@@ -1988,6 +1988,51 @@ proptest::proptest! {
     }
 }
 
+/// A final phase whose hash partitioning a partitioned join above relies on (through a
+/// filter and a projection) stays DataFusion's: complete groups, partitioned by ranges
+/// of the key, would meet the other side's rows of the same key in another partition.
+#[test]
+fn complete_groups_keep_the_partitioning_a_join_relies_on() {
+    let runs: Vec<(u8, u16)> = (0..3_000)
+        .map(|i| ((i % 7 + 1) as u8, (i % 3) as u16))
+        .collect();
+    let batch = sorted_runs_batch(&runs, 10);
+    let keys = batch.column(0).clone();
+    let other = RecordBatch::try_from_iter([
+        ("k", keys.slice(0, keys.len() / 2)),
+        (
+            "w",
+            Arc::new(Int64Array::from_iter_values(0..(keys.len() / 2) as i64)) as ArrayRef,
+        ),
+    ])
+    .expect("other");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reference = SessionContext::new();
+    let sql = "select x.o, x.s, u.w from \
+               (select o, sum(q) as s from t group by o having count(*) > 2) x \
+               join u on x.o = u.k";
+    runtime().block_on(async {
+        let ctx = session(4);
+        for set in [
+            "set datafusion.optimizer.hash_join_single_partition_threshold = 0",
+            "set datafusion.optimizer.hash_join_single_partition_threshold_rows = 0",
+        ] {
+            ctx.sql(set).await.expect("set");
+        }
+        register_both(&ctx, &reference, dir.path(), "t", &batch, 500);
+        register_both(&ctx, &reference, dir.path(), "u", &other, 500);
+        assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await);
+        let (_, text) = executed_plan(&ctx, sql).await;
+        assert!(text.contains("mode=Partitioned"), "{text}");
+        assert!(text.contains("SiftAggregate: mode=partial"), "{text}");
+        // Without the join's reliance, the same aggregate is completed.
+        let alone = "select o, sum(q) as s from t group by o having count(*) > 2";
+        assert_eq!(rows(&ctx, alone).await, rows(&reference, alone).await);
+        let (_, text) = executed_plan(&ctx, alone).await;
+        assert!(text.contains("SiftAggregate: mode=complete"), "{text}");
+    });
+}
+
 /// A Parquet file that declares a column sorted (`sorting_columns`, which the row
 /// groups' bounds do not contradict) while two of its rows are swapped: grouping by it is
 /// an error on one partition or several, never groups split in two.

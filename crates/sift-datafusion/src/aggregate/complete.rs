@@ -25,16 +25,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DataFusionError, Result};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalSortExpr};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_optimizer::sanity_checker::SanityCheckPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
-use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
 use datafusion::physical_plan::expressions::Column;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{Distribution, ExecutionPlan, SendableRecordBatchStream};
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use futures::StreamExt;
 
 use super::{Aggregate, GroupColumn, SiftAggregateExec, Spec, State};
@@ -71,36 +73,44 @@ pub(super) fn equivalences(
 }
 
 /// `plan` with each final phase of an aggregation whose first phase is a
-/// [`SiftAggregateExec`] over runs that can be completed replaced by a complete one,
-/// where the node above the final phase asks nothing of how its rows are partitioned
-/// (the final phase's hash partitioning is lost).
-pub(super) fn final_phases(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
-    let plan = completed(&plan).unwrap_or(plan);
-    plan.transform_down(|node| {
-        let mut changed = false;
-        let required = node.input_distribution_requirements().into_per_child();
-        let children = (node.children().into_iter())
-            .zip(required)
-            .map(|(child, required)| match required {
-                Distribution::UnspecifiedDistribution => match completed(child) {
-                    Some(new) => {
-                        changed = true;
-                        new
-                    }
-                    None => Arc::clone(child),
-                },
-                _ => Arc::clone(child),
-            })
-            .collect();
-        let recompute = ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute);
-        match changed {
-            true => Ok(Transformed::yes(
-                node.replace_children(children, recompute)?,
-            )),
-            false => Ok(Transformed::no(node)),
+/// [`SiftAggregateExec`] over runs that can be completed replaced by a complete one, where
+/// the plan stays valid: the final phase's hash partitioning is lost, which a node above
+/// may rely on (a partitioned join, through filters and projections), so each replacement
+/// is kept only if DataFusion's check of every node's required input partitioning and
+/// order still passes.
+pub(super) fn final_phases(
+    mut plan: Arc<dyn ExecutionPlan>,
+    config: &ConfigOptions,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    // Candidates in the order a walk from the root meets them; those before `skip` were
+    // tried and kept as they were (a kept replacement is no candidate any more).
+    let mut skip = 0;
+    loop {
+        let (mut seen, mut replaced) = (0, false);
+        let candidate = Arc::clone(&plan).transform_down(|node| {
+            if replaced {
+                return Ok(Transformed::no(node));
+            }
+            match completed(&node) {
+                Some(new) if seen == skip => {
+                    replaced = true;
+                    Ok(Transformed::yes(new))
+                }
+                Some(_) => {
+                    seen += 1;
+                    Ok(Transformed::no(node))
+                }
+                None => Ok(Transformed::no(node)),
+            }
+        })?;
+        if !replaced {
+            return Ok(plan);
         }
-    })
-    .map(|t| t.data)
+        match SanityCheckPlan::new().optimize(Arc::clone(&candidate.data), config) {
+            Ok(_) => plan = candidate.data,
+            Err(_) => skip += 1,
+        }
+    }
 }
 
 /// `node` as a complete [`SiftAggregateExec`], if it is the final phase (through a
