@@ -51,8 +51,8 @@
 //! [`ScanAggregates`] replaces a `Partial` aggregate over a Sift scan (through projections)
 //! with [`SiftAggregateExec`], which emits the same partial states, so DataFusion's final
 //! phase is unchanged; a `Single` aggregate becomes `Final` over [`SiftAggregateExec`].
-//! Grouped by complete runs, a `Single` aggregate, or a final phase above one whose hash
-//! partitioning nothing above relies on, becomes one [`SiftAggregateExec`].
+//! Grouped by complete runs, the final phase and the [`SiftAggregateExec`] below it become
+//! one, where nothing above relies on the final phase's partitioning.
 //! Anything else (other functions, `DISTINCT`, `FILTER`, grouping sets, division, floats
 //! compared as `MIN`/`MAX`, bounds that are unknown or too wide) leaves the plan as it was.
 //! The rule is on unless `sift.scan_aggregates` is false.
@@ -81,6 +81,7 @@ use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::expressions as phys;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_optimizer::sanity_checker::SanityCheckPlan;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::coop::CooperativeExec;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -127,7 +128,7 @@ impl PhysicalOptimizerRule for ScanAggregates {
         if !options.scan_aggregates {
             return Ok(plan);
         }
-        plan.transform_up(|node| {
+        let pushed = Arc::clone(&plan).transform_up(|node| {
             let Some(agg) = node.downcast_ref::<AggregateExec>() else {
                 return Ok(Transformed::no(node));
             };
@@ -135,8 +136,15 @@ impl PhysicalOptimizerRule for ScanAggregates {
                 Some(new) => Ok(Transformed::yes(new)),
                 None => Ok(Transformed::no(node)),
             }
-        })
-        .and_then(|t| complete::final_phases(t.data, config))
+        })?;
+        let new = complete::final_phases(pushed.data, config)?;
+        // The plan met every node's required partitioning and order before (DataFusion's
+        // own rules end with this check); a single phase made two, whose final phase
+        // keeps no order, must not leave a sort that its order made needless unmet.
+        match SanityCheckPlan::new().optimize(Arc::clone(&new), config) {
+            Ok(_) => Ok(new),
+            Err(_) => Ok(plan),
+        }
     }
 
     fn name(&self) -> &str {
@@ -260,8 +268,8 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
     // A single phase over a column the scan declares sorted: DataFusion aggregates it as
     // a stream itself, which is faster than runs with its hash final phase above them
     // (TPC-H Q18 on one thread: 123 against 140 ms), though slower than runs completed
-    // here.
-    let complete = single && completes && complete::same_types(&partial_schema, &agg.schema());
+    // here ([`complete::final_phases`] replaces the final phase made below).
+    let complete = completes && complete::same_types(&partial_schema, &agg.schema());
     let streamed = scan.declares_sorted() && sorted_runs == Some(true);
     if streamed && !complete {
         return Ok(None);
@@ -286,16 +294,8 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
         }
         None => Arc::new(scan),
     };
-    let input: Arc<dyn ExecutionPlan> = Arc::new(CooperativeExec::new(scan));
-    if complete {
-        return Ok(Some(Arc::new(SiftAggregateExec::complete(
-            input,
-            Arc::new(spec),
-            agg.schema(),
-        ))));
-    }
     let exec: Arc<dyn ExecutionPlan> = Arc::new(SiftAggregateExec::new(
-        input,
+        Arc::new(CooperativeExec::new(scan)),
         Arc::new(spec),
         partial_schema,
     ));

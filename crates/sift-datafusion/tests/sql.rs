@@ -1984,6 +1984,8 @@ proptest::proptest! {
             assert_eq!(got, ordered_rows(&reference, sql).await.expect(sql), "{threads}");
             let (_, text) = executed_plan(&ctx, sql).await;
             assert_eq!(text.contains("SortExec"), threads > 1, "{threads}\n{text}");
+            let spread = text.contains("RoundRobinBatch");
+            assert_eq!(text.contains("mode=complete"), !spread, "{threads}\n{text}");
         });
     }
 }

@@ -57,14 +57,19 @@ pub(super) fn equivalences(
     schema: &SchemaRef,
     partitions: usize,
 ) -> EquivalenceProperties {
-    let ordering = match (spec.groups.as_slice(), input.properties().output_ordering()) {
-        ([GroupColumn::Runs(c)], Some(order)) if partitions == 1 => {
-            let first = order.first();
-            (first.expr.downcast_ref::<Column>())
-                .filter(|col| col.index() == *c)
-                .map(|_| {
+    let ordering = match spec.groups.as_slice() {
+        [GroupColumn::Runs(c)] if partitions == 1 => {
+            // Any of the input's orderings that starts with the run column.
+            let orderings = input.properties().eq_properties.oeq_class().iter();
+            (orderings.map(|o| o.first()))
+                .find(|e| {
+                    e.expr
+                        .downcast_ref::<Column>()
+                        .is_some_and(|col| col.index() == *c)
+                })
+                .map(|e| {
                     let key = Arc::new(Column::new(schema.field(0).name(), 0));
-                    [PhysicalSortExpr::new(key, first.options)]
+                    [PhysicalSortExpr::new(key, e.options)]
                 })
         }
         _ => None,
