@@ -32,9 +32,10 @@
 //!   and the final phase goes ([`complete`]). TPC-H Q18 on Sift files, whose subquery
 //!   groups lineitem by `l_orderkey`: one thread 142 -> 105 ms (DataFusion's stream
 //!   aggregation before), two threads 109–110 -> 60–69 ms (runs with DataFusion's hash
-//!   repartitioning and final phase before). A unique key pays no price any more: orders
-//!   grouped by `o_orderkey`, one thread 53 -> 40–42 ms (52–60 with `sift.scan_aggregates`
-//!   off), two threads 70–90 -> 24–28 ms (52–61 off).
+//!   repartitioning and final phase before). A sorted unique key pays no price any more:
+//!   orders grouped by `o_orderkey`, one thread 53 -> 40–42 ms (52–60 with
+//!   `sift.scan_aggregates` off), two threads 70–90 -> 24–28 ms (52–61 off). A key only
+//!   clustered still does (tpchgen's Parquet orders: 138 ms against 106 off).
 //! - **Compiled for the CPU.** Adding a batch ([`State`]'s `add`, with the loops it
 //!   inlines) is compiled once per instruction-set level and run at the one the CPU has
 //!   ([`compiled_for_active`](sift_bits::dispatch::compiled_for_active)): the products of
