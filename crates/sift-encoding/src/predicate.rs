@@ -525,9 +525,7 @@ impl IntSet {
             negate,
         }
     }
-}
 
-impl IntSet {
     /// Whether `v` is a member: a search of the set without a branch on its comparisons,
     /// whose steps are as many for every value, so the tests of successive values overlap
     /// instead of each waiting for a mispredicted branch (a join's key set tested on keys
@@ -535,10 +533,10 @@ impl IntSet {
     #[inline(always)]
     fn contains(&self, v: i64) -> bool {
         let set = self.values.as_slice();
-        let Some(mut base) = (!set.is_empty()).then_some(0usize) else {
+        if set.is_empty() {
             return false;
-        };
-        let mut len = set.len();
+        }
+        let (mut base, mut len) = (0, set.len());
         while len > 1 {
             let half = len / 2;
             base = std::hint::select_unpredictable(set[base + half] <= v, base + half, base);
