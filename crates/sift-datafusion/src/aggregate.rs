@@ -1002,6 +1002,17 @@ struct Acc {
     set: Vec<bool>,
 }
 
+impl Acc {
+    /// Folds `x` into group `g`'s extreme (the largest if `max`).
+    #[inline(always)]
+    fn fold_extreme(&mut self, g: usize, x: i128, max: bool) {
+        if !self.set[g] || (max && x > self.ints[g]) || (!max && x < self.ints[g]) {
+            self.ints[g] = x;
+            self.set[g] = true;
+        }
+    }
+}
+
 /// One group column's distinct values so far (a dictionary column's, as rows), by code.
 struct GroupValues {
     converter: Option<RowConverter>,
@@ -1822,13 +1833,7 @@ where
 fn extremes(acc: &mut Acc, ids: &[u32], v: &[i64], nulls: Option<&NullBuffer>, max: bool) {
     let groups = acc.set.len();
     let one = groups == 1;
-    let mut fold = |g: usize, x: i64| {
-        let x = i128::from(x);
-        if !acc.set[g] || (max && x > acc.ints[g]) || (!max && x < acc.ints[g]) {
-            acc.ints[g] = x;
-            acc.set[g] = true;
-        }
-    };
+    let mut fold = |g: usize, x: i64| acc.fold_extreme(g, i128::from(x), max);
     let level = sift_bits::Level::active();
     match (one, nulls) {
         (true, None) => {

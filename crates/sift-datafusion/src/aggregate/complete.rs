@@ -242,12 +242,8 @@ impl State {
             acc.counts[g] += held.counts[i];
             match a {
                 Aggregate::MinMax { max, .. } => {
-                    let x = held.ints[i];
-                    let wins =
-                        !acc.set[g] || (*max && x > acc.ints[g]) || (!*max && x < acc.ints[g]);
-                    if held.set[i] && wins {
-                        acc.ints[g] = x;
-                        acc.set[g] = true;
+                    if held.set[i] {
+                        acc.fold_extreme(g, held.ints[i], *max);
                     }
                 }
                 // A new group takes the sum as it is (0.0 + -0.0 would lose the sign).
