@@ -604,7 +604,12 @@ fn one_bit_words_walked(
 /// of ones, so with `join` a bit-packed run and the repeated run after it are taken as one
 /// field of at most 64 bits when they fit: one pass of the loop and one placement for two
 /// runs (the walk is bound by the instructions spent on each run more than by the wait
-/// for each header; two walkers interleaved over halves of a stream were no faster). A
+/// for each header; two walkers interleaved over halves of a stream were no faster, and
+/// so was a walk of 64 bytes at a time with AVX-512: the starts of a window's runs found
+/// by doubling the map from each byte to the header after it, eight runs a vector placed
+/// by a prefix sum of their lengths and an OR of the runs starting in each word; with
+/// 10 % nulls it took 2.21 ms on the `parquet levels` bench against 1.73 ms for this walk,
+/// its byte permutations, lane shifts and compressions queued on one port). A
 /// field is all its value when repeated and its next bytes when bit-packed (the bytes
 /// loaded past a shorter run are cut off by its length). The word being filled stays in
 /// a register and is stored whole after every field, the bits a field carries past it
