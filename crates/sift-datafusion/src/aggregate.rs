@@ -27,12 +27,15 @@
 //!   `sift.scan_aggregates` off, 121–122 ms with runs (a partition reuses one state's
 //!   buffers from batch to batch).
 //! - **Complete groups from sorted runs.** Where the column is sorted over the whole scan
-//!   (found so from its values, or declared by a Parquet writer and checked) and every
-//!   aggregate's partial state is its result (all but `AVG`), the runs are completed here
-//!   and the final phase goes ([`complete`]). TPC-H Q18 on Sift files, whose subquery
-//!   groups lineitem by `l_orderkey`: one thread 142 -> 105 ms (DataFusion's stream
-//!   aggregation before), two threads 109–110 -> 60–69 ms (runs with DataFusion's hash
-//!   repartitioning and final phase before). A sorted unique key pays no price any more:
+//!   (found so from its values, or declared by a Parquet writer and checked), the runs
+//!   are completed here and the final phase goes ([`complete`]); an `AVG`'s state (count,
+//!   sum) is divided here as DataFusion's final phase divides it. TPC-H lineitem (SF1,
+//!   Sift file) grouped by `l_orderkey` with two averages and a count: one thread 185–188
+//!   -> 112–113 ms (DataFusion's stream aggregation before; 184–186 with
+//!   `sift.scan_aggregates` off), two threads 140 -> 65–72 ms. TPC-H Q18 on Sift files,
+//!   whose subquery groups lineitem by `l_orderkey`: one thread 142 -> 105 ms
+//!   (DataFusion's stream aggregation before), two threads 109–110 -> 60–69 ms (runs
+//!   with DataFusion's hash repartitioning and final phase before). A sorted unique key pays no price any more:
 //!   orders grouped by `o_orderkey`, one thread 53 -> 40–42 ms (52–60 with
 //!   `sift.scan_aggregates` off), two threads 70–90 -> 24–28 ms (52–61 off). A key only
 //!   clustered still does (tpchgen's Parquet orders: 138 ms against 106 off).
@@ -224,8 +227,7 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
         [GroupColumn::Runs(c)] => Some(scan.sorted().contains(c)),
         _ => None,
     };
-    let completes =
-        sorted_runs == Some(true) && (aggregates.iter()).all(Aggregate::state_is_result);
+    let completes = sorted_runs == Some(true);
     let partial_schema = match single {
         false => agg.schema(),
         true => AggregateExec::try_new(
@@ -270,7 +272,14 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
     // a stream itself, which is faster than runs with its hash final phase above them
     // (TPC-H Q18 on one thread: 123 against 140 ms), though slower than runs completed
     // here ([`complete::final_phases`] replaces the final phase made below).
-    let complete = completes && complete::same_types(&partial_schema, &agg.schema());
+    let complete = completes
+        && complete::Results::new(
+            &spec.aggregates,
+            spec.groups.len(),
+            &partial_schema,
+            &agg.schema(),
+        )
+        .is_some();
     let streamed = scan.declares_sorted() && sorted_runs == Some(true);
     if streamed && !complete {
         return Ok(None);
@@ -419,8 +428,8 @@ struct Spec {
     /// The scan column holding each block's selected rows when the scan returns extremes
     /// ([`SiftScanExec::with_extremes`]): rows are counted from it, not from the batch.
     counted: Option<usize>,
-    /// Whether the groups are runs of a column sorted over the scan and every aggregate's
-    /// state is its result: the groups can be completed by [`SiftAggregateExec::complete`].
+    /// Whether the groups are runs of a column sorted over the scan: the groups can be
+    /// completed by [`SiftAggregateExec::complete`].
     completes: bool,
     /// The files scanned, for errors.
     source: String,
@@ -833,8 +842,9 @@ pub struct SiftAggregateExec {
     input: Arc<dyn ExecutionPlan>,
     spec: Arc<Spec>,
     schema: SchemaRef,
-    /// With complete groups: where the partitions leave their first and last groups.
-    boundaries: Option<Arc<complete::Boundaries>>,
+    /// With complete groups: where the partitions leave their first and last groups,
+    /// and how the groups' states become results.
+    boundaries: Option<(Arc<complete::Boundaries>, Arc<complete::Results>)>,
     properties: Arc<PlanProperties>,
 }
 
@@ -850,10 +860,15 @@ impl SiftAggregateExec {
 
     /// The aggregation's results (in `schema`, the final phase's), grouped by the runs of
     /// a column sorted over the scan ([`Spec::completes`]); see [`complete`].
-    fn complete(input: Arc<dyn ExecutionPlan>, spec: Arc<Spec>, schema: SchemaRef) -> Self {
+    fn complete(
+        input: Arc<dyn ExecutionPlan>,
+        spec: Arc<Spec>,
+        schema: SchemaRef,
+        results: Arc<complete::Results>,
+    ) -> Self {
         let partitions = input.properties().partitioning.partition_count();
         let equivalences = complete::equivalences(&input, &spec, &schema, partitions);
-        let boundaries = Some(Arc::new(complete::Boundaries::new(partitions)));
+        let boundaries = Some((Arc::new(complete::Boundaries::new(partitions)), results));
         let emission = EmissionType::Incremental;
         Self::with_properties(input, spec, schema, boundaries, equivalences, emission)
     }
@@ -862,7 +877,7 @@ impl SiftAggregateExec {
         input: Arc<dyn ExecutionPlan>,
         spec: Arc<Spec>,
         schema: SchemaRef,
-        boundaries: Option<Arc<complete::Boundaries>>,
+        boundaries: Option<(Arc<complete::Boundaries>, Arc<complete::Results>)>,
         equivalences: EquivalenceProperties,
         emission: EmissionType,
     ) -> Self {
@@ -926,8 +941,10 @@ impl ExecutionPlan for SiftAggregateExec {
             DataFusionError::Internal("SiftAggregateExec has one child".to_string())
         })?;
         let (spec, schema) = (Arc::clone(&self.spec), Arc::clone(&self.schema));
-        Ok(Arc::new(match self.boundaries {
-            Some(_) => SiftAggregateExec::complete(input, spec, schema),
+        Ok(Arc::new(match &self.boundaries {
+            Some((_, results)) => {
+                SiftAggregateExec::complete(input, spec, schema, Arc::clone(results))
+            }
             None => SiftAggregateExec::new(input, spec, schema),
         }))
     }
@@ -940,9 +957,10 @@ impl ExecutionPlan for SiftAggregateExec {
         let mut input = self.input.execute(partition, context)?;
         let spec = Arc::clone(&self.spec);
         let schema = Arc::clone(&self.schema);
-        if let Some(boundaries) = &self.boundaries {
+        if let Some((boundaries, results)) = &self.boundaries {
             let boundaries = Arc::clone(boundaries);
-            return complete::stream(input, spec, schema, boundaries, partition);
+            let results = (schema, Arc::clone(results));
+            return complete::stream(input, spec, results, boundaries, partition);
         }
         if spec.by_runs() {
             let out_schema = Arc::clone(&schema);

@@ -13,8 +13,9 @@
 //!
 //! DataFusion's two phases instead send every batch's partial groups through a hash
 //! repartitioning and hash each of them again; and on one partition its stream
-//! aggregation of a sorted column still looks every row up in a hash table. Only where
-//! each aggregate's partial state is its result (`SUM`, `COUNT`, `MIN`, `MAX`; not `AVG`).
+//! aggregation of a sorted column still looks every row up in a hash table. A partial
+//! state that is its result (`SUM`, `COUNT`, `MIN`, `MAX`) is emitted as it is; an `AVG`'s
+//! (count, sum) is divided as DataFusion's final phase divides it ([`Results`]).
 //!
 //! The column's order is checked batch by batch: a value out of order (a file whose
 //! statistics say wrongly that it is sorted) is an error naming the column, never a
@@ -23,8 +24,13 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Decimal128Array, Float64Array, RecordBatch,
+};
+use datafusion::arrow::buffer::NullBuffer;
+use datafusion::arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Decimal128Type, Float64Type, SchemaRef, UInt64Type,
+};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DataFusionError, Result};
@@ -41,11 +47,157 @@ use futures::StreamExt;
 
 use super::{Aggregate, GroupColumn, SiftAggregateExec, Spec, State};
 
-/// Whether a partial schema's columns have the types of the final phase's results (every
-/// aggregate's state one column holding its result).
-pub(super) fn same_types(partial: &SchemaRef, result: &SchemaRef) -> bool {
-    let (a, b) = (partial.fields(), result.fields());
-    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.data_type() == b.data_type())
+/// How complete groups' partial states become results (in the final phase's schema): a
+/// state that is its result is taken as it is, and an `AVG`'s (count, sum) is divided as
+/// DataFusion's final phase divides it.
+#[derive(Debug)]
+pub(super) struct Results {
+    /// The partial states' schema, which the groups are built in first.
+    partial: SchemaRef,
+    /// Per aggregate, how its result comes from its state.
+    evaluated: Vec<Evaluated>,
+}
+
+/// How one aggregate's result comes from its partial state.
+#[derive(Debug, Clone, Copy)]
+enum Evaluated {
+    /// The state (one column) is the result.
+    State,
+    /// A decimal average: the sum (count, then sum) times `mul` (10 to the result's scale
+    /// less the sum's), divided by the count, truncated, of `precision` and `scale`.
+    Decimal { mul: i128, precision: u8, scale: i8 },
+    /// A float average: the sum over the count.
+    Float,
+}
+
+impl Results {
+    /// How `aggregates` after `groups` group columns in `partial` become the columns of
+    /// `result`; `None` where a state that is its result has another type than the
+    /// result, or an average's result type is not the one DataFusion gives it.
+    pub(super) fn new(
+        aggregates: &[Aggregate],
+        groups: usize,
+        partial: &SchemaRef,
+        result: &SchemaRef,
+    ) -> Option<Results> {
+        let types = |s: &SchemaRef| -> Vec<DataType> {
+            s.fields().iter().map(|f| f.data_type().clone()).collect()
+        };
+        let (partial_types, result_types) = (types(partial), types(result));
+        let same_groups = partial_types.get(..groups) == result_types.get(..groups);
+        if !same_groups || result_types.len() != groups + aggregates.len() {
+            return None;
+        }
+        let mut at = groups;
+        let mut evaluated = Vec::with_capacity(aggregates.len());
+        for (a, want) in aggregates.iter().zip(&result_types[groups..]) {
+            let state = &partial_types[at..];
+            let (e, width) = match (a, state, want) {
+                _ if a.state_is_result() => {
+                    (state.first() == Some(want)).then_some((Evaluated::State, 1))?
+                }
+                (
+                    Aggregate::AvgInt { .. },
+                    [DataType::UInt64, DataType::Decimal128(_, s), ..],
+                    DataType::Decimal128(precision, scale),
+                ) => {
+                    let mul = 10i128.checked_pow(u32::try_from(scale - s).ok()?)?;
+                    let (precision, scale) = (*precision, *scale);
+                    (
+                        Evaluated::Decimal {
+                            mul,
+                            precision,
+                            scale,
+                        },
+                        2,
+                    )
+                }
+                (
+                    Aggregate::AvgFloat(_),
+                    [DataType::UInt64, DataType::Float64, ..],
+                    DataType::Float64,
+                ) => (Evaluated::Float, 2),
+                _ => return None,
+            };
+            evaluated.push(e);
+            at += width;
+        }
+        (at == partial_types.len()).then(|| Results {
+            partial: Arc::clone(partial),
+            evaluated,
+        })
+    }
+
+    /// The groups of `state` (emptied after) as results in `schema`.
+    fn finish(&self, state: &mut State, spec: &Spec, schema: &SchemaRef) -> Result<RecordBatch> {
+        let partial = state.finish(spec, Arc::clone(&self.partial))?;
+        let groups = spec.groups.len();
+        let mut columns: Vec<ArrayRef> = partial.columns()[..groups].to_vec();
+        let mut at = groups;
+        for e in &self.evaluated {
+            let array: ArrayRef = match *e {
+                Evaluated::State => {
+                    at += 1;
+                    Arc::clone(partial.column(at - 1))
+                }
+                Evaluated::Decimal {
+                    mul,
+                    precision,
+                    scale,
+                } => {
+                    at += 2;
+                    let (counts, sums, nulls) = average_state::<Decimal128Type>(&partial, at - 2)?;
+                    let averages = (counts.iter().zip(sums))
+                        .map(|(&n, &sum)| if n > 0 { average(sum, n, mul) } else { Ok(0) })
+                        .collect::<Result<Vec<i128>>>()?;
+                    let averages = Decimal128Array::new(averages.into(), nulls);
+                    Arc::new(averages.with_precision_and_scale(precision, scale)?)
+                }
+                Evaluated::Float => {
+                    at += 2;
+                    let (counts, sums, nulls) = average_state::<Float64Type>(&partial, at - 2)?;
+                    let averages = (counts.iter().zip(sums)).map(|(&n, &sum)| sum / n as f64);
+                    Arc::new(Float64Array::new(averages.collect(), nulls))
+                }
+            };
+            columns.push(array);
+        }
+        Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
+    }
+}
+
+/// An average's counts and sums (values under nulls included), and where both are valid.
+type AverageState<'a, T> = (
+    &'a [u64],
+    &'a [<T as ArrowPrimitiveType>::Native],
+    Option<NullBuffer>,
+);
+
+/// An average's partial state at column `at` of `partial`; valid are the groups that took
+/// a value, whose count is above 0 (a group that took none has a null count).
+fn average_state<T: ArrowPrimitiveType>(
+    partial: &RecordBatch,
+    at: usize,
+) -> Result<AverageState<'_, T>> {
+    let state = (partial.column(at).as_primitive_opt::<UInt64Type>())
+        .zip(partial.column(at + 1).as_primitive_opt::<T>());
+    let (counts, sums) = state
+        .ok_or_else(|| DataFusionError::Internal("an average's state has other types".into()))?;
+    let nulls = NullBuffer::union(counts.nulls(), sums.nulls());
+    Ok((counts.values(), sums.values(), nulls))
+}
+
+/// `sum` times `mul` over `n`, truncated toward zero as DataFusion's decimal average
+/// divides (`DecimalAverager`); on 64-bit integers where both fit, whose division is
+/// several times faster than a 128-bit one and truncates alike.
+fn average(sum: i128, n: u64, mul: i128) -> Result<i128> {
+    let scaled = sum.checked_mul(mul).ok_or_else(|| {
+        DataFusionError::Execution(format!("an average's sum {sum} overflows at its scale"))
+    })?;
+    Ok(match (i64::try_from(scaled), i64::try_from(n)) {
+        (Ok(s), Ok(n)) => i128::from(s / n),
+        _ => scaled / i128::from(n),
+    })
 }
 
 /// The orderings of complete groups in `schema`: on one partition, the group column in
@@ -140,16 +292,22 @@ fn completed(node: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPlan>> {
         input = c.input();
     }
     let partial = input.downcast_ref::<SiftAggregateExec>()?;
-    let ok = partial.boundaries.is_none()
-        && partial.spec.completes
-        && same_types(&partial.schema, &agg.schema());
-    ok.then(|| {
-        Arc::new(SiftAggregateExec::complete(
-            Arc::clone(&partial.input),
-            Arc::clone(&partial.spec),
-            agg.schema(),
-        )) as Arc<dyn ExecutionPlan>
-    })
+    if partial.boundaries.is_some() || !partial.spec.completes {
+        return None;
+    }
+    let spec = &partial.spec;
+    let results = Results::new(
+        &spec.aggregates,
+        spec.groups.len(),
+        &partial.schema,
+        &agg.schema(),
+    )?;
+    Some(Arc::new(SiftAggregateExec::complete(
+        Arc::clone(&partial.input),
+        Arc::clone(spec),
+        agg.schema(),
+        Arc::new(results),
+    )))
 }
 
 /// One group taken out of a [`State`]: its value and, per aggregate, its state.
@@ -261,7 +419,7 @@ impl State {
 pub(super) fn stream(
     input: SendableRecordBatchStream,
     spec: Arc<Spec>,
-    schema: SchemaRef,
+    (schema, results): (SchemaRef, Arc<Results>),
     boundaries: Arc<Boundaries>,
     partition: usize,
 ) -> Result<SendableRecordBatchStream> {
@@ -270,6 +428,7 @@ pub(super) fn stream(
         input,
         spec,
         schema: Arc::clone(&schema),
+        results,
         boundaries,
         partition,
         state: None,
@@ -291,6 +450,7 @@ struct Run {
     input: SendableRecordBatchStream,
     spec: Arc<Spec>,
     schema: SchemaRef,
+    results: Arc<Results>,
     boundaries: Arc<Boundaries>,
     partition: usize,
     /// The groups not emitted yet: the last batch's last, carried into the next.
@@ -362,7 +522,7 @@ impl Run {
         };
         let out = match state.groups() {
             0 => None,
-            _ => Some(state.finish(&self.spec, Arc::clone(&self.schema))?),
+            _ => Some(self.results.finish(state, &self.spec, &self.schema)?),
         };
         state.clear_groups();
         if let Some(carried) = &carried {
@@ -396,7 +556,7 @@ impl Run {
         for h in &all {
             state.push_held(&self.spec, h);
         }
-        state.finish(&self.spec, Arc::clone(&self.schema)).map(Some)
+        (self.results.finish(&mut state, &self.spec, &self.schema)).map(Some)
     }
 }
 
@@ -425,4 +585,29 @@ fn check_order(keys: &[Option<i64>], descending: &mut Option<bool>, spec: &Spec)
         last = key;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::average;
+
+    proptest::proptest! {
+        /// An average equals the 128-bit truncating division DataFusion's decimal average
+        /// makes, on 64-bit integers or not (sums scaled past 2^63 and counts of any size),
+        /// and a sum that overflows at its scale is an error.
+        #[test]
+        fn averages_truncate_as_a_128_bit_division(
+            sum in proptest::prelude::any::<i128>(),
+            small in -1_000_000_000i128..1_000_000_000,
+            n in 1u64..=u64::MAX,
+            few in 1u64..1000,
+            scale in 0u32..6,
+        ) {
+            let mul = 10i128.pow(scale);
+            for (sum, n) in [(sum, n), (small, few), (sum >> 60, few), (small, n)] {
+                let want = sum.checked_mul(mul).map(|s| s / i128::from(n));
+                proptest::prop_assert_eq!(average(sum, n, mul).ok(), want, "{} / {}", sum, n);
+            }
+        }
+    }
 }
