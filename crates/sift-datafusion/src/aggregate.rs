@@ -958,9 +958,8 @@ impl ExecutionPlan for SiftAggregateExec {
         let spec = Arc::clone(&self.spec);
         let schema = Arc::clone(&self.schema);
         if let Some((boundaries, results)) = &self.boundaries {
-            let boundaries = Arc::clone(boundaries);
-            let results = (schema, Arc::clone(results));
-            return complete::stream(input, spec, results, boundaries, partition);
+            let (boundaries, results) = (Arc::clone(boundaries), Arc::clone(results));
+            return complete::stream(input, spec, schema, results, boundaries, partition);
         }
         if spec.by_runs() {
             let out_schema = Arc::clone(&schema);
