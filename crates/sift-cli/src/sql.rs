@@ -94,8 +94,9 @@ pub struct SqlArgs {
     pub join_filters: bool,
     /// Aggregates next to the scan: SUM, AVG, COUNT, MIN and MAX over a Sift scan grouped
     /// by its dictionary codes and computed on 64-bit integers when the zone maps prove
-    /// nothing overflows (--explain shows them as SiftAggregate); grouped by a sorted key,
-    /// completed there with no final phase (SiftAggregate: mode=complete).
+    /// nothing overflows (--explain shows them as SiftAggregate); grouped by a key sorted
+    /// or clustered (its blocks' statistics in order), completed there with no final phase
+    /// (SiftAggregate: mode=complete).
     /// Also `SET sift.scan_aggregates = false` in SQL.
     #[arg(long, value_name = "ON|OFF", default_value = "on", value_parser = on_off,
         action = clap::ArgAction::Set)]

@@ -21,8 +21,8 @@
 //!   batch whose runs average fewer than two rows is grouped by value instead, unless the
 //!   partition's first such batch held more values than half its rows. TPC-H Q18
 //!   over tpchgen's Parquet lineitem (its `l_orderkey` in order, no `sorting_columns`):
-//!   one thread 260–261 -> 226–232 ms, two threads 180–233 -> 127–138 ms. The price is
-//!   paid by a unique key, whose runs spare no row and add a final phase to DataFusion's
+//!   one thread 260–261 -> 226–232 ms, two threads 180–233 -> 127–138 ms. Where the groups
+//!   are not completed here (below), the price is paid by a unique key, whose runs spare no row and add a final phase to DataFusion's
 //!   single pass: tpchgen's orders grouped by `o_orderkey`, one thread 98–104 ms with
 //!   `sift.scan_aggregates` off, 121–122 ms with runs (a partition reuses one state's
 //!   buffers from batch to batch).
@@ -37,8 +37,14 @@
 //!   (DataFusion's stream aggregation before), two threads 109–110 -> 60–69 ms (runs
 //!   with DataFusion's hash repartitioning and final phase before). A sorted unique key pays no price any more:
 //!   orders grouped by `o_orderkey`, one thread 53 -> 40–42 ms (52–60 with
-//!   `sift.scan_aggregates` off), two threads 70–90 -> 24–28 ms (52–61 off). A key only
-//!   clustered still does (tpchgen's Parquet orders: 138 ms against 106 off).
+//!   `sift.scan_aggregates` off), two threads 70–90 -> 24–28 ms (52–61 off).
+//! - **Complete groups from clustered blocks.** Where the column is only clustered (no
+//!   nulls, any order within a block), each block's groups are completed once the scan
+//!   has passed the block's zone-map bound, sorted by value if its rows were not in order
+//!   (a value outside its block's bounds is an error). tpchgen's Parquet orders grouped
+//!   by `o_orderkey` (row groups of 93,750 rows): one thread 140–158 -> 80–89 ms (111–119
+//!   with `sift.scan_aggregates` off), two threads 88–101 -> 43–54 ms (83–86 off); TPC-H
+//!   Q18 on tpchgen's Parquet: one thread 233–239 -> 139–152 ms, two 147–161 -> 92–116.
 //! - **Compiled for the CPU.** Adding a batch ([`State`]'s `add`, with the loops it
 //!   inlines) is compiled once per instruction-set level and run at the one the CPU has
 //!   ([`compiled_for_active`](sift_bits::dispatch::compiled_for_active)): the products of
@@ -227,7 +233,13 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
         [GroupColumn::Runs(c)] => Some(scan.sorted().contains(c)),
         _ => None,
     };
-    let completes = sorted_runs == Some(true);
+    // A column whose blocks follow one another, in any order within each, is completed
+    // block by block.
+    let completes = match groups.as_slice() {
+        [GroupColumn::Runs(_)] if sorted_runs == Some(true) => Some(complete::Completion::Sorted),
+        [GroupColumn::Runs(c)] => scan.clustered_zones(*c).map(complete::Completion::Blocks),
+        _ => None,
+    };
     let partial_schema = match single {
         false => agg.schema(),
         true => AggregateExec::try_new(
@@ -272,7 +284,7 @@ fn push_down(agg: &AggregateExec, extremes: bool) -> Result<Option<Arc<dyn Execu
     // a stream itself, which is faster than runs with its hash final phase above them
     // (TPC-H Q18 on one thread: 123 against 140 ms), though slower than runs completed
     // here ([`complete::final_phases`] replaces the final phase made below).
-    let complete = completes
+    let complete = spec.completes.is_some()
         && complete::Results::new(
             &spec.aggregates,
             spec.groups.len(),
@@ -428,9 +440,10 @@ struct Spec {
     /// The scan column holding each block's selected rows when the scan returns extremes
     /// ([`SiftScanExec::with_extremes`]): rows are counted from it, not from the batch.
     counted: Option<usize>,
-    /// Whether the groups are runs of a column sorted over the scan: the groups can be
-    /// completed by [`SiftAggregateExec::complete`].
-    completes: bool,
+    /// Whether the groups are runs of a column sorted over the scan, or of one whose
+    /// blocks follow one another: the groups can be completed by
+    /// [`SiftAggregateExec::complete`].
+    completes: Option<complete::Completion>,
     /// The files scanned, for errors.
     source: String,
 }
@@ -859,7 +872,7 @@ impl SiftAggregateExec {
     }
 
     /// The aggregation's results (in `schema`, the final phase's), grouped by the runs of
-    /// a column sorted over the scan ([`Spec::completes`]); see [`complete`].
+    /// a column sorted or clustered over the scan ([`Spec::completes`]); see [`complete`].
     fn complete(
         input: Arc<dyn ExecutionPlan>,
         spec: Arc<Spec>,
@@ -2094,7 +2107,7 @@ mod tests {
             names: Vec::new(),
             group_names: Vec::new(),
             counted: None,
-            completes: false,
+            completes: None,
             source: String::new(),
         };
         let schema = Arc::new(datafusion::arrow::datatypes::Schema::new(vec![
@@ -2240,7 +2253,7 @@ mod tests {
                 names: Vec::new(),
                 group_names: Vec::new(),
                 counted: None,
-                completes: false,
+                completes: None,
                 source: String::new(),
             };
             // Per group key (None: null keys): rows, sum of x * y, max of x.

@@ -306,6 +306,39 @@ impl SiftScanExec {
         })
     }
 
+    /// The zone maps of the returned column `c` where it is [`clustered`](Self::clustered)
+    /// and holds no null. `None` where a block has nulls or bounds that are not 64-bit
+    /// integers, or the scan returns its rows last first.
+    pub(crate) fn clustered_zones(&self, c: usize) -> Option<ClusteredZones> {
+        if self.reversed() {
+            return None;
+        }
+        let name = self.schema().field(c).name().clone();
+        let zones = block_zones(&self.files, &self.all_blocks(), &name);
+        let descending = [false, true].into_iter().find(|&descending| {
+            ChunkStats::follow_over(zones.iter().map(Option::as_deref), descending)
+        })?;
+        let mut bounds = zones.iter().map(|z| {
+            let z = z.as_deref().filter(|z| z.null_count == 0)?;
+            let (Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) = (&z.min, &z.max) else {
+                return None;
+            };
+            Some((i64::try_from(*lo).ok()?, i64::try_from(*hi).ok()?))
+        });
+        let partitions = (self.partitions.iter())
+            .map(|blocks| {
+                bounds
+                    .by_ref()
+                    .take(blocks.len())
+                    .collect::<Option<Vec<_>>>()
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(ClusteredZones {
+            descending,
+            partitions,
+        })
+    }
+
     /// Whether every scanned file found its sorted columns so from their values
     /// ([`Table::sorted_from_values`](sift_scan::Table::sorted_from_values)).
     fn sorted_from_values(&self) -> bool {
@@ -677,6 +710,16 @@ pub(crate) struct TopKFilter {
     pub(crate) descending: bool,
     /// Whether it reads the scan through filters and projections only.
     pub(crate) direct: bool,
+}
+
+/// The zone maps of a column whose blocks follow one another
+/// ([`SiftScanExec::clustered_zones`]).
+#[derive(Debug)]
+pub(crate) struct ClusteredZones {
+    /// Whether the blocks descend.
+    pub(crate) descending: bool,
+    /// Per partition, each block's (least, greatest) value, in the scan's order.
+    pub(crate) partitions: Vec<Vec<(i64, i64)>>,
 }
 
 /// One block of a partition: its file, its index there, and its rows in that file.

@@ -1867,7 +1867,7 @@ fn sorted_wide_group_keys_are_grouped_by_runs() {
         ("select o, u, count(*) from t group by o, u", Key::Neither),
     ];
     runtime().block_on(async {
-        for (path, declared) in [(&sift, true), (&parquet, false)] {
+        for path in [&sift, &parquet] {
             for threads in [1, 3] {
                 let ctx = session(threads);
                 let table = SiftTable::open(&path.to_string_lossy()).expect("open");
@@ -1878,10 +1878,11 @@ fn sorted_wide_group_keys_are_grouped_by_runs() {
                     assert_eq!(rows(&ctx, sql).await, want, "{on}");
                     let (_, text) = executed_plan(&ctx, sql).await;
                     // The Sift file's `o` is sorted, by its statistics: its groups are
-                    // completed next to the scan (an average divided there). A key only
-                    // clustered has its runs merged by DataFusion's final phase.
-                    let complete = key == Key::Sorted && declared;
+                    // completed next to the scan batch by batch (an average divided
+                    // there). A key only clustered (the Parquet file's `o`, and `w`) is
+                    // completed block by block.
                     let runs = key != Key::Neither;
+                    let complete = runs;
                     assert_eq!(text.contains("SiftAggregate"), runs, "{on}\n{text}");
                     assert_eq!(text.contains("mode=complete"), complete, "{on}\n{text}");
                     if runs {
@@ -1893,6 +1894,59 @@ fn sorted_wide_group_keys_are_grouped_by_runs() {
     });
 }
 
+/// A session of `threads` with `path` as `t`, read in batches of `batch_size`, in which
+/// each of `queries` returns `reference`'s rows and is completed next to the scan, unless
+/// DataFusion spreads the scan's batches over the threads (fewer blocks than threads) and
+/// aggregates them itself.
+async fn complete_session(
+    path: &Path,
+    reference: &SessionContext,
+    queries: &[&str],
+    threads: usize,
+    batch_size: usize,
+) -> SessionContext {
+    let ctx = session(threads);
+    let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+    ctx.register_table("t", Arc::new(table)).expect("register");
+    ctx.sql(&format!(
+        "set datafusion.execution.batch_size = {batch_size}"
+    ))
+    .await
+    .expect("set");
+    for sql in queries {
+        let on = format!("{sql} with {threads} threads");
+        assert_eq!(rows(&ctx, sql).await, rows(reference, sql).await, "{on}");
+        let (_, text) = executed_plan(&ctx, sql).await;
+        let spread = text.contains("RoundRobinBatch");
+        assert_eq!(
+            text.contains("SiftAggregate: mode=complete"),
+            !spread,
+            "{on}\n{text}"
+        );
+        assert_eq!(text.contains("AggregateExec"), spread, "{on}\n{text}");
+    }
+    ctx
+}
+
+/// Writes `batch` to the Parquet file `path`, one row group per length of `lens`.
+fn write_row_groups(
+    path: &Path,
+    batch: &RecordBatch,
+    lens: &[usize],
+    props: Option<parquet::file::properties::WriterProperties>,
+) {
+    let file = std::fs::File::create(path).expect("create parquet");
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(file, batch.schema(), props).expect("parquet writer");
+    let mut at = 0;
+    for &len in lens {
+        w.write(&batch.slice(at, len)).expect("write parquet");
+        w.flush().expect("row group");
+        at += len;
+    }
+    w.close().expect("close parquet");
+}
+
 /// Sorted keys in runs of random lengths (two runs already span too wide a range to
 /// index), with values that hold nulls.
 fn sorted_runs_batch(runs: &[(u8, u16)], nulls: u8) -> RecordBatch {
@@ -1902,11 +1956,14 @@ fn sorted_runs_batch(runs: &[(u8, u16)], nulls: u8) -> RecordBatch {
         key += 70_000 + i64::from(gap);
         keys.extend(std::iter::repeat_n(key, usize::from(len)));
     }
+    keyed_batch(keys, |i| i * 7_919 % 100 >= i64::from(nulls))
+}
+
+/// The group key `o` with an `Int32` argument `v`, valid in row `i` where `valid(i)`,
+/// and a decimal one `q`.
+fn keyed_batch(keys: Vec<i64>, valid: impl Fn(i64) -> bool) -> RecordBatch {
     let n = keys.len() as i64;
-    let v = Int32Array::from_iter(
-        (0..n)
-            .map(|i| (i * 7_919 % 100 >= i64::from(nulls)).then_some((i * 31 % 201 - 100) as i32)),
-    );
+    let v = Int32Array::from_iter((0..n).map(|i| valid(i).then_some((i * 31 % 201 - 100) as i32)));
     let q = Decimal128Array::from_iter_values((0..n).map(|i| i128::from(i * 37 % 10_000)))
         .with_precision_and_scale(15, 2)
         .expect("decimal");
@@ -1947,22 +2004,7 @@ proptest::proptest! {
             "select o, avg(q), avg(v), max(q) from t group by o",
         ];
         runtime().block_on(async {
-            let ctx = session(threads);
-            let table = SiftTable::open(&path.to_string_lossy()).expect("open");
-            ctx.register_table("t", Arc::new(table)).expect("register");
-            ctx.sql(&format!("set datafusion.execution.batch_size = {batch_size}"))
-                .await
-                .expect("set");
-            for sql in queries {
-                let on = format!("{sql} with {threads} threads");
-                assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await, "{on}");
-                let (_, text) = executed_plan(&ctx, sql).await;
-                // Fewer blocks than threads: DataFusion spreads the scan's batches over
-                // the threads, and aggregates them itself.
-                let spread = text.contains("RoundRobinBatch");
-                assert_eq!(text.contains("SiftAggregate: mode=complete"), !spread, "{on}\n{text}");
-                assert_eq!(text.contains("AggregateExec"), spread, "{on}\n{text}");
-            }
+            let ctx = complete_session(&path, &reference, &queries, threads, batch_size).await;
             let sql = "select o, sum(q), min(v) from t group by o order by o";
             let got = ordered_rows(&ctx, sql).await.expect(sql);
             assert_eq!(got, ordered_rows(&reference, sql).await.expect(sql), "{threads}");
@@ -1971,6 +2013,78 @@ proptest::proptest! {
             let spread = text.contains("RoundRobinBatch");
             assert_eq!(text.contains("mode=complete"), !spread, "{threads}\n{text}");
         });
+    }
+}
+
+/// A key whose blocks follow one another (each block's values from its least, at or
+/// above the block before's greatest, or the mirror of that descending), its rows
+/// shuffled within a block or not, and a value on either side of two blocks where
+/// `touch`; with an `Int32` argument holding nulls and a decimal one.
+fn clustered_blocks_batch(blocks: &[(u8, u8, bool, bool)], descending: bool) -> RecordBatch {
+    let mut keys: Vec<i64> = Vec::new();
+    let mut last = -3_000_000i64;
+    for (b, &(len, width, touch, shuffle)) in blocks.iter().enumerate() {
+        // The first block starts apart from the second's start, so that the key spans
+        // too wide a range to index.
+        let start = match touch && b > 1 {
+            true => last,
+            false => last + 70_000,
+        };
+        let n = i64::from(len);
+        let mut block: Vec<i64> = (0..n)
+            .map(|i| start + (i * 7 + i64::from(width) * i / 3) % (i64::from(width) + 1) * 1_000)
+            .collect();
+        // The first row holds the block's least value, which `touch` shares.
+        block[0] = start;
+        block.sort_unstable();
+        if shuffle {
+            let mut keyed: Vec<(usize, i64)> = (block.iter().enumerate())
+                .map(|(i, &k)| ((i * 7_919 + 13) % 1_009, k))
+                .collect();
+            keyed.sort_unstable();
+            block = keyed.into_iter().map(|(_, k)| k).collect();
+        }
+        last = block.iter().copied().max().unwrap_or(start);
+        keys.extend(block);
+    }
+    if descending {
+        keys.reverse();
+        keys.iter_mut().for_each(|k| *k = -*k);
+    }
+    keyed_batch(keys, |i| i % 9 != 4)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Groups by a key only clustered (a Parquet file's row groups follow one another by
+    /// their statistics, rows in any order within each) completed block by block next to
+    /// the scan equal DataFusion's, whatever the blocks, their order within, values
+    /// shared by two blocks, the batches' length and the partitions.
+    #[test]
+    fn clustered_blocks_complete_their_groups(
+        blocks in proptest::collection::vec((1u8..120, 0u8..40, proptest::bool::ANY, proptest::bool::ANY), 2..12),
+        descending in proptest::bool::ANY,
+        batch_size in 8usize..300,
+        threads in 1usize..4,
+    ) {
+        let batch = clustered_blocks_batch(&blocks, descending);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.parquet");
+        // One row group per block.
+        let mut lens: Vec<usize> = blocks.iter().map(|b| usize::from(b.0)).collect();
+        if descending {
+            lens.reverse();
+        }
+        write_row_groups(&path, &batch, &lens, None);
+        let reference = SessionContext::new();
+        register_in_memory(&reference, "t", &batch);
+        let queries = [
+            "select o, count(*), count(v), sum(q), sum(v), min(v), max(v) from t group by o",
+            "select o, avg(q), avg(v) from t where v > 20 group by o",
+            "select o from t group by o having count(*) > 2",
+        ];
+        runtime().block_on(complete_session(&path, &reference, &queries, threads, batch_size));
     }
 }
 
@@ -2068,6 +2182,94 @@ fn a_false_sort_declaration_fails_complete_groups() {
                 "{threads}: {err}"
             );
         }
+    });
+}
+
+/// Row groups whose statistics say they follow one another while one holds a value past
+/// its stated bound: the groups completed block by block stop with an error naming the
+/// file and column, never a group emitted twice. A clustered key holding a null is not
+/// completed block by block (its null group may lie anywhere), and is aggregated right.
+#[test]
+fn clustered_blocks_that_break_their_statistics_fail() {
+    use parquet::file::properties::EnabledStatistics;
+    // The first row group's greatest value, written in the footer's statistics only, is
+    // replaced there by a smaller one; its rows are not in order, and 3,000, complete
+    // before the row past the stated bound, comes again after it.
+    const GREATEST: i64 = 0x0102_0304_0506_0708;
+    const STATED: i64 = 0x0000_0100_0000_0000;
+    let first = [3_000, 5_000, GREATEST, 3_000, 4_000, 5_000];
+    let second = [GREATEST + 9_000, GREATEST + 7_000];
+    let keys: Vec<i64> = first.iter().chain(&second).copied().collect();
+    let n = keys.len() as i64;
+    let batch = RecordBatch::try_from_iter([
+        ("o", Arc::new(Int64Array::from(keys.clone())) as ArrayRef),
+        ("v", Arc::new(Int64Array::from_iter_values(0..n))),
+    ])
+    .expect("batch");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_dictionary_enabled(false)
+        .build();
+    let lens = [first.len(), second.len()];
+    write_row_groups(&path, &batch, &lens, Some(props));
+    let mut bytes = std::fs::read(&path).expect("read parquet");
+    let footer = bytes.len()
+        - 8
+        - u32::from_le_bytes(
+            bytes[bytes.len() - 8..bytes.len() - 4]
+                .try_into()
+                .expect("len"),
+        ) as usize;
+    let (from, to) = (GREATEST.to_le_bytes(), STATED.to_le_bytes());
+    let mut replaced = 0;
+    for at in footer..bytes.len() - 8 {
+        if bytes[at..at + 8] == from {
+            bytes[at..at + 8].copy_from_slice(&to);
+            replaced += 1;
+        }
+    }
+    assert!(replaced > 0, "the footer holds the bound");
+    std::fs::write(&path, &bytes).expect("write parquet");
+    let sql = "select o, count(*), sum(v) from t group by o";
+    runtime().block_on(async {
+        let ctx = session(1);
+        let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+        ctx.register_table("t", Arc::new(table)).expect("register");
+        let plan = physical_plan(&ctx, sql).await;
+        let text = displayable(plan.as_ref()).indent(true).to_string();
+        assert!(text.contains("mode=complete"), "{text}");
+        let err = datafusion::physical_plan::collect(plan, ctx.task_ctx())
+            .await
+            .expect_err("a value past its block's bound");
+        let err = err.to_string();
+        assert!(
+            err.contains("t.parquet") && err.contains("column o") && err.contains("bounds"),
+            "{err}"
+        );
+    });
+    // The same keys with a null, statistics true: not complete, and right.
+    let with_null = RecordBatch::try_from_iter([
+        (
+            "o",
+            Arc::new(Int64Array::from_iter(
+                keys.iter().enumerate().map(|(i, &k)| (i != 2).then_some(k)),
+            )) as ArrayRef,
+        ),
+        ("v", Arc::new(Int64Array::from_iter_values(0..n))),
+    ])
+    .expect("batch");
+    write_row_groups(&path, &with_null, &lens, None);
+    let reference = SessionContext::new();
+    register_in_memory(&reference, "t", &with_null);
+    runtime().block_on(async {
+        let ctx = session(1);
+        let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+        ctx.register_table("t", Arc::new(table)).expect("register");
+        assert_eq!(rows(&ctx, sql).await, rows(&reference, sql).await);
+        let (_, text) = executed_plan(&ctx, sql).await;
+        assert!(text.contains("SiftAggregate: mode=partial"), "{text}");
     });
 }
 

@@ -1,5 +1,5 @@
-//! The whole of an aggregation grouped by the runs of a column sorted over the scan,
-//! computed next to the scan: no final phase.
+//! The whole of an aggregation grouped by the runs of a column sorted over the scan, or
+//! clustered block by block, computed next to the scan: no final phase.
 //!
 //! A scan's partitions are stretches of consecutive blocks, so over a column sorted from
 //! block to block and within each, a value's rows follow one another in one partition's
@@ -20,7 +20,16 @@
 //! The column's order is checked batch by batch: a value out of order (a file whose
 //! statistics say wrongly that it is sorted) is an error naming the column, never a
 //! wrong result.
+//!
+//! A column whose blocks follow one another by their zone maps but whose rows within a
+//! block may be in any order (a key a Parquet writer wrote in order without declaring it)
+//! is completed block by block instead ([`Completion::Blocks`]): a block's groups are
+//! held until a row past the block's bound shows that the scan has left it, then sorted
+//! by value if they were not in order and emitted, but the last, which the next block may
+//! continue (zone maps may touch). A value before the groups already emitted or past the
+//! last block's bound (statistics that lie) is an error, never a group emitted twice.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -45,7 +54,19 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use futures::StreamExt;
 
-use super::{Aggregate, GroupColumn, SiftAggregateExec, Spec, State};
+use super::{Aggregate, GroupColumn, SiftAggregateExec, Spec, State, int_values};
+use crate::exec::ClusteredZones;
+
+/// How the runs of a column become complete groups.
+#[derive(Debug)]
+pub(super) enum Completion {
+    /// The column is sorted over the scan: a batch's groups are complete, but its last.
+    Sorted,
+    /// The column's blocks follow one another by their zone maps, without nulls, its rows
+    /// in any order within a block: a block's groups are complete once the scan has
+    /// passed it.
+    Blocks(ClusteredZones),
+}
 
 /// How complete groups' partial states become results (in the final phase's schema): a
 /// state that is its result is taken as it is, and an `AVG`'s (count, sum) is divided as
@@ -292,7 +313,7 @@ fn completed(node: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPlan>> {
         input = c.input();
     }
     let partial = input.downcast_ref::<SiftAggregateExec>()?;
-    if partial.boundaries.is_some() || !partial.spec.completes {
+    if partial.boundaries.is_some() || partial.spec.completes.is_none() {
         return None;
     }
     let spec = &partial.spec;
@@ -388,6 +409,22 @@ impl State {
         held
     }
 
+    /// Moves the first `k` groups (of runs) to the end of `to`'s.
+    fn move_groups(&mut self, k: usize, to: &mut State) {
+        // Copied as slices, then removed: a drain's items would be moved one at a time.
+        fn front<T: Copy>(from: &mut Vec<T>, k: usize, to: &mut Vec<T>) {
+            to.extend_from_slice(&from[..k]);
+            from.drain(..k);
+        }
+        front(&mut self.run_keys, k, &mut to.run_keys);
+        for (from, acc) in self.accs.iter_mut().zip(&mut to.accs) {
+            front(&mut from.counts, k, &mut acc.counts);
+            front(&mut from.ints, k, &mut acc.ints);
+            front(&mut from.floats, k, &mut acc.floats);
+            front(&mut from.set, k, &mut acc.set);
+        }
+    }
+
     /// Adds `held` as the last group, merged into it when it has the same value.
     fn push_held(&mut self, spec: &Spec, held: &Held) {
         let merge = !self.run_keys.is_empty() && self.run_keys.last() == Some(&held.key);
@@ -425,6 +462,10 @@ pub(super) fn stream(
     partition: usize,
 ) -> Result<SendableRecordBatchStream> {
     let hold_first = boundaries.partitions > 1;
+    let blocks = match &spec.completes {
+        Some(Completion::Blocks(blocks)) => Some(BlockCursor::new(blocks, partition)?),
+        _ => None,
+    };
     let run = Run {
         input,
         spec,
@@ -436,6 +477,9 @@ pub(super) fn stream(
         hold_first,
         held: Vec::new(),
         descending: None,
+        blocks,
+        batch_state: None,
+        ready: VecDeque::new(),
         ended: false,
         left: false,
     };
@@ -454,15 +498,25 @@ struct Run {
     results: Arc<Results>,
     boundaries: Arc<Boundaries>,
     partition: usize,
-    /// The groups not emitted yet: the last batch's last, carried into the next.
+    /// The groups not emitted yet: the last batch's last, carried into the next; with
+    /// [`Completion::Blocks`], those of the blocks not passed yet but the last batch's
+    /// last.
     state: Option<State>,
     /// Whether the partition's first group is held for the merge with the partition
     /// before (there is one).
     hold_first: bool,
     /// The partition's first group once complete (with `hold_first`).
     held: Vec<Held>,
-    /// The column's direction, once two values have told it.
+    /// The column's direction, once two values have told it ([`Completion::Sorted`]).
     descending: Option<bool>,
+    /// With [`Completion::Blocks`]: the partition's blocks, and which the scan is in.
+    blocks: Option<BlockCursor>,
+    /// With [`Completion::Blocks`]: the batch's groups, which move to `state` but the
+    /// last, carried into the next batch. Adding a batch costs what its groups do, not
+    /// what all the groups of the block so far do.
+    batch_state: Option<State>,
+    /// Complete groups not returned yet.
+    ready: VecDeque<RecordBatch>,
     /// Whether the stream has ended (its input, or an error).
     ended: bool,
     /// Whether the held groups were left in `boundaries`.
@@ -480,7 +534,13 @@ impl Drop for Run {
 impl Run {
     /// The next batch of complete groups; `None` at the end.
     async fn next(&mut self) -> Option<Result<RecordBatch>> {
-        while !self.ended {
+        loop {
+            if let Some(batch) = self.ready.pop_front() {
+                return Some(Ok(batch));
+            }
+            if self.ended {
+                return None;
+            }
             let out = match self.input.next().await {
                 Some(batch) => batch.and_then(|b| self.add(&b)),
                 None => {
@@ -488,53 +548,183 @@ impl Run {
                     self.finish()
                 }
             };
-            match out {
-                Ok(None) => {}
-                Ok(Some(batch)) => return Some(Ok(batch)),
-                Err(e) => {
-                    self.ended = true;
-                    return Some(Err(e));
-                }
+            if let Err(e) = out {
+                self.ended = true;
+                self.ready.clear();
+                return Some(Err(e));
             }
         }
-        None
     }
 
-    /// Adds a batch; returns the groups it completed.
-    fn add(&mut self, batch: &RecordBatch) -> Result<Option<RecordBatch>> {
-        let state = match &mut self.state {
+    /// The partition's state, made for `batch`'s schema on its first batch.
+    fn state(&mut self, batch: &RecordBatch) -> Result<&mut State> {
+        let state = match self.state.take() {
             Some(state) => state,
             None => {
                 let mut state = State::new(&self.spec, batch.schema())?;
                 // Runs of a sorted column are its values' groups: never regrouped.
                 state.regroup = Some(false);
-                self.state.insert(state)
+                state
             }
         };
-        state.add(&self.spec, batch)?;
-        check_order(&state.run_keys, &mut self.descending, &self.spec)?;
-        let groups = state.groups();
-        if self.hold_first && self.held.is_empty() && groups > 1 {
+        Ok(self.state.insert(state))
+    }
+
+    /// Adds a batch, making ready the groups it completed.
+    fn add(&mut self, batch: &RecordBatch) -> Result<()> {
+        if self.blocks.is_some() {
+            return self.add_blocks(batch);
+        }
+        let spec = Arc::clone(&self.spec);
+        let mut descending = self.descending;
+        let state = self.state(batch)?;
+        state.add(&spec, batch)?;
+        check_order(&state.run_keys, &mut descending, &spec)?;
+        self.descending = descending;
+        self.emit()
+    }
+
+    /// Adds a batch of a column whose blocks follow one another: the rows up to the first
+    /// past the current block's bounds join the block's groups, which are then complete
+    /// (but the greatest, whose value the next block may hold too), and so on block by
+    /// block. Where the rows lie in the scan's blocks is thus told from their values and
+    /// the zone maps alone: rows of a block come before those of the next, so a row past
+    /// a block's bounds and every row after it are in later blocks.
+    fn add_blocks(&mut self, batch: &RecordBatch) -> Result<()> {
+        let [GroupColumn::Runs(c)] = self.spec.groups.as_slice() else {
+            return Err(DataFusionError::Internal(
+                "complete blocks without one run column".to_string(),
+            ));
+        };
+        let array = batch.column(*c);
+        if array.null_count() > 0 {
+            return Err(self.misstated(&"a null"));
+        }
+        let keys = int_values(array)?;
+        let spec = Arc::clone(&self.spec);
+        let mut start = 0;
+        loop {
+            let Some(cursor) = &self.blocks else {
+                return Ok(());
+            };
+            let past = (keys[start..].iter()).position(|&k| cursor.past(k));
+            let split = past.map_or(keys.len(), |p| start + p);
+            if split > start {
+                self.state(batch)?;
+                let adding = match self.batch_state.take() {
+                    Some(adding) => adding,
+                    None => State::new(&spec, batch.schema())?,
+                };
+                let adding = self.batch_state.insert(adding);
+                adding.add(&spec, &batch.slice(start, split - start))?;
+                if let Some(state) = &mut self.state {
+                    adding.move_groups(adding.groups().saturating_sub(1), state);
+                }
+            }
+            if split == keys.len() {
+                return Ok(());
+            }
+            self.complete_block()?;
+            let Some(cursor) = &mut self.blocks else {
+                return Ok(());
+            };
+            cursor.at += 1;
+            if cursor.at == cursor.zones.len() {
+                return Err(self.misstated(&keys[split]));
+            }
+            start = split;
+        }
+    }
+
+    /// Completes the groups of the blocks passed: in the column's order (sorted if the
+    /// rows were not), every one but the last made ready.
+    fn complete_block(&mut self) -> Result<()> {
+        let (Some(state), Some(cursor)) = (&mut self.state, &mut self.blocks) else {
+            return Ok(());
+        };
+        if let Some(adding) = &mut self.batch_state {
+            adding.move_groups(adding.groups(), state);
+        }
+        let descending = cursor.descending;
+        let before = move |a: i64, b: i64| if descending { a > b } else { a < b };
+        let keys = &state.run_keys;
+        let in_order = (keys.windows(2)).all(|w| matches!(w, [Some(a), Some(b)] if before(*a, *b)));
+        if !in_order {
+            let mut all: Vec<Held> = (0..state.groups())
+                .rev()
+                .map(|g| state.take_group(g))
+                .collect();
+            all.sort_by(|a, b| match descending {
+                false => a.key.cmp(&b.key),
+                true => b.key.cmp(&a.key),
+            });
+            state.clear_groups();
+            for held in &all {
+                state.push_held(&self.spec, held);
+            }
+        }
+        // A value before the last block's carried group, or before the partition's first
+        // block, could be a group already made ready, or one of the partition before.
+        let first = state.run_keys.first().copied().flatten();
+        if let Some(first) = first
+            && before(first, cursor.floor)
+        {
+            return Err(self.misstated(&first));
+        }
+        if let Some(Some(last)) = state.run_keys.last() {
+            cursor.floor = *last;
+        }
+        self.emit()?;
+        // The carried group goes back to the batches' state, which the next run of its
+        // value continues.
+        if let (Some(state), Some(adding)) = (&mut self.state, &mut self.batch_state) {
+            state.move_groups(state.groups(), adding);
+        }
+        Ok(())
+    }
+
+    /// The error for a value of the run column (or a null) outside the zone maps'
+    /// bounds of the blocks it was read from.
+    fn misstated(&self, value: &dyn fmt::Display) -> DataFusionError {
+        let column = self.spec.group_names.first().map_or("?", String::as_str);
+        DataFusionError::Execution(format!(
+            "cannot aggregate {}: column {column} holds {value}, outside the bounds its \
+             statistics give the block it is in",
+            self.spec.source
+        ))
+    }
+
+    /// Makes ready the state's groups but the last, which the next batch (or block) may
+    /// continue and is carried; the partition's first is held (with `hold_first`).
+    fn emit(&mut self) -> Result<()> {
+        let Some(state) = &mut self.state else {
+            return Ok(());
+        };
+        if self.hold_first && self.held.is_empty() && state.groups() > 1 {
             self.held.push(state.take_group(0));
         }
         let carried = match state.groups() {
             0 => None,
             n => Some(state.take_group(n - 1)),
         };
-        let out = match state.groups() {
-            0 => None,
-            _ => Some(self.results.finish(state, &self.spec, &self.schema)?),
-        };
+        if state.groups() > 0 {
+            let batch = self.results.finish(state, &self.spec, &self.schema)?;
+            self.ready.push_back(batch);
+        }
         state.clear_groups();
         if let Some(carried) = &carried {
             state.push_held(&self.spec, carried);
         }
-        Ok(out)
+        Ok(())
     }
 
-    /// Leaves the held groups; when this partition is the last to finish, returns every
-    /// partition's held groups merged.
-    fn finish(&mut self) -> Result<Option<RecordBatch>> {
+    /// Leaves the held groups; when this partition is the last to finish, makes ready
+    /// every partition's held groups merged.
+    fn finish(&mut self) -> Result<()> {
+        self.complete_block()?;
+        if let (Some(state), Some(adding)) = (&mut self.state, &mut self.batch_state) {
+            adding.move_groups(adding.groups(), state);
+        }
         let mut held = std::mem::take(&mut self.held);
         if let Some(state) = &mut self.state
             && state.groups() > 0
@@ -543,10 +733,10 @@ impl Run {
         }
         self.left = true;
         let Some(mut all) = self.boundaries.leave(self.partition, held)? else {
-            return Ok(None);
+            return Ok(());
         };
         if all.is_empty() {
-            return Ok(None);
+            return Ok(());
         }
         all.sort_by_key(|h| h.key);
         let mut state = match self.state.take() {
@@ -557,7 +747,52 @@ impl Run {
         for h in &all {
             state.push_held(&self.spec, h);
         }
-        (self.results.finish(&mut state, &self.spec, &self.schema)).map(Some)
+        let batch = self.results.finish(&mut state, &self.spec, &self.schema)?;
+        self.ready.push_back(batch);
+        Ok(())
+    }
+}
+
+/// Where a partition's scan is among its blocks ([`Completion::Blocks`]).
+struct BlockCursor {
+    descending: bool,
+    /// The partition's blocks' (least, greatest) values, in the scan's order.
+    zones: Vec<(i64, i64)>,
+    /// The block the scan is in.
+    at: usize,
+    /// No value may come before this one: the partition's first block's bound, then the
+    /// value of the group carried from the blocks passed.
+    floor: i64,
+}
+
+impl BlockCursor {
+    fn new(blocks: &ClusteredZones, partition: usize) -> Result<Self> {
+        let zones = blocks
+            .partitions
+            .get(partition)
+            .cloned()
+            .unwrap_or_default();
+        let Some(&(lo, hi)) = zones.first() else {
+            return Err(DataFusionError::Internal(format!(
+                "no blocks of partition {partition} of a complete aggregation"
+            )));
+        };
+        Ok(BlockCursor {
+            descending: blocks.descending,
+            zones,
+            at: 0,
+            floor: if blocks.descending { hi } else { lo },
+        })
+    }
+
+    /// Whether `key` lies past the current block: greater than its greatest value (less
+    /// than its least, descending).
+    fn past(&self, key: i64) -> bool {
+        let (lo, hi) = self.zones[self.at];
+        match self.descending {
+            false => key > hi,
+            true => key < lo,
+        }
     }
 }
 
