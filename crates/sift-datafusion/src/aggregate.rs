@@ -1795,6 +1795,7 @@ fn accumulate(a: &Aggregate, acc: &mut Acc, batch: &Batch, sums: &mut HashMap<us
                     let max_abs = lanes[*node].max_abs().unwrap_or(i128::MAX);
                     match nulls {
                         None => add_ints(ids, v, max_abs, &mut s),
+                        Some(n) if s.len() == 1 => s[0] += sum_valid(v, n, max_abs),
                         Some(n) => {
                             // A null's slot may hold anything: it is summed as 0.
                             let mut masked = v.to_vec();
@@ -1842,6 +1843,7 @@ fn valid_words(nulls: &NullBuffer) -> impl Iterator<Item = u64> + '_ {
 }
 
 /// Sets the slots of `values` that `nulls` marks null to zero, without a branch per row.
+#[inline(always)]
 fn zero_nulls<T>(values: &mut [T], nulls: &NullBuffer)
 where
     T: Copy + Default + std::ops::Not<Output = T> + std::ops::BitAndAssign,
@@ -1979,6 +1981,27 @@ fn each_valid(
             }
         }
     }
+}
+
+/// The sum of the values of the rows `nulls` marks valid (a null's slot may hold
+/// anything), without a copy of the values: each word of 64 rows masked by its validity
+/// bits and summed on `i64`, which holds it while `max_abs` (bounding every value) times
+/// the batch's rows does.
+#[inline(always)]
+fn sum_valid(values: &[i64], nulls: &NullBuffer, max_abs: i128) -> i128 {
+    let fits = max_abs
+        .checked_mul(values.len() as i128)
+        .is_some_and(|t| t < i128::from(i64::MAX));
+    let mut total = 0i128;
+    for (chunk, word) in values.chunks(64).zip(valid_words(nulls)) {
+        let masked = (chunk.iter().enumerate())
+            .map(|(i, &x)| x & 0i64.wrapping_sub(((word >> i) & 1) as i64));
+        match fits {
+            true => total += i128::from(masked.sum::<i64>()),
+            false => total += masked.map(i128::from).sum::<i128>(),
+        }
+    }
+    total
 }
 
 /// Adds each value to its group's sum. Four interleaved partial sums per group, so that
