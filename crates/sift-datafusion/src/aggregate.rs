@@ -42,9 +42,12 @@
 //!   nulls, any order within a block), each block's groups are completed once the scan
 //!   has passed the block's zone-map bound, sorted by value if its rows were not in order
 //!   (a value outside its block's bounds is an error). tpchgen's Parquet orders grouped
-//!   by `o_orderkey` (row groups of 93,750 rows): one thread 140–158 -> 80–89 ms (111–119
-//!   with `sift.scan_aggregates` off), two threads 88–101 -> 43–54 ms (83–86 off); TPC-H
-//!   Q18 on tpchgen's Parquet: one thread 233–239 -> 139–152 ms, two 147–161 -> 92–116.
+//!   by `o_orderkey` (row groups of 93,750 rows): one thread 132–136 -> 75–78 ms (100–109
+//!   with `sift.scan_aggregates` off), two threads 81–87 -> 41–51 ms; TPC-H Q18 on
+//!   tpchgen's Parquet: one thread 205–255 -> 136–142 ms, two 120–158 -> 75–95. A key
+//!   whose rows are shuffled within its blocks pays for sorting each block's groups: the
+//!   same orders with each row group's rows permuted, 133–135 -> 148–151 ms (101–103
+//!   off).
 //! - **Compiled for the CPU.** Adding a batch ([`State`]'s `add`, with the loops it
 //!   inlines) is compiled once per instruction-set level and run at the one the CPU has
 //!   ([`compiled_for_active`](sift_bits::dispatch::compiled_for_active)): the products of

@@ -54,7 +54,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream};
 use futures::StreamExt;
 
-use super::{Aggregate, GroupColumn, SiftAggregateExec, Spec, State, int_values};
+use super::{Acc, Aggregate, GroupColumn, SiftAggregateExec, Spec, State, int_values};
 use crate::exec::ClusteredZones;
 
 /// How the runs of a column become complete groups.
@@ -450,6 +450,76 @@ impl State {
             }
         }
     }
+
+    /// Sorts the groups (of runs) by value, descending with `descending`, the groups of
+    /// one value merged: each aggregate's states gathered in the sorted order, column by
+    /// column, into `scratch`'s buffers, which then hold the states before (kept from
+    /// block to block: fresh ones would be faulted in again each time).
+    fn sort_groups(&mut self, spec: &Spec, descending: bool, scratch: &mut SortScratch) {
+        // Nulls (`i64::MIN` here) are not grouped by blocks; the index keeps them apart.
+        let order = &mut scratch.order;
+        order.clear();
+        order.extend(
+            (self.run_keys.iter())
+                .enumerate()
+                .map(|(g, &k)| (k.unwrap_or(i64::MIN), k.is_some(), g as u32)),
+        );
+        order.sort_unstable();
+        if descending {
+            order.reverse();
+        }
+        // Each sorted group's merged group, and whether it is that group's first.
+        self.run_keys.clear();
+        let target = &mut scratch.target;
+        target.clear();
+        for &(k, valid, _) in order.iter() {
+            let k = valid.then_some(k);
+            let first = self.run_keys.last() != Some(&k);
+            if first {
+                self.run_keys.push(k);
+            }
+            target.push((self.run_keys.len() - 1, first));
+        }
+        let m = self.run_keys.len();
+        scratch.accs.resize_with(self.accs.len(), Acc::default);
+        for ((a, acc), out) in (spec.aggregates.iter().zip(&mut self.accs)).zip(&mut scratch.accs) {
+            out.counts.clear();
+            out.counts.resize(m, 0);
+            out.ints.clear();
+            out.ints.resize(m, 0);
+            out.floats.clear();
+            out.floats.resize(m, 0.0);
+            out.set.clear();
+            out.set.resize(m, false);
+            for (&(_, _, g), &(t, first)) in order.iter().zip(target.iter()) {
+                let g = g as usize;
+                out.counts[t] += acc.counts[g];
+                match a {
+                    Aggregate::MinMax { max, .. } => {
+                        if acc.set[g] {
+                            out.fold_extreme(t, acc.ints[g], *max);
+                        }
+                    }
+                    // A group's first state is taken as it is (0.0 + -0.0 would lose
+                    // the sign).
+                    _ if first => (out.ints[t], out.floats[t]) = (acc.ints[g], acc.floats[g]),
+                    _ => {
+                        out.ints[t] += acc.ints[g];
+                        out.floats[t] += acc.floats[g];
+                    }
+                }
+            }
+            std::mem::swap(acc, out);
+        }
+    }
+}
+
+/// Buffers of [`State::sort_groups`], kept from block to block.
+#[derive(Default)]
+struct SortScratch {
+    order: Vec<(i64, bool, u32)>,
+    target: Vec<(usize, bool)>,
+    accs: Vec<Acc>,
 }
 
 /// The stream of complete groups of `partition`.
@@ -463,7 +533,7 @@ pub(super) fn stream(
 ) -> Result<SendableRecordBatchStream> {
     let hold_first = boundaries.partitions > 1;
     let blocks = match &spec.completes {
-        Some(Completion::Blocks(blocks)) => Some(BlockCursor::new(blocks, partition)?),
+        Some(Completion::Blocks(blocks)) => Some(BlockCursor::new(blocks, partition)),
         _ => None,
     };
     let run = Run {
@@ -479,6 +549,7 @@ pub(super) fn stream(
         descending: None,
         blocks,
         batch_state: None,
+        scratch: SortScratch::default(),
         ready: VecDeque::new(),
         ended: false,
         left: false,
@@ -515,6 +586,8 @@ struct Run {
     /// last, carried into the next batch. Adding a batch costs what its groups do, not
     /// what all the groups of the block so far do.
     batch_state: Option<State>,
+    /// With [`Completion::Blocks`]: buffers for sorting a block's groups.
+    scratch: SortScratch,
     /// Complete groups not returned yet.
     ready: VecDeque<RecordBatch>,
     /// Whether the stream has ended (its input, or an error).
@@ -629,7 +702,7 @@ impl Run {
                 return Ok(());
             };
             cursor.at += 1;
-            if cursor.at == cursor.zones.len() {
+            if cursor.at >= cursor.zones.len() {
                 return Err(self.misstated(&keys[split]));
             }
             start = split;
@@ -650,18 +723,7 @@ impl Run {
         let keys = &state.run_keys;
         let in_order = (keys.windows(2)).all(|w| matches!(w, [Some(a), Some(b)] if before(*a, *b)));
         if !in_order {
-            let mut all: Vec<Held> = (0..state.groups())
-                .rev()
-                .map(|g| state.take_group(g))
-                .collect();
-            all.sort_by(|a, b| match descending {
-                false => a.key.cmp(&b.key),
-                true => b.key.cmp(&a.key),
-            });
-            state.clear_groups();
-            for held in &all {
-                state.push_held(&self.spec, held);
-            }
+            state.sort_groups(&self.spec, descending, &mut self.scratch);
         }
         // A value before the last block's carried group, or before the partition's first
         // block, could be a group already made ready, or one of the partition before.
@@ -766,32 +828,29 @@ struct BlockCursor {
 }
 
 impl BlockCursor {
-    fn new(blocks: &ClusteredZones, partition: usize) -> Result<Self> {
-        let zones = blocks
-            .partitions
-            .get(partition)
-            .cloned()
-            .unwrap_or_default();
-        let Some(&(lo, hi)) = zones.first() else {
-            return Err(DataFusionError::Internal(format!(
-                "no blocks of partition {partition} of a complete aggregation"
-            )));
+    fn new(blocks: &ClusteredZones, partition: usize) -> Self {
+        let zones = (blocks.partitions.get(partition).cloned()).unwrap_or_default();
+        let floor = match (zones.first(), blocks.descending) {
+            (Some(&(lo, _)), false) => lo,
+            (Some(&(_, hi)), true) => hi,
+            (None, false) => i64::MIN,
+            (None, true) => i64::MAX,
         };
-        Ok(BlockCursor {
+        BlockCursor {
             descending: blocks.descending,
             zones,
             at: 0,
-            floor: if blocks.descending { hi } else { lo },
-        })
+            floor,
+        }
     }
 
     /// Whether `key` lies past the current block: greater than its greatest value (less
     /// than its least, descending).
     fn past(&self, key: i64) -> bool {
-        let (lo, hi) = self.zones[self.at];
-        match self.descending {
-            false => key > hi,
-            true => key < lo,
+        match (self.zones.get(self.at), self.descending) {
+            (Some(&(_, hi)), false) => key > hi,
+            (Some(&(lo, _)), true) => key < lo,
+            (None, _) => true,
         }
     }
 }
