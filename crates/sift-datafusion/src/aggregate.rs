@@ -22,10 +22,10 @@
 //!   partition's first such batch held more values than half its rows. TPC-H Q18
 //!   over tpchgen's Parquet lineitem (its `l_orderkey` in order, no `sorting_columns`):
 //!   one thread 260–261 -> 226–232 ms, two threads 180–233 -> 127–138 ms. Where the groups
-//!   are not completed here (below), the price is paid by a unique key, whose runs spare no row and add a final phase to DataFusion's
-//!   single pass: tpchgen's orders grouped by `o_orderkey`, one thread 98–104 ms with
-//!   `sift.scan_aggregates` off, 121–122 ms with runs (a partition reuses one state's
-//!   buffers from batch to batch).
+//!   are not completed here (below), the price is paid by a unique key, whose runs spare
+//!   no row and add a final phase to DataFusion's single pass: tpchgen's orders grouped
+//!   by `o_orderkey`, one thread 98–104 ms with `sift.scan_aggregates` off, 121–122 ms
+//!   with runs (a partition reuses one state's buffers from batch to batch).
 //! - **Complete groups from sorted runs.** Where the column is sorted over the whole scan
 //!   (found so from its values, or declared by a Parquet writer and checked), the runs
 //!   are completed here and the final phase goes ([`complete`]); an `AVG`'s state (count,
@@ -45,9 +45,9 @@
 //!   by `o_orderkey` (row groups of 93,750 rows): one thread 132–136 -> 75–78 ms (100–109
 //!   with `sift.scan_aggregates` off), two threads 81–87 -> 41–51 ms; TPC-H Q18 on
 //!   tpchgen's Parquet: one thread 205–255 -> 136–142 ms, two 120–158 -> 75–95. A key
-//!   whose rows are shuffled within its blocks pays for sorting each block's groups: the
-//!   same orders with each row group's rows permuted, 133–135 -> 148–151 ms (101–103
-//!   off).
+//!   whose rows are shuffled within its blocks gains nothing, its groups sorted block by
+//!   block (a radix sort over the block's span): the same orders with each row group's
+//!   rows permuted, 134–153 -> 136–157 ms (104–107 off).
 //! - **Compiled for the CPU.** Adding a batch ([`State`]'s `add`, with the loops it
 //!   inlines) is compiled once per instruction-set level and run at the one the CPU has
 //!   ([`compiled_for_active`](sift_bits::dispatch::compiled_for_active)): the products of
