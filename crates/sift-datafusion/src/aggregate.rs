@@ -1986,15 +1986,19 @@ fn each_valid(
     }
 }
 
+/// Whether any sum of `rows` values each at most `max_abs` in magnitude fits an `i64`.
+#[inline(always)]
+fn sums_fit_i64(max_abs: i128, rows: usize) -> bool {
+    (max_abs.checked_mul(rows as i128)).is_some_and(|t| t < i128::from(i64::MAX))
+}
+
 /// The sum of the values of the rows `nulls` marks valid (a null's slot may hold
 /// anything), without a copy of the values: each word of 64 rows masked by its validity
 /// bits and summed on `i64`, which holds it while `max_abs` (bounding every value) times
 /// the batch's rows does.
 #[inline(always)]
 fn sum_valid(values: &[i64], nulls: &NullBuffer, max_abs: i128) -> i128 {
-    let fits = max_abs
-        .checked_mul(values.len() as i128)
-        .is_some_and(|t| t < i128::from(i64::MAX));
+    let fits = sums_fit_i64(max_abs, values.len());
     let mut total = 0i128;
     for (chunk, word) in values.chunks(64).zip(valid_words(nulls)) {
         let masked = (chunk.iter().enumerate())
@@ -2013,10 +2017,7 @@ fn sum_valid(values: &[i64], nulls: &NullBuffer, max_abs: i128) -> i128 {
 /// plan was made).
 #[inline(always)]
 fn add_ints(ids: &[u32], values: &[i64], max_abs: i128, sums: &mut [i128]) {
-    let fits = max_abs
-        .checked_mul(values.len() as i128)
-        .is_some_and(|t| t < i128::from(i64::MAX));
-    if !fits {
+    if !sums_fit_i64(max_abs, values.len()) {
         for (&g, &x) in ids.iter().zip(values) {
             sums[g as usize] += i128::from(x);
         }

@@ -1,6 +1,7 @@
 //! [`SiftScanExec`]: the physical scan of a [`SiftTable`](crate::SiftTable), split into
 //! partitions of consecutive blocks that DataFusion runs on separate threads.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::fmt;
 use std::ops::Range;
@@ -301,9 +302,7 @@ impl SiftScanExec {
             &self.all_blocks(),
             self.schema().field(c).name(),
         );
-        [false, true].into_iter().any(|descending| {
-            ChunkStats::follow_over(zones.iter().map(Option::as_deref), descending)
-        })
+        following(&zones).is_some()
     }
 
     /// The zone maps of the returned column `c` where it is [`clustered`](Self::clustered)
@@ -315,9 +314,7 @@ impl SiftScanExec {
         }
         let name = self.schema().field(c).name().clone();
         let zones = block_zones(&self.files, &self.all_blocks(), &name);
-        let descending = [false, true].into_iter().find(|&descending| {
-            ChunkStats::follow_over(zones.iter().map(Option::as_deref), descending)
-        })?;
+        let descending = following(&zones)?;
         let mut bounds = zones.iter().map(|z| {
             let z = z.as_deref().filter(|z| z.null_count == 0)?;
             let (Some(Scalar::Int(lo)), Some(Scalar::Int(hi))) = (&z.min, &z.max) else {
@@ -710,6 +707,14 @@ pub(crate) struct TopKFilter {
     pub(crate) descending: bool,
     /// Whether it reads the scan through filters and projections only.
     pub(crate) direct: bool,
+}
+
+/// How `zones` (in the blocks' order) follow one another: `Some(descending)`, ascending
+/// tried first; `None` where they do neither ([`ChunkStats::follow_over`]).
+fn following(zones: &[Option<Cow<'_, ChunkStats>>]) -> Option<bool> {
+    [false, true]
+        .into_iter()
+        .find(|&descending| ChunkStats::follow_over(zones.iter().map(Option::as_deref), descending))
 }
 
 /// The zone maps of a column whose blocks follow one another

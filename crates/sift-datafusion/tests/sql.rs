@@ -2133,6 +2133,19 @@ fn complete_groups_keep_the_partitioning_a_join_relies_on() {
     });
 }
 
+/// The error of `sql` on the file `path` as `t` with `threads`, whose aggregate is
+/// planned complete next to the scan.
+async fn complete_error(path: &Path, threads: usize, sql: &str) -> String {
+    let ctx = session(threads);
+    let table = SiftTable::open(&path.to_string_lossy()).expect("open");
+    ctx.register_table("t", Arc::new(table)).expect("register");
+    let plan = physical_plan(&ctx, sql).await;
+    let text = displayable(plan.as_ref()).indent(true).to_string();
+    assert!(text.contains("mode=complete"), "{threads}\n{text}");
+    let err = datafusion::physical_plan::collect(plan, ctx.task_ctx()).await;
+    err.expect_err(sql).to_string()
+}
+
 /// A Parquet file that declares a column sorted (`sorting_columns`, which the row
 /// groups' bounds do not contradict) while two of its rows are swapped: grouping by it is
 /// an error on one partition or several, never groups split in two.
@@ -2166,17 +2179,8 @@ fn a_false_sort_declaration_fails_complete_groups() {
     write_parquet_with(&path, &batch, props);
     runtime().block_on(async {
         for threads in [1, 2, 4] {
-            let ctx = session(threads);
-            let table = SiftTable::open(&path.to_string_lossy()).expect("open");
-            ctx.register_table("t", Arc::new(table)).expect("register");
             let sql = "select o, count(*), sum(v) from t group by o";
-            let plan = physical_plan(&ctx, sql).await;
-            let text = displayable(plan.as_ref()).indent(true).to_string();
-            assert!(text.contains("mode=complete"), "{threads}\n{text}");
-            let err = datafusion::physical_plan::collect(plan, ctx.task_ctx())
-                .await
-                .expect_err("out of order");
-            let err = err.to_string();
+            let err = complete_error(&path, threads, sql).await;
             assert!(
                 err.contains("t.parquet") && err.contains("column o") && err.contains("sorted"),
                 "{threads}: {err}"
@@ -2234,16 +2238,7 @@ fn clustered_blocks_that_break_their_statistics_fail() {
     std::fs::write(&path, &bytes).expect("write parquet");
     let sql = "select o, count(*), sum(v) from t group by o";
     runtime().block_on(async {
-        let ctx = session(1);
-        let table = SiftTable::open(&path.to_string_lossy()).expect("open");
-        ctx.register_table("t", Arc::new(table)).expect("register");
-        let plan = physical_plan(&ctx, sql).await;
-        let text = displayable(plan.as_ref()).indent(true).to_string();
-        assert!(text.contains("mode=complete"), "{text}");
-        let err = datafusion::physical_plan::collect(plan, ctx.task_ctx())
-            .await
-            .expect_err("a value past its block's bound");
-        let err = err.to_string();
+        let err = complete_error(&path, 1, sql).await;
         assert!(
             err.contains("t.parquet") && err.contains("column o") && err.contains("bounds"),
             "{err}"

@@ -434,20 +434,8 @@ impl State {
         }
         let g = self.run_keys.len() - 1;
         for (i, (a, acc)) in spec.aggregates.iter().zip(&mut self.accs).enumerate() {
-            acc.counts[g] += held.counts[i];
-            match a {
-                Aggregate::MinMax { max, .. } => {
-                    if held.set[i] {
-                        acc.fold_extreme(g, held.ints[i], *max);
-                    }
-                }
-                // A new group takes the sum as it is (0.0 + -0.0 would lose the sign).
-                _ if !merge => (acc.ints[g], acc.floats[g]) = (held.ints[i], held.floats[i]),
-                _ => {
-                    acc.ints[g] += held.ints[i];
-                    acc.floats[g] += held.floats[i];
-                }
-            }
+            let state = (held.counts[i], held.ints[i], held.floats[i], held.set[i]);
+            acc.merge(a, g, !merge, state);
         }
     }
 
@@ -487,21 +475,12 @@ impl State {
             out.set.resize(m, false);
             for (&g, &(t, first)) in order.iter().zip(target.iter()) {
                 let g = g as usize;
-                out.counts[t] += acc.counts[g];
-                match a {
-                    Aggregate::MinMax { max, .. } => {
-                        if acc.set[g] {
-                            out.fold_extreme(t, acc.ints[g], *max);
-                        }
-                    }
-                    // A group's first state is taken as it is (0.0 + -0.0 would lose
-                    // the sign).
-                    _ if first => (out.ints[t], out.floats[t]) = (acc.ints[g], acc.floats[g]),
-                    _ => {
-                        out.ints[t] += acc.ints[g];
-                        out.floats[t] += acc.floats[g];
-                    }
-                }
+                out.merge(
+                    a,
+                    t,
+                    first,
+                    (acc.counts[g], acc.ints[g], acc.floats[g], acc.set[g]),
+                );
             }
             std::mem::swap(acc, out);
         }
@@ -568,6 +547,29 @@ struct SortScratch {
     spare: Vec<u32>,
     target: Vec<(usize, bool)>,
     accs: Vec<Acc>,
+}
+
+impl Acc {
+    /// Merges one group's state of aggregate `a` (count, integer, float, whether it holds
+    /// an extreme) into group `g`; `first`: `g` holds no state yet, and takes the sums as
+    /// they are (0.0 + -0.0 would lose the sign).
+    #[inline(always)]
+    fn merge(&mut self, a: &Aggregate, g: usize, first: bool, state: (u64, i128, f64, bool)) {
+        let (count, int, float, set) = state;
+        self.counts[g] += count;
+        match a {
+            Aggregate::MinMax { max, .. } => {
+                if set {
+                    self.fold_extreme(g, int, *max);
+                }
+            }
+            _ if first => (self.ints[g], self.floats[g]) = (int, float),
+            _ => {
+                self.ints[g] += int;
+                self.floats[g] += float;
+            }
+        }
+    }
 }
 
 /// The stream of complete groups of `partition`.
