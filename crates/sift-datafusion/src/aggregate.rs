@@ -40,14 +40,15 @@
 //!   `sift.scan_aggregates` off), two threads 70–90 -> 24–28 ms (52–61 off).
 //! - **Complete groups from clustered blocks.** Where the column is only clustered (no
 //!   nulls, any order within a block), each block's groups are completed once the scan
-//!   has passed the block's zone-map bound, sorted by value if its rows were not in order
-//!   (a value outside its block's bounds is an error). tpchgen's Parquet orders grouped
-//!   by `o_orderkey` (row groups of 93,750 rows): one thread 132–136 -> 75–78 ms (100–109
-//!   with `sift.scan_aggregates` off), two threads 81–87 -> 41–51 ms; TPC-H Q18 on
-//!   tpchgen's Parquet: one thread 205–255 -> 136–142 ms, two 120–158 -> 75–95. A key
-//!   whose rows are shuffled within its blocks gains nothing, its groups sorted block by
-//!   block (a radix sort over the block's span): the same orders with each row group's
-//!   rows permuted, 134–153 -> 136–157 ms (104–107 off).
+//!   has passed the block's zone-map bound, one group per value (merged through a table
+//!   over the block's span once its rows come out of order; a value outside its block's
+//!   bounds is an error). tpchgen's Parquet orders grouped by `o_orderkey` (row groups
+//!   of 93,750 rows): one thread 132–136 -> 75–78 ms (100–109 with
+//!   `sift.scan_aggregates` off), two threads 81–87 -> 41–51 ms; TPC-H Q18 on tpchgen's
+//!   Parquet: one thread 205–255 -> 136–142 ms, two 120–158 -> 75–95. With each row
+//!   group's rows shuffled: orders 136 -> 75–77 ms (100–103 off); lineitem grouped by
+//!   `l_orderkey` (about four rows a key) 415–430 -> 246–254 ms (205–215 off), where
+//!   each row was a group until its block's groups were sorted and merged.
 //! - **Compiled for the CPU.** Adding a batch ([`State`]'s `add`, with the loops it
 //!   inlines) is compiled once per instruction-set level and run at the one the CPU has
 //!   ([`compiled_for_active`](sift_bits::dispatch::compiled_for_active)): the products of

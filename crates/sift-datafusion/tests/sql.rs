@@ -2020,10 +2020,10 @@ proptest::proptest! {
 /// above the block before's greatest, or the mirror of that descending), its rows
 /// shuffled within a block or not, and a value on either side of two blocks where
 /// `touch`; with an `Int32` argument holding nulls and a decimal one.
-fn clustered_blocks_batch(blocks: &[(u8, u8, bool, bool)], descending: bool) -> RecordBatch {
+fn clustered_blocks_batch(blocks: &[(u8, u8, bool, bool, bool)], descending: bool) -> RecordBatch {
     let mut keys: Vec<i64> = Vec::new();
     let mut last = -3_000_000i64;
-    for (b, &(len, width, touch, shuffle)) in blocks.iter().enumerate() {
+    for (b, &(len, width, touch, shuffle, distinct)) in blocks.iter().enumerate() {
         // The first block starts apart from the second's start, so that the key spans
         // too wide a range to index.
         let start = match touch && b > 1 {
@@ -2031,8 +2031,15 @@ fn clustered_blocks_batch(blocks: &[(u8, u8, bool, bool)], descending: bool) -> 
             false => last + 70_000,
         };
         let n = i64::from(len);
+        // `distinct`: consecutive values, each once (a unique key); else `width` + 1
+        // values at most, 1,000 apart.
         let mut block: Vec<i64> = (0..n)
-            .map(|i| start + (i * 7 + i64::from(width) * i / 3) % (i64::from(width) + 1) * 1_000)
+            .map(|i| match distinct {
+                true => start + i,
+                false => {
+                    start + (i * 7 + i64::from(width) * i / 3) % (i64::from(width) + 1) * 1_000
+                }
+            })
             .collect();
         // The first row holds the block's least value, which `touch` shares.
         block[0] = start;
@@ -2060,10 +2067,14 @@ proptest::proptest! {
     /// Groups by a key only clustered (a Parquet file's row groups follow one another by
     /// their statistics, rows in any order within each) completed block by block next to
     /// the scan equal DataFusion's, whatever the blocks, their order within, values
-    /// shared by two blocks, the batches' length and the partitions.
+    /// repeated or each once, values shared by two blocks, the batches' length and the
+    /// partitions.
     #[test]
     fn clustered_blocks_complete_their_groups(
-        blocks in proptest::collection::vec((1u8..120, 0u8..40, proptest::bool::ANY, proptest::bool::ANY), 2..12),
+        blocks in proptest::collection::vec(
+            (1u8..120, 0u8..40, proptest::bool::ANY, proptest::bool::ANY, proptest::bool::ANY),
+            2..12,
+        ),
         descending in proptest::bool::ANY,
         batch_size in 8usize..300,
         threads in 1usize..4,
