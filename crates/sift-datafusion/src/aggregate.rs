@@ -46,9 +46,9 @@
 //!   of 93,750 rows): one thread 132–136 -> 75–78 ms (100–109 with
 //!   `sift.scan_aggregates` off), two threads 81–87 -> 41–51 ms; TPC-H Q18 on tpchgen's
 //!   Parquet: one thread 205–255 -> 136–142 ms, two 120–158 -> 75–95. With each row
-//!   group's rows shuffled: orders 136 -> 75–77 ms (100–103 off); lineitem grouped by
-//!   `l_orderkey` (about four rows a key) 415–430 -> 246–254 ms (205–215 off), where
-//!   each row was a group until its block's groups were sorted and merged.
+//!   group's rows shuffled, where each row was a group until its block's groups were
+//!   sorted and merged (one run): orders 146–164 -> 80–96 ms (114–116 off); lineitem
+//!   grouped by `l_orderkey` (about four rows a key) 428–488 -> 169–183 ms (229–236 off).
 //! - **Compiled for the CPU.** Adding a batch ([`State`]'s `add`, with the loops it
 //!   inlines) is compiled once per instruction-set level and run at the one the CPU has
 //!   ([`compiled_for_active`](sift_bits::dispatch::compiled_for_active)): the products of
@@ -1334,14 +1334,25 @@ impl State {
     fn add(&mut self, spec: &Spec, batch: &RecordBatch) -> Result<()> {
         sift_bits::dispatch::compiled_for_active(
             #[inline(always)]
-            || self.add_batch(spec, batch),
+            || {
+                let ids = self.group_ids(spec, batch)?;
+                self.add_batch(spec, batch, &ids)
+            },
         )
     }
 
-    // Inlined into `add`'s wrapper, to be compiled for the active level.
+    /// Adds `batch`, whose rows' groups (among the state's) are `ids`.
+    fn add_grouped(&mut self, spec: &Spec, batch: &RecordBatch, ids: &[u32]) -> Result<()> {
+        sift_bits::dispatch::compiled_for_active(
+            #[inline(always)]
+            || self.add_batch(spec, batch, ids),
+        )
+    }
+
+    // Inlined into `add`'s and `add_grouped`'s wrappers, to be compiled for the active
+    // level.
     #[inline(always)]
-    fn add_batch(&mut self, spec: &Spec, batch: &RecordBatch) -> Result<()> {
-        let ids = self.group_ids(spec, batch)?;
+    fn add_batch(&mut self, spec: &Spec, batch: &RecordBatch, ids: &[u32]) -> Result<()> {
         let mut nodes: Vec<Column> = Vec::with_capacity(spec.nodes.len());
         for node in &spec.nodes {
             let column = evaluate(node, &nodes, batch)?;
@@ -1370,14 +1381,14 @@ impl State {
                 *n = ids.iter().map(|&id| u64::from(id == g as u32)).sum();
             }
         } else {
-            for &g in &ids {
+            for &g in ids {
                 rows[g as usize] += 1;
             }
         }
         let mut sums: HashMap<usize, Vec<i128>> = HashMap::new();
         for (a, acc) in spec.aggregates.iter().zip(&mut self.accs) {
             let batch = Batch {
-                ids: &ids,
+                ids,
                 rows: &rows,
                 nodes: &nodes,
                 lanes: &spec.lanes,
