@@ -881,7 +881,10 @@ impl Run {
                 let Some(state) = &mut self.state else {
                     return Ok(());
                 };
-                match self.index.ids(&keys[start..split], state) {
+                match self
+                    .index
+                    .ids(keys[start..split].iter().map(|&k| Some(k)), state)
+                {
                     Ok(ids) => state.add_grouped(&spec, &slice, ids)?,
                     Err(outside) => return Err(self.misstated(&outside)),
                 }
@@ -1090,8 +1093,6 @@ struct BlockIndex {
     slots: Vec<u32>,
     /// The value of the first slot.
     base: i64,
-    /// Each moved group's group in the state, and whether it is new there.
-    targets: Vec<(usize, bool)>,
     /// Each row's group in the state ([`BlockIndex::ids`]).
     rows: Vec<u32>,
     /// Whether a moved group was merged into one of the block's.
@@ -1135,30 +1136,17 @@ impl BlockIndex {
                 return Ok(());
             }
         }
-        self.targets.clear();
-        for key in &from.run_keys[..k] {
-            let slot = self.slot(*key)?;
-            match *slot {
-                u32::MAX => {
-                    *slot = to.run_keys.len() as u32;
-                    self.targets.push((to.run_keys.len(), true));
-                    to.run_keys.push(*key);
-                }
-                g => {
-                    self.targets.push((g as usize, false));
-                    self.merged = true;
-                }
-            }
-        }
-        to.grow();
+        // New groups are numbered in the order their values first come: a group's first
+        // state is the one that gives the next new number.
+        let fresh = to.run_keys.len();
+        let ids = self.ids(from.run_keys[..k].iter().copied(), to)?;
         for ((a, acc), fed) in (spec.aggregates.iter().zip(&mut to.accs)).zip(&from.accs) {
-            for (g, &(t, new)) in self.targets.iter().enumerate() {
-                acc.merge(
-                    a,
-                    t,
-                    new,
-                    (fed.counts[g], fed.ints[g], fed.floats[g], fed.set[g]),
-                );
+            let mut next = fresh;
+            for (g, &t) in ids.iter().enumerate() {
+                let new = t as usize == next;
+                next += usize::from(new);
+                let state = (fed.counts[g], fed.ints[g], fed.floats[g], fed.set[g]);
+                acc.merge(a, t as usize, new, state);
             }
         }
         from.remove_front(k);
@@ -1167,16 +1155,17 @@ impl BlockIndex {
 
     /// Each of `keys`' group among `to`'s (the block's groups, indexed), a new one for a
     /// value without one. `Err`: a value outside the block's span.
-    fn ids(&mut self, keys: &[i64], to: &mut State) -> std::result::Result<&[u32], i64> {
+    fn ids(
+        &mut self,
+        keys: impl IntoIterator<Item = Option<i64>>,
+        to: &mut State,
+    ) -> std::result::Result<&[u32], i64> {
         self.rows.clear();
-        for &key in keys {
-            let at = key.wrapping_sub(self.base) as u64;
-            let slot = (usize::try_from(at).ok())
-                .and_then(|at| self.slots.get_mut(at))
-                .ok_or(key)?;
+        for key in keys {
+            let slot = slot_of(&mut self.slots, self.base, key)?;
             if *slot == u32::MAX {
                 *slot = to.run_keys.len() as u32;
-                to.run_keys.push(Some(key));
+                to.run_keys.push(key);
             } else {
                 self.merged = true;
             }
@@ -1211,21 +1200,21 @@ impl BlockIndex {
         self.slots.resize(span as usize, u32::MAX);
         self.base = lo;
         for (g, key) in to.run_keys.iter().enumerate() {
-            *self.slot(*key)? = g as u32;
+            *slot_of(&mut self.slots, lo, *key)? = g as u32;
         }
         Ok(true)
     }
+}
 
-    /// The slot of `key`; `Err` where it lies outside the span (a null, which a block's
-    /// rows are checked not to hold before they are added, counts as outside).
-    fn slot(&mut self, key: Option<i64>) -> std::result::Result<&mut u32, i64> {
-        let key = key.ok_or(self.base)?;
-        let at = key.wrapping_sub(self.base) as u64;
-        usize::try_from(at)
-            .ok()
-            .and_then(|at| self.slots.get_mut(at))
-            .ok_or(key)
-    }
+/// The slot of `key` in `slots`, the first of which is `base`'s; `Err` where it lies
+/// outside them (a null, which a block's rows are checked not to hold before they are
+/// added, counts as outside).
+fn slot_of(slots: &mut [u32], base: i64, key: Option<i64>) -> std::result::Result<&mut u32, i64> {
+    let key = key.ok_or(base)?;
+    let at = key.wrapping_sub(base) as u64;
+    (usize::try_from(at).ok())
+        .and_then(|at| slots.get_mut(at))
+        .ok_or(key)
 }
 
 /// Checks that `keys` (a partition's groups in order, the one carried from the batch
