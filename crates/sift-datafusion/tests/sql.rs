@@ -2201,8 +2201,9 @@ fn a_false_sort_declaration_fails_complete_groups() {
 }
 
 /// Row groups whose statistics say they follow one another while one holds a value past
-/// its stated bound: the groups completed block by block stop with an error naming the
-/// file and column, never a group emitted twice. A clustered key holding a null is not
+/// its stated bound (one before the last, or the last): the groups completed block by
+/// block stop with an error naming the file and column, never a group emitted twice or a
+/// row lost. A clustered key holding a null is not
 /// completed block by block (its null group may lie anywhere), and is aggregated right.
 #[test]
 fn clustered_blocks_that_break_their_statistics_fail() {
@@ -2228,30 +2229,24 @@ fn clustered_blocks_that_break_their_statistics_fail() {
         .set_dictionary_enabled(false)
         .build();
     let lens = [first.len(), second.len()];
-    write_row_groups(&path, &batch, &lens, Some(props));
-    let mut bytes = std::fs::read(&path).expect("read parquet");
-    let footer = bytes.len()
-        - 8
-        - u32::from_le_bytes(
-            bytes[bytes.len() - 8..bytes.len() - 4]
-                .try_into()
-                .expect("len"),
-        ) as usize;
-    let (from, to) = (GREATEST.to_le_bytes(), STATED.to_le_bytes());
-    let mut replaced = 0;
-    for at in footer..bytes.len() - 8 {
-        if bytes[at..at + 8] == from {
-            bytes[at..at + 8].copy_from_slice(&to);
-            replaced += 1;
-        }
-    }
-    assert!(replaced > 0, "the footer holds the bound");
-    std::fs::write(&path, &bytes).expect("write parquet");
+    write_row_groups(&path, &batch, &lens, Some(props.clone()));
+    state_in_footer(&path, GREATEST, STATED);
     let sql = "select o, count(*), sum(v) from t group by o";
     runtime().block_on(async {
         let err = complete_error(&path, 1, sql).await;
         assert!(
             err.contains("t.parquet") && err.contains("column o") && err.contains("bounds"),
+            "{err}"
+        );
+    });
+    // The last row group's greatest value stated smaller: its greatest row lies past
+    // the last block.
+    write_row_groups(&path, &batch, &lens, Some(props));
+    state_in_footer(&path, GREATEST + 9_000, GREATEST + 8_000);
+    runtime().block_on(async {
+        let err = complete_error(&path, 1, sql).await;
+        assert!(
+            err.contains("column o holds") && err.contains("bounds"),
             "{err}"
         );
     });
@@ -2277,6 +2272,24 @@ fn clustered_blocks_that_break_their_statistics_fail() {
         let (_, text) = executed_plan(&ctx, sql).await;
         assert!(text.contains("SiftAggregate: mode=partial"), "{text}");
     });
+}
+
+/// Replaces every 8-byte little-endian `from` in the footer of the Parquet file at `path`
+/// (its statistics, with the file's data untouched) by `to`.
+fn state_in_footer(path: &Path, from: i64, to: i64) {
+    let mut bytes = std::fs::read(path).expect("read parquet");
+    let tail = bytes.len() - 8;
+    let len = u32::from_le_bytes(bytes[tail..tail + 4].try_into().expect("len"));
+    let (from, to) = (from.to_le_bytes(), to.to_le_bytes());
+    let mut replaced = 0;
+    for at in tail - len as usize..tail {
+        if bytes[at..at + 8] == from {
+            bytes[at..at + 8].copy_from_slice(&to);
+            replaced += 1;
+        }
+    }
+    assert!(replaced > 0, "the footer holds the value");
+    std::fs::write(path, &bytes).expect("write parquet");
 }
 
 /// A source that is itself filtered by a smaller table's keys collects its keys through
