@@ -624,17 +624,13 @@ fn sorted_order(
 ) {
     order.clear();
     values.clear();
-    let bounds = (keys.iter().flatten()).fold(None, |b: Option<(i64, i64)>, &k| {
-        Some(b.map_or((k, k), |(lo, hi)| (lo.min(k), hi.max(k))))
-    });
+    // `None` without values or with a null: no radix sort.
+    let bounds = extremes(keys).and_then(|(lo, hi)| keys[lo].zip(keys[hi]));
     let span = bounds.map_or(0, |(lo, hi)| hi.wrapping_sub(lo) as u64);
     let bits = u64::BITS - span.leading_zeros();
     let index_bits = u64::BITS - (keys.len() as u64).leading_zeros();
-    let (Some((least, _)), false, true) = (
-        bounds,
-        keys.iter().any(Option::is_none),
-        bits <= 4 * DIGIT && bits + index_bits <= u64::BITS,
-    ) else {
+    let (Some((least, _)), true) = (bounds, bits <= 4 * DIGIT && bits + index_bits <= u64::BITS)
+    else {
         order.extend(0..keys.len() as u32);
         order.sort_by_key(|&g| keys[g as usize]);
         values.extend(order.iter().map(|&g| keys[g as usize]));
@@ -933,20 +929,16 @@ impl Run {
                 return Err(self.misstated(&outside));
             }
         }
-        let descending = cursor.descending;
-        let before = move |a: i64, b: i64| if descending { a > b } else { a < b };
-        let keys = &state.run_keys;
-        let in_order = (keys.windows(2)).all(|w| matches!(w, [Some(a), Some(b)] if before(*a, *b)));
-        let merged = (!in_order).then(|| {
+        let merged = (!cursor.in_order(&state.run_keys)).then(|| {
             let distinct = self.index.active();
-            state.unique_groups(&self.spec, descending, distinct, &mut self.scratch)
+            state.unique_groups(&self.spec, cursor.descending, distinct, &mut self.scratch)
         });
         self.index.pass(merged);
         // A value before the last block's carried group, or before the partition's first
         // block, could be a group already made ready, or one of the partition before.
         let first = state.run_keys.first().copied().flatten();
         if let Some(first) = first
-            && before(first, cursor.floor)
+            && cursor.before(first, cursor.floor)
         {
             return Err(self.misstated(&first));
         }
@@ -1061,6 +1053,19 @@ impl BlockCursor {
         }
     }
 
+    /// Whether `a` comes before `b` in the blocks' order.
+    fn before(&self, a: i64, b: i64) -> bool {
+        match self.descending {
+            false => a < b,
+            true => a > b,
+        }
+    }
+
+    /// Whether `keys` follow one another strictly in the blocks' order, without nulls.
+    fn in_order(&self, keys: &[Option<i64>]) -> bool {
+        (keys.windows(2)).all(|w| matches!(w, [Some(a), Some(b)] if self.before(*a, *b)))
+    }
+
     /// Whether `key` lies past the current block: greater than its greatest value (less
     /// than its least, descending).
     fn past(&self, key: i64) -> bool {
@@ -1122,16 +1127,10 @@ impl BlockIndex {
         cursor: &BlockCursor,
     ) -> std::result::Result<(), i64> {
         if !self.active() {
-            let descending = cursor.descending;
-            let before = |a: &Option<i64>, b: &Option<i64>| match (a, b, descending) {
-                (Some(a), Some(b), false) => a < b,
-                (Some(a), Some(b), true) => a > b,
-                _ => false,
-            };
             let keys = &from.run_keys[..k];
-            let joins = (to.run_keys.last().zip(keys.first())).is_none_or(|(a, b)| before(a, b));
-            let in_order = joins && keys.windows(2).all(|w| before(&w[0], &w[1]));
-            if in_order || self.unwanted || !self.enter(to, cursor)? {
+            let joins = (to.run_keys.last().zip(keys.first()))
+                .is_none_or(|(&last, &first)| cursor.in_order(&[last, first]));
+            if (joins && cursor.in_order(keys)) || self.unwanted || !self.enter(to, cursor)? {
                 from.move_groups(k, to);
                 return Ok(());
             }
