@@ -2203,11 +2203,11 @@ fn a_false_sort_declaration_fails_complete_groups() {
 /// Row groups whose statistics say they follow one another while one holds a value past
 /// its stated bound (one before the last, or the last): the groups completed block by
 /// block stop with an error naming the file and column, never a group emitted twice or a
-/// row lost. A clustered key holding a null is not
-/// completed block by block (its null group may lie anywhere), and is aggregated right.
+/// row lost; so do they where a row group holds a null its statistics do not count. A
+/// clustered key holding a null is not completed block by block (its null group may lie
+/// anywhere), and is aggregated right.
 #[test]
 fn clustered_blocks_that_break_their_statistics_fail() {
-    use parquet::file::properties::EnabledStatistics;
     // The first row group's greatest value, written in the footer's statistics only, is
     // replaced there by a smaller one; its rows are not in order, and 3,000, complete
     // before the row past the stated bound, comes again after it.
@@ -2224,12 +2224,8 @@ fn clustered_blocks_that_break_their_statistics_fail() {
     .expect("batch");
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.parquet");
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_statistics_enabled(EnabledStatistics::Chunk)
-        .set_dictionary_enabled(false)
-        .build();
     let lens = [first.len(), second.len()];
-    write_row_groups(&path, &batch, &lens, Some(props.clone()));
+    write_row_groups(&path, &batch, &lens, Some(props_chunk()));
     state_in_footer(&path, GREATEST, STATED);
     let sql = "select o, count(*), sum(v) from t group by o";
     runtime().block_on(async {
@@ -2241,12 +2237,39 @@ fn clustered_blocks_that_break_their_statistics_fail() {
     });
     // The last row group's greatest value stated smaller: its greatest row lies past
     // the last block.
-    write_row_groups(&path, &batch, &lens, Some(props));
+    write_row_groups(&path, &batch, &lens, Some(props_chunk()));
     state_in_footer(&path, GREATEST + 9_000, GREATEST + 8_000);
     runtime().block_on(async {
         let err = complete_error(&path, 1, sql).await;
         assert!(
             err.contains("column o holds") && err.contains("bounds"),
+            "{err}"
+        );
+    });
+    // A null in a row group whose statistics state none: the clustered key (too wide to
+    // index) is completed block by block and meets the null, an error naming the column.
+    let wide = |k: i64| Some(k * STATED);
+    let ordered = RecordBatch::try_from_iter([
+        (
+            "o",
+            Arc::new(Int64Array::from(vec![
+                wide(1),
+                wide(2),
+                None,
+                wide(3),
+                wide(5),
+                wide(6),
+            ])) as ArrayRef,
+        ),
+        ("v", Arc::new(Int64Array::from_iter_values(0..6))),
+    ])
+    .expect("batch");
+    write_row_groups(&path, &ordered, &[4, 2], Some(props_chunk()));
+    nulls_in_footer(&path, 0);
+    runtime().block_on(async {
+        let err = complete_error(&path, 1, sql).await;
+        assert!(
+            err.contains("t.parquet") && err.contains("column o holds a null"),
             "{err}"
         );
     });
@@ -2272,6 +2295,62 @@ fn clustered_blocks_that_break_their_statistics_fail() {
         let (_, text) = executed_plan(&ctx, sql).await;
         assert!(text.contains("SiftAggregate: mode=partial"), "{text}");
     });
+}
+
+/// Chunk statistics only (no page index), without dictionaries.
+fn props_chunk() -> parquet::file::properties::WriterProperties {
+    parquet::file::properties::WriterProperties::builder()
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk)
+        .set_dictionary_enabled(false)
+        .build()
+}
+
+/// Rewrites the footer of the Parquet file at `path` so that the statistics of every
+/// chunk of its first column (an `Int64` column) state `nulls` nulls, their bounds kept and
+/// the data untouched.
+fn nulls_in_footer(path: &Path, nulls: u64) {
+    use parquet::file::metadata::{ParquetMetaDataReader, ParquetMetaDataWriter};
+    use parquet::file::statistics::Statistics;
+    let file = std::fs::File::open(path).expect("open parquet");
+    let metadata = ParquetMetaDataReader::new()
+        .parse_and_finish(&file)
+        .expect("footer");
+    let restated = |c: &parquet::file::metadata::ColumnChunkMetaData| match c.statistics() {
+        Some(Statistics::Int64(s)) => {
+            let stats = Statistics::int64(
+                s.min_opt().copied(),
+                s.max_opt().copied(),
+                None,
+                Some(nulls),
+                false,
+            );
+            c.clone()
+                .into_builder()
+                .set_statistics(stats)
+                .build()
+                .expect("chunk")
+        }
+        _ => panic!("the first column is an Int64 column with statistics"),
+    };
+    let row_groups = (metadata.row_groups().iter())
+        .map(|rg| {
+            let mut columns = rg.columns().to_vec();
+            columns[0] = restated(&columns[0]);
+            (rg.clone().into_builder())
+                .set_column_metadata(columns)
+                .build()
+                .expect("row group")
+        })
+        .collect();
+    let metadata = metadata.into_builder().set_row_groups(row_groups).build();
+    let mut bytes = std::fs::read(path).expect("read parquet");
+    let tail = bytes.len() - 8;
+    let len = u32::from_le_bytes(bytes[tail..tail + 4].try_into().expect("len"));
+    bytes.truncate(tail - len as usize);
+    ParquetMetaDataWriter::new(&mut bytes, &metadata)
+        .finish()
+        .expect("write footer");
+    std::fs::write(path, &bytes).expect("write parquet");
 }
 
 /// Replaces every 8-byte little-endian `from` in the footer of the Parquet file at `path`
